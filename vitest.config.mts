@@ -1,0 +1,29 @@
+import { defineConfig } from "vitest/config";
+
+// Two projects: fast pure tests beside the code, and integration tests that start real
+// servers and child processes (their own ports, temp dirs), which need longer timeouts.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["**/*.test.ts"],
+          exclude: ["**/*.int.test.ts", "node_modules/**", "runs/**"],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["**/*.int.test.ts"],
+          exclude: ["node_modules/**", "runs/**"],
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
+          pool: "forks",
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
