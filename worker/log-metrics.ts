@@ -1,0 +1,105 @@
+/**
+ * Reads training metrics out of log lines, the one place besides the failure classifier that
+ * reads foreign text. Formats are data (a list of line parsers) so a blueprint or campaign
+ * can add patterns for its trainer without code changes.
+ *
+ * Recognised by default:
+ * - verl / AgentJet lines: `step:12 - reward_mean:0.41 - actor/kl:0.002`
+ * - key=value pairs with a step: `step=12 loss=0.31 lr=3e-6`
+ * - JSON lines with a numeric `step` (or `global_step`) field
+ */
+export interface MetricPoint {
+  step: number;
+  values: Record<string, number>;
+}
+
+export interface LogMetricPattern {
+  /** A regular expression source with named groups `step` and any number of `key`/`value` repeats via `pair`. */
+  name: string;
+  /** Matches a whole line and captures the step. */
+  line: string;
+  /** Matches one key/value pair inside the line: named groups `key` and `value`. */
+  pair: string;
+}
+
+const number = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)`;
+
+export const defaultLogMetricPatterns: LogMetricPattern[] = [
+  {
+    name: "verl",
+    line: String.raw`(?:^|\s)step:\s*(?<step>\d+)\s+-\s+`,
+    pair: String.raw`(?<key>[A-Za-z_][\w/.@-]*):\s*(?<value>${number})(?=\s+-\s+|\s*$)`,
+  },
+  {
+    name: "key-value",
+    line: String.raw`(?:^|[\s,|])(?:global_)?step\s*=\s*(?<step>\d+)\b`,
+    pair: String.raw`(?<key>[A-Za-z_][\w/.@-]*)\s*=\s*(?<value>${number})(?=[\s,|]|$)`,
+  },
+];
+
+function toNumber(text: string): number {
+  const lower = text.toLowerCase().replace(/^\+/, "");
+  if (lower === "nan" || lower === "-nan") return Number.NaN;
+  if (lower === "inf" || lower === "infinity") return Number.POSITIVE_INFINITY;
+  if (lower === "-inf" || lower === "-infinity") return Number.NEGATIVE_INFINITY;
+  return Number(text);
+}
+
+function parseJsonLine(line: string): MetricPoint | undefined {
+  const trimmed = line.trim();
+  if (!trimmed.startsWith("{") || !trimmed.endsWith("}")) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== "object" || parsed === null) return undefined;
+  const record = parsed as Record<string, unknown>;
+  const step = record.step ?? record.global_step;
+  if (typeof step !== "number" || !Number.isInteger(step) || step < 0) return undefined;
+  const values: Record<string, number> = {};
+  for (const [key, value] of Object.entries(record)) {
+    if (key === "step" || key === "global_step" || key === "time") continue;
+    if (typeof value === "number") values[key] = value;
+  }
+  return { step, values };
+}
+
+export interface CompiledPatterns {
+  patterns: Array<{ name: string; line: RegExp; pair: RegExp }>;
+}
+
+export function compileLogMetricPatterns(patterns: LogMetricPattern[] = defaultLogMetricPatterns): CompiledPatterns {
+  return {
+    patterns: patterns.map((pattern) => ({
+      name: pattern.name,
+      line: new RegExp(pattern.line, "i"),
+      pair: new RegExp(pattern.pair, "g"),
+    })),
+  };
+}
+
+const defaultCompiled = compileLogMetricPatterns();
+
+/** Returns the metrics on one log line, or undefined when it carries none. */
+export function parseMetricLine(line: string, compiled: CompiledPatterns = defaultCompiled): MetricPoint | undefined {
+  const fromJson = parseJsonLine(line);
+  if (fromJson) return fromJson;
+  for (const pattern of compiled.patterns) {
+    const lineMatch = pattern.line.exec(line);
+    const stepText = lineMatch?.groups?.step;
+    if (!lineMatch || stepText === undefined) continue;
+    const values: Record<string, number> = {};
+    // The step itself is not a metric: look for pairs in the rest of the line only.
+    const rest = `${line.slice(0, lineMatch.index)} ${line.slice(lineMatch.index + lineMatch[0].length)}`;
+    for (const pair of rest.matchAll(pattern.pair)) {
+      const key = pair.groups?.key;
+      const value = pair.groups?.value;
+      if (!key || value === undefined || /^(global_)?step$/i.test(key)) continue;
+      values[key] = toNumber(value);
+    }
+    if (Object.keys(values).length > 0) return { step: Number(stepText), values };
+  }
+  return undefined;
+}
