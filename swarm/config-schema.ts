@@ -1,0 +1,82 @@
+import { z } from "zod";
+import { modelConfigSchema } from "./config-model.ts";
+
+/**
+ * The swarm server's configuration (swarm.yaml). Every object is strict: an unknown key is
+ * an error naming its path, because a misspelt knob silently falling back to its default
+ * is the most expensive kind of bug in a multi-day training run.
+ */
+
+export const sampleCollectionMethods = [
+  "rollout_until_finish_enough_episodes",
+  "rollout_until_finish_enough_tasks",
+  "rollout_until_finish_enough_non_dummy_tasks",
+  "rollout_until_all_clients_agree_sync_weight",
+  "rollout_until_any_client_agrees_sync_weight",
+] as const;
+
+export type SampleCollectionMethod = (typeof sampleCollectionMethods)[number];
+
+const positiveInteger = z.number().int().positive();
+const nonNegativeInteger = z.number().int().nonnegative();
+const positiveSeconds = z.number().positive();
+
+const optimizerSchema = z.strictObject({
+  lr: z.number().positive().default(0.5),
+  kl_coef: z.number().nonnegative().default(0),
+  clip: z.number().positive().default(0.2),
+});
+
+const samplingSchema = z.strictObject({
+  temperature: z.number().nonnegative().default(1),
+  top_p: z.number().gt(0).lte(1).default(1),
+  max_tokens: positiveInteger.default(16),
+});
+
+const limitsSchema = z.strictObject({
+  /** A request with more messages is refused (400): bounds prompt memory per call. */
+  max_messages_per_request: positiveInteger.default(256),
+  /** Bodies larger than this are refused (413) before they are parsed. */
+  max_request_body_bytes: positiveInteger.default(4 * 1024 * 1024),
+  /** Chat completions one episode may make; the next one is refused (400). */
+  max_episode_calls: positiveInteger.default(256),
+  /** Finished episodes remembered (pool + history); past it the oldest are dropped and counted. */
+  max_cached_episodes: positiveInteger.default(4096),
+});
+
+export const swarmConfigSchema = z.strictObject({
+  model: modelConfigSchema.default({ kind: "embedded" }),
+  train_batch_size: positiveInteger.default(4),
+  num_repeat: positiveInteger.default(4),
+  swarm_mode_sample_collection_method: z.enum(sampleCollectionMethods).default("rollout_until_finish_enough_tasks"),
+  /** Cap on concurrently claimed episodes; claims past it fail with a retryable cause. */
+  max_env_worker: positiveInteger.default(64),
+  optimizer: optimizerSchema.default({ lr: 0.5, kl_coef: 0, clip: 0.2 }),
+  sampling: samplingSchema.default({ temperature: 1, top_p: 1, max_tokens: 16 }),
+  /** Checkpoint every this many steps (0: only on stop). */
+  save_freq: nonNegativeInteger.default(10),
+  /** Relative paths are resolved against the directory of the config file. */
+  experiment_dir: z.string().min(1).default("./swarm-experiment"),
+  host: z.string().min(1).default("127.0.0.1"),
+  /** 0 picks a free port (the server prints the one it got). */
+  port: z.number().int().min(0).max(65535).default(10086),
+  compare_level: z.enum(["text", "token"]).default("token"),
+  /** Seconds an episode may stay idle when its claim names no discard_episode_timeout. */
+  episode_idle_timeout: positiveSeconds.default(600),
+  /** Seconds without a call after which a client no longer counts as active (C4, C5). */
+  client_idle_timeout: positiveSeconds.default(600),
+  /** Stop training after this many optimizer steps (0: never). */
+  max_steps: nonNegativeInteger.default(0),
+  limits: limitsSchema.default({
+    max_messages_per_request: 256,
+    max_request_body_bytes: 4 * 1024 * 1024,
+    max_episode_calls: 256,
+    max_cached_episodes: 4096,
+  }),
+  /** Required on control endpoints when set (also from --admin-token or A3R_SWARM_ADMIN_TOKEN). */
+  admin_token: z.string().min(8).optional(),
+});
+
+export type SwarmConfigInput = z.input<typeof swarmConfigSchema>;
+/** The parsed configuration, with `experiment_dir` made absolute. */
+export type SwarmConfig = z.output<typeof swarmConfigSchema>;

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { parseSwarmConfig, SwarmConfigError } from "./config.ts";
+
+function errorOf(text: string): SwarmConfigError {
+  try {
+    parseSwarmConfig(text, { file: "swarm.yaml", baseDirectory: "/base" });
+  } catch (error) {
+    if (error instanceof SwarmConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected the configuration to be rejected");
+}
+
+describe("parseSwarmConfig", () => {
+  it("fills defaults and resolves experiment_dir against the config folder", () => {
+    const config = parseSwarmConfig("train_batch_size: 2\nexperiment_dir: runs/x\n", { baseDirectory: "/base" });
+    expect(config.train_batch_size).toBe(2);
+    expect(config.num_repeat).toBe(4);
+    expect(config.swarm_mode_sample_collection_method).toBe("rollout_until_finish_enough_tasks");
+    expect(config.experiment_dir).toBe("/base/runs/x");
+    expect(config.model.kind).toBe("embedded");
+    expect(config.limits.max_episode_calls).toBeGreaterThan(0);
+  });
+
+  it("treats an empty file as all defaults", () => {
+    expect(parseSwarmConfig("", { baseDirectory: "/b" }).port).toBe(10086);
+  });
+
+  it("names an unknown nested key with its path, line and a suggestion", () => {
+    const error = errorOf("train_batch_size: 2\noptimizer:\n  lrr: 0.1\n");
+    expect(error.message).toBe('unknown key "optimizer.lrr" — did you mean "lr"?');
+    expect(error.line).toBe(3);
+    expect(error.where).toBe("swarm.yaml:3");
+    expect(error.hint).toContain("kl_coef");
+  });
+
+  it("rejects an unknown top-level key", () => {
+    const error = errorOf("num_repeats: 4\n");
+    expect(error.message).toContain('"num_repeats"');
+    expect(error.message).toContain('did you mean "num_repeat"');
+    expect(error.line).toBe(1);
+  });
+
+  it("rejects unknown keys inside the model section of either engine kind", () => {
+    const error = errorOf("model:\n  kind: openai-compatible\n  baseUrl: http://localhost:1/v1\n  model: m\n  baseurl2: x\n");
+    expect(error.message).toContain('unknown key "model.baseurl2"');
+    expect(error.line).toBe(5);
+  });
+
+  it("reports wrong types with the field and line", () => {
+    const error = errorOf("train_batch_size: 2\nnum_repeat: four\n");
+    expect(error.field).toBe("num_repeat");
+    expect(error.line).toBe(2);
+    expect(error.hint).toContain("number");
+  });
+
+  it("lists the allowed values of an enum", () => {
+    const error = errorOf("swarm_mode_sample_collection_method: whenever\n");
+    expect(error.hint).toContain("rollout_until_finish_enough_episodes");
+  });
+
+  it("reports YAML syntax errors with their line", () => {
+    const error = errorOf("port: 1\nsampling:\n  temperature: [1,\n");
+    expect(error.message).toContain("YAML syntax error");
+    expect(error.line).toBeGreaterThanOrEqual(3);
+  });
+
+  it("rejects duplicate keys", () => {
+    expect(errorOf("port: 1\nport: 2\n").message).toContain("YAML syntax error");
+  });
+});
