@@ -1,0 +1,107 @@
+import { spawn } from "node:child_process";
+import { open, readFile } from "node:fs/promises";
+
+/**
+ * Starts a training command in its own session and process group (setsid), with output to
+ * a log file and its exit code written to a file by a wrapper shell. Why a file: a worker
+ * that restarts after a crash is no longer the parent of the run, so it cannot wait() for
+ * it; the exit file (or its absence while the group is gone) tells it how the run ended.
+ */
+export interface LaunchedProcess {
+  pid: number;
+  /** Equal to pid: the process leads its own group. */
+  pgid: number;
+}
+
+export interface LaunchOptions {
+  command: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  logFile: string;
+  exitFile: string;
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+export async function launchProcessGroup(options: LaunchOptions): Promise<LaunchedProcess> {
+  const log = await open(options.logFile, "a");
+  try {
+    // The inner shell runs the command; the outer records its exit status even when the
+    // command is killed by a signal (128 + signal number, as shells report it).
+    const wrapper = `sh -c ${shellQuote(options.command)}; echo $? > ${shellQuote(options.exitFile)}`;
+    const child = spawn("sh", ["-c", wrapper], {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ["ignore", log.fd, log.fd],
+    });
+    const pid = await new Promise<number>((resolve, reject) => {
+      child.once("error", reject);
+      child.once("spawn", () => resolve(child.pid!));
+    });
+    child.unref();
+    return { pid, pgid: pid };
+  } finally {
+    await log.close();
+  }
+}
+
+/** True while any process of the group is alive (signal 0 probes without killing). */
+export function isGroupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * TERM to the whole group, then KILL after the grace period if anything is left, so a
+ * budget kill leaves no orphans (children of children are in the same group).
+ */
+export async function terminateGroup(pgid: number, graceMs: number): Promise<"terminated" | "killed" | "gone"> {
+  if (!signalGroup(pgid, "SIGTERM")) return "gone";
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isGroupAlive(pgid)) return "terminated";
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  signalGroup(pgid, "SIGKILL");
+  for (let waited = 0; waited < 2000 && isGroupAlive(pgid); waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return "killed";
+}
+
+export interface ExitStatus {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+const signalNames: Record<number, NodeJS.Signals> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM", 11: "SIGSEGV" };
+
+/** How a finished group ended: from the exit file, or SIGKILL when the wrapper itself died. */
+export async function readExitStatus(exitFile: string): Promise<ExitStatus> {
+  let text: string;
+  try {
+    text = (await readFile(exitFile, "utf8")).trim();
+  } catch {
+    return { exitCode: null, signal: "SIGKILL" };
+  }
+  const code = Number(text);
+  if (!Number.isInteger(code)) return { exitCode: null, signal: "SIGKILL" };
+  if (code > 128 && signalNames[code - 128]) return { exitCode: code, signal: signalNames[code - 128]! };
+  return { exitCode: code, signal: null };
+}
