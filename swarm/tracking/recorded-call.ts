@@ -1,0 +1,17 @@
+import type { ChatMessage } from "../engines/engine.ts";
+
+/** One chat completion of an episode as the server saw it: a timeline. */
+export interface RecordedCall {
+  callIndex: number;
+  /** Set by multi-agent clients; calls of different agents never merge. */
+  agentName?: string;
+  messages: ChatMessage[];
+  tools?: unknown[];
+  promptTokenIds: number[];
+  completionTokenIds: number[];
+  completionText: string;
+  completionLogprobs?: number[];
+  time: number;
+}
+
+export type CompareLevel = "text" | "token";

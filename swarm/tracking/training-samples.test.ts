@@ -1,0 +1,131 @@
+import { describe, expect, it } from "vitest";
+import type { ChatMessage } from "../engines/engine.ts";
+import { createWordTokenizer } from "../engines/embedded/tokenizer.ts";
+import { buildTrainingSamples, mergeTimelines, type CompareLevel, type RecordedCall } from "./index.ts";
+
+// Ids: system 0, user 1, assistant 2, tool 3, end 4, yes 5, no 6, a 7, b 8, c 9.
+const tokenizer = createWordTokenizer(["yes", "no", "a", "b", "c"]);
+const S = 0, U = 1, A = 2, T = 3, E = 4, yes = 5, no = 6, a = 7, b = 8, c = 9;
+
+let nextIndex = 0;
+function call(messages: ChatMessage[], completionText: string, options: { agentName?: string; finishedByLength?: boolean } = {}): RecordedCall {
+  const completionTokenIds = tokenizer.encodeText(completionText);
+  if (!options.finishedByLength) completionTokenIds.push(E);
+  return {
+    callIndex: nextIndex++,
+    ...(options.agentName ? { agentName: options.agentName } : {}),
+    messages,
+    promptTokenIds: tokenizer.encodeChat(messages, { addGenerationPrompt: true }).tokenIds,
+    completionTokenIds,
+    completionText,
+    completionLogprobs: completionTokenIds.map((_, index) => -0.1 * (index + 1)),
+    time: 0,
+  };
+}
+const sys = (content: string): ChatMessage => ({ role: "system", content });
+const user = (content: string): ChatMessage => ({ role: "user", content });
+const assistant = (content: string): ChatMessage => ({ role: "assistant", content });
+const tool = (content: string): ChatMessage => ({ role: "tool", content });
+
+function build(calls: RecordedCall[], compareLevel: CompareLevel = "text") {
+  return buildTrainingSamples(calls, { compareLevel, taskId: "t", episodeUuid: "e", reward: 1, encodeChat: tokenizer.encodeChat });
+}
+
+describe("buildTrainingSamples", () => {
+  for (const compareLevel of ["text", "token"] as const) {
+    it(`merges a multi-turn conversation into one sample whose mask covers exactly the generated tokens (${compareLevel})`, () => {
+      const first = call([sys("a"), user("b")], "yes");
+      const second = call([sys("a"), user("b"), assistant("yes"), user("a b")], "no");
+      const third = call([sys("a"), user("b"), assistant("yes"), user("a b"), assistant("no"), tool("c")], "yes no");
+      const { samples, stats } = build([first, second, third], compareLevel);
+      expect(samples).toHaveLength(1);
+      expect(samples[0]!.tokenIds).toEqual([S, a, E, U, b, E, A, yes, E, U, a, b, E, A, no, E, T, c, E, A, yes, no, E]);
+      expect(samples[0]!.lossMask).toEqual([0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1]);
+      // The absorbed calls' own sampling log-probs survive, aligned with their tokens.
+      expect(samples[0]!.logprobs?.[7]).toBeCloseTo(-0.1);
+      expect(samples[0]!.logprobs?.[15]).toBeCloseTo(-0.2);
+      expect(samples[0]!.logprobs?.[3]).toBeUndefined();
+      expect(stats).toEqual({ calls: 3, samples: 1, tokensWithoutMerge: 9 + 16 + 23, tokensWithMerge: 23 });
+    });
+  }
+
+  it("keeps two agents with different system prompts as two samples, even when their calls interleave", () => {
+    const plannerOne = call([sys("a"), user("c")], "yes");
+    const criticOne = call([sys("b"), user("c")], "no");
+    const plannerTwo = call([sys("a"), user("c"), assistant("yes"), user("a")], "no");
+    const criticTwo = call([sys("b"), user("c"), assistant("no"), user("b")], "yes");
+    const { samples } = build([plannerOne, criticOne, plannerTwo, criticTwo]);
+    expect(samples.map((sample) => sample.tokenIds)).toEqual([
+      [S, a, E, U, c, E, A, yes, E, U, a, E, A, no, E],
+      [S, b, E, U, c, E, A, no, E, U, b, E, A, yes, E],
+    ]);
+    expect(samples[0]!.lossMask).toEqual([0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1]);
+    expect(samples[1]!.lossMask).toEqual(samples[0]!.lossMask);
+  });
+
+  it("never merges calls of different agent names, even with identical messages", () => {
+    const first = call([user("a")], "yes", { agentName: "planner" });
+    const second = call([user("a"), assistant("yes"), user("b")], "no", { agentName: "critic" });
+    expect(build([first, second]).samples).toHaveLength(2);
+  });
+
+  it("keeps edited history separate: a replayed answer that differs from what the policy said is context, not generated", () => {
+    const first = call([user("a")], "yes");
+    const edited = call([user("a"), assistant("no"), user("b")], "c");
+    const { samples } = build([first, edited]);
+    expect(samples).toHaveLength(2);
+    expect(samples[1]!.tokenIds).toEqual([U, a, E, A, no, E, U, b, E, A, c, E]);
+    expect(samples[1]!.lossMask).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1]);
+    expect(build([first, edited], "token").samples).toHaveLength(2);
+  });
+
+  it("keeps a conversation whose earlier user message was rewritten separate", () => {
+    const first = call([sys("a"), user("b")], "yes");
+    const rewritten = call([sys("a"), user("c"), assistant("yes"), user("b")], "no");
+    expect(build([first, rewritten]).samples).toHaveLength(2);
+    expect(build([first, rewritten], "token").samples).toHaveLength(2);
+  });
+
+  it("merges a branch into the first call that extends it and keeps the second branch whole", () => {
+    const root = call([user("a")], "yes");
+    const left = call([user("a"), assistant("yes"), user("b")], "no");
+    const right = call([user("a"), assistant("yes"), user("c")], "no");
+    const { samples } = build([root, left, right]);
+    expect(samples).toHaveLength(2);
+    expect(samples[0]!.lossMask).toEqual([0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1]);
+    expect(samples[1]!.lossMask).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1]);
+  });
+
+  it("merges a call cut by max_tokens: the end token the client's replay adds is context", () => {
+    const cut = call([user("a")], "yes no", { finishedByLength: true });
+    const next = call([user("a"), assistant("yes no"), user("b")], "c");
+    const { samples } = build([cut, next]);
+    expect(samples).toHaveLength(1);
+    expect(samples[0]!.tokenIds).toEqual([U, a, E, A, yes, no, E, U, b, E, A, c, E]);
+    expect(samples[0]!.lossMask).toEqual([0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1]);
+  });
+
+  it("lets the generated tokens stand in for the replayed message when re-tokenizing gives other ids", () => {
+    const generated = { ...call([user("a")], "yes"), completionTokenIds: [123456, E] };
+    const next = call([user("a"), assistant("yes"), user("b")], "no");
+    const { samples } = build([generated, next]);
+    expect(samples).toHaveLength(1);
+    expect(samples[0]!.tokenIds).toEqual([U, a, E, A, 123456, E, U, b, E, A, no, E]);
+    expect(samples[0]!.lossMask).toEqual([0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1]);
+  });
+
+  it("accepts whitespace the client stripped from the replayed answer", () => {
+    const first = { ...call([user("a")], "yes"), completionText: " yes\n" };
+    const next = call([user("a"), assistant("yes"), user("b")], "no");
+    expect(mergeTimelines([first, next], "text")).toHaveLength(1);
+  });
+
+  it("orders calls by call index, not by the order they are handed over", () => {
+    const first = call([user("a")], "yes");
+    const second = call([user("a"), assistant("yes"), user("b")], "no");
+    const { samples } = build([second, first]);
+    expect(samples).toHaveLength(1);
+    expect(samples[0]!.reward).toBe(1);
+    expect(samples[0]!.taskId).toBe("t");
+  });
+});
