@@ -1,0 +1,157 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { RecordedCall } from "../tracking/index.ts";
+
+/**
+ * Claimed episodes and their credentials. Each claim gets a fresh random API key that
+ * works only while that episode is running: the key is revoked the moment the episode
+ * ends, aborts, is reclaimed for idleness or is closed by a state change, so a stale
+ * client can never write into another claim (AgentJet reused keys per slot).
+ *
+ * Not part of this module: sample pooling and training (sample-pool.ts, the trainer),
+ * HTTP, and timers (the caller runs `reclaimIdle` periodically with its clock).
+ */
+
+export type EpisodeType = "train" | "eval";
+export type EpisodeStatus = "running" | "ended" | "aborted" | "reclaimed" | "closed";
+
+export interface Episode {
+  episodeUuid: string;
+  clientUuid: string;
+  type: EpisodeType;
+  apiKey: string;
+  status: EpisodeStatus;
+  claimedAt: number;
+  lastActivityAt: number;
+  discardTimeoutMs: number;
+  /** Chat completions being generated right now; an episode is never idle while > 0. */
+  inFlight: number;
+  calls: RecordedCall[];
+  /** global_step when claimed (the policy version that answered it). */
+  claimStep: number;
+  closedAt?: number;
+  closeReason?: string;
+  taskId?: string;
+  reward?: number;
+}
+
+export type ClaimResult = { ok: true; episode: Episode } | { ok: false; failCause: string };
+
+export interface RegistryCounters {
+  claimed: number;
+  ended: number;
+  aborted: number;
+  reclaimed: number;
+  closed: number;
+  /** Finished episodes forgotten because the history reached max_cached_episodes. */
+  droppedFromHistory: number;
+}
+
+export class EpisodeRegistry {
+  readonly #running = new Map<string, Episode>();
+  readonly #byKey = new Map<string, Episode>();
+  /** Finished episodes (without their calls), oldest first; bounded. */
+  readonly #history = new Map<string, Episode>();
+  readonly counters: RegistryCounters = { claimed: 0, ended: 0, aborted: 0, reclaimed: 0, closed: 0, droppedFromHistory: 0 };
+
+  constructor(private readonly limits: { maxConcurrentEpisodes: number; maxHistory: number }) {}
+
+  claim(request: { clientUuid: string; type: EpisodeType; discardTimeoutMs: number; step: number }, now = Date.now()): ClaimResult {
+    if (this.#running.size >= this.limits.maxConcurrentEpisodes) {
+      return { ok: false, failCause: `max_env_worker reached (${this.limits.maxConcurrentEpisodes} episodes running); retry later` };
+    }
+    const episode: Episode = {
+      episodeUuid: randomUUID(),
+      clientUuid: request.clientUuid,
+      type: request.type,
+      apiKey: `sk-swarm-${randomBytes(24).toString("base64url")}`,
+      status: "running",
+      claimedAt: now,
+      lastActivityAt: now,
+      discardTimeoutMs: request.discardTimeoutMs,
+      inFlight: 0,
+      calls: [],
+      claimStep: request.step,
+    };
+    this.#running.set(episode.episodeUuid, episode);
+    this.#byKey.set(episode.apiKey, episode);
+    this.counters.claimed += 1;
+    return { ok: true, episode };
+  }
+
+  /** The running episode a key belongs to; undefined once it is revoked. */
+  byApiKey(apiKey: string): Episode | undefined {
+    return this.#byKey.get(apiKey);
+  }
+
+  running(episodeUuid: string): Episode | undefined {
+    return this.#running.get(episodeUuid);
+  }
+
+  /** A running or remembered finished episode. */
+  find(episodeUuid: string): Episode | undefined {
+    return this.#running.get(episodeUuid) ?? this.#history.get(episodeUuid);
+  }
+
+  runningEpisodes(): Episode[] {
+    return [...this.#running.values()];
+  }
+
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  historyEpisodes(): Episode[] {
+    return [...this.#history.values()];
+  }
+
+  touch(episode: Episode, now = Date.now()): void {
+    episode.lastActivityAt = now;
+  }
+
+  /**
+   * Ends a running episode: revokes its key at once, frees its calls (the caller has
+   * taken what it needs), and moves it into the bounded history.
+   */
+  finish(episodeUuid: string, status: Exclude<EpisodeStatus, "running">, reason: string, now = Date.now()): Episode | undefined {
+    const episode = this.#running.get(episodeUuid);
+    if (!episode) return undefined;
+    this.#running.delete(episodeUuid);
+    this.#byKey.delete(episode.apiKey);
+    episode.status = status;
+    episode.closedAt = now;
+    episode.closeReason = reason;
+    episode.calls = [];
+    this.counters[countersKey[status]] += 1;
+    this.#history.set(episodeUuid, episode);
+    while (this.#history.size > this.limits.maxHistory) {
+      const oldest = this.#history.keys().next().value as string;
+      this.#history.delete(oldest);
+      this.counters.droppedFromHistory += 1;
+    }
+    return episode;
+  }
+
+  /** Reclaims running episodes idle past their discard timeout; returns them. */
+  reclaimIdle(now = Date.now()): Episode[] {
+    const reclaimed: Episode[] = [];
+    for (const episode of [...this.#running.values()]) {
+      if (episode.inFlight > 0) continue;
+      const idleMs = now - episode.lastActivityAt;
+      if (idleMs > episode.discardTimeoutMs) {
+        this.finish(episode.episodeUuid, "reclaimed", `idle for ${Math.round(idleMs / 1000)} s (discard_episode_timeout ${episode.discardTimeoutMs / 1000} s)`, now);
+        reclaimed.push(episode);
+      }
+    }
+    return reclaimed;
+  }
+
+  /** Closes every running episode (the engine left the rolling states). */
+  closeAll(reason: string, now = Date.now()): Episode[] {
+    return [...this.#running.keys()].map((uuid) => this.finish(uuid, "closed", reason, now)!);
+  }
+}
+
+const countersKey = { ended: "ended", aborted: "aborted", reclaimed: "reclaimed", closed: "closed" } as const satisfies Record<
+  Exclude<EpisodeStatus, "running">,
+  keyof RegistryCounters
+>;

@@ -1,0 +1,81 @@
+import type { TrainingSample } from "../engines/engine.ts";
+import type { PoolEpisode } from "./batching-strategies.ts";
+
+/** One finished train episode waiting in the pool, with its merged samples. */
+export interface PooledEpisode extends PoolEpisode {
+  clientUuid: string;
+  isSuccess: boolean | undefined;
+  samples: TrainingSample[];
+  stats: { calls: number; samples: number; tokensWithoutMerge: number; tokensWithMerge: number };
+  logMetrics: Record<string, number>;
+  completedAt: number;
+}
+
+/**
+ * Finished train episodes keyed by task id, waiting for the batching strategy. Bounded:
+ * past `maxEpisodes` the oldest episodes are dropped and counted (`dropped`), never kept
+ * silently (AgentJet's cache grew without bound).
+ *
+ * Not decided here: which episodes form a batch (batching-strategies.ts).
+ */
+export class SamplePool {
+  readonly #episodes = new Map<string, PooledEpisode>();
+  #sequence = 0;
+  dropped = 0;
+  discarded = 0;
+
+  constructor(private readonly maxEpisodes: number) {}
+
+  nextSequence(): number {
+    this.#sequence += 1;
+    return this.#sequence;
+  }
+
+  add(episode: PooledEpisode): void {
+    this.#episodes.set(episode.episodeUuid, episode);
+    while (this.#episodes.size > this.maxEpisodes) {
+      this.#episodes.delete(this.#episodes.keys().next().value as string);
+      this.dropped += 1;
+    }
+  }
+
+  summaries(): PoolEpisode[] {
+    return [...this.#episodes.values()].map(({ episodeUuid, taskId, reward, sequence }) => ({ episodeUuid, taskId, reward, sequence }));
+  }
+
+  get size(): number {
+    return this.#episodes.size;
+  }
+
+  /** Removes and returns the named episodes, in the order given. */
+  take(episodeUuids: readonly string[]): PooledEpisode[] {
+    const taken: PooledEpisode[] = [];
+    for (const uuid of episodeUuids) {
+      const episode = this.#episodes.get(uuid);
+      if (!episode) continue;
+      this.#episodes.delete(uuid);
+      taken.push(episode);
+    }
+    return taken;
+  }
+
+  discard(episodeUuids: readonly string[]): void {
+    this.discarded += this.take(episodeUuids).length;
+  }
+
+  /** Per task: how many episodes and their rewards (for pool information). */
+  taskDetails(): Record<string, { episodes: number; rewards: number[] }> {
+    const details: Record<string, { episodes: number; rewards: number[] }> = {};
+    for (const episode of this.#episodes.values()) {
+      const entry = (details[episode.taskId] ??= { episodes: 0, rewards: [] });
+      entry.episodes += 1;
+      entry.rewards.push(episode.reward);
+    }
+    return details;
+  }
+
+  /** Empties the pool: pooled samples came from the policy before a resume or restart. */
+  clear(): void {
+    this.#episodes.clear();
+  }
+}
