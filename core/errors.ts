@@ -32,6 +32,7 @@ export const errorCatalogue = {
   LLM_BAD_REQUEST: { retryable: false, user: false },
   LLM_OUTPUT_INVALID: { retryable: false, user: false },
   LLM_SCRIPT_EXHAUSTED: { retryable: false, user: true },
+  LLM_SCRIPT_MISMATCH: { retryable: false, user: true },
   LLM_BUDGET_EXCEEDED: { retryable: false, user: true },
   INTERNAL: { retryable: false, user: false },
 } as const satisfies Record<string, { retryable: boolean; user: boolean }>;
