@@ -1,0 +1,71 @@
+import { mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { A3rError } from "../core/errors.ts";
+
+/**
+ * A short mutex between processes on one machine: the lock file is created with O_EXCL,
+ * held for the few milliseconds of a read-check-write of status.json or lease.json, then
+ * removed. It makes "check the lease, then write" one step, which is what fencing needs.
+ *
+ * Left out: long holds (ownership of a run is the lease, not this lock), fairness, and
+ * network filesystems. A holder that died leaves its lock behind; a lock older than
+ * `staleMs` is broken by renaming it away (only one breaker's rename succeeds).
+ */
+export interface DirectoryLockOptions {
+  timeoutMs?: number;
+  staleMs?: number;
+}
+
+export async function withDirectoryLock<T>(lockPath: string, action: () => Promise<T>, options: DirectoryLockOptions = {}): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const staleMs = options.staleMs ?? 30_000;
+  await mkdir(dirname(lockPath), { recursive: true });
+  const deadline = Date.now() + timeoutMs;
+  let wait = 2;
+  for (;;) {
+    if (await tryCreate(lockPath)) break;
+    await breakIfStale(lockPath, staleMs);
+    if (Date.now() > deadline) {
+      throw new A3rError("LOCK_TIMEOUT", `could not take the lock ${lockPath} within ${timeoutMs} ms`, {
+        where: lockPath,
+        hint: `another a3r process holds it; if none is running, delete ${lockPath}`,
+      });
+    }
+    await sleep(wait + Math.random() * wait);
+    wait = Math.min(wait * 2, 50);
+  }
+  try {
+    return await action();
+  } finally {
+    await rm(lockPath, { force: true });
+  }
+}
+
+async function tryCreate(lockPath: string): Promise<boolean> {
+  try {
+    const handle = await open(lockPath, "wx");
+    try {
+      await handle.writeFile(`${process.pid} ${new Date().toISOString()}\n`);
+    } finally {
+      await handle.close();
+    }
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
+}
+
+async function breakIfStale(lockPath: string, staleMs: number): Promise<void> {
+  try {
+    const info = await stat(lockPath);
+    if (Date.now() - info.mtimeMs < staleMs) return;
+    const aside = `${lockPath}.stale-${randomBytes(4).toString("hex")}`;
+    await rename(lockPath, aside);
+    await rm(aside, { force: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+}

@@ -1,0 +1,77 @@
+import { z } from "zod";
+import type { RecordProblem } from "./finding.ts";
+import { appendJsonLine, describeIssues, readJsonLines, safeLineBytes } from "./jsonl-file.ts";
+
+/**
+ * The append-only event log of a campaign or of one run: what happened and the evidence
+ * it rests on (paths, numbers, ids), one JSON object per line:
+ * `{"time":"2026-11-29T10:00:00.000Z","kind":"blueprint.skipped","blueprintId":"s1-a","reason":"..."}`.
+ *
+ * Kinds are dotted names chosen by the writer (`campaign.created`, `run.launched`,
+ * `failure.classified`, `blueprint.skipped` ...). Left out on purpose: a closed list of
+ * kinds (readers match the kinds they know and ignore the rest), ordering across
+ * processes beyond "lines do not interleave", and rotation (a campaign's log stays small).
+ */
+export const eventSchema = z.looseObject({
+  time: z.iso.datetime({ offset: true }),
+  kind: z.string().min(1).regex(/^[a-z0-9_.-]+$/, "a lowercase dotted name such as run.launched"),
+});
+
+export type CampaignEvent = z.infer<typeof eventSchema> & Record<string, unknown>;
+
+/** Evidence: any JSON-serializable facts except the reserved `time` and `kind`. */
+export type EventEvidence = Record<string, unknown> & { time?: never; kind?: never };
+
+export interface EventRead {
+  events: CampaignEvent[];
+  /** Line numbers of the events, parallel to `events`. */
+  lines: number[];
+  problems: RecordProblem[];
+}
+
+export function makeEvent(kind: string, evidence: EventEvidence = {}, now: Date = new Date()): CampaignEvent {
+  const event = { time: now.toISOString(), kind, ...evidence };
+  const checked = eventSchema.safeParse(event);
+  if (!checked.success) throw new TypeError(`event "${kind}" is invalid: ${describeIssues(checked.error.issues)}`);
+  return event as CampaignEvent;
+}
+
+/** Appends one event. Lines over 4 KiB are written but lose the no-interleave guarantee. */
+export async function appendEvent(path: string, kind: string, evidence: EventEvidence = {}, now?: Date): Promise<CampaignEvent> {
+  const event = makeEvent(kind, evidence, now);
+  await appendJsonLine(path, event);
+  return event;
+}
+
+/** Reads every event it can; torn and corrupt lines become problems, never exceptions. */
+export async function readEvents(path: string): Promise<EventRead> {
+  const content = await readJsonLines(path);
+  const events: CampaignEvent[] = [];
+  const lines: number[] = [];
+  const problems = [...content.problems];
+  for (const { line, value } of content.lines) {
+    const checked = eventSchema.safeParse(value);
+    if (checked.success) {
+      events.push(checked.data as CampaignEvent);
+      lines.push(line);
+    } else {
+      problems.push({ file: path, line, code: "EVENT_INVALID", message: `event does not match {time, kind, ...evidence}: ${describeIssues(checked.error.issues)}` });
+    }
+  }
+  return { events, lines, problems };
+}
+
+/** An append-only log bound to one file, for callers that write many events. */
+export class EventLog {
+  constructor(readonly path: string) {}
+
+  append(kind: string, evidence: EventEvidence = {}): Promise<CampaignEvent> {
+    return appendEvent(this.path, kind, evidence);
+  }
+
+  read(): Promise<EventRead> {
+    return readEvents(this.path);
+  }
+}
+
+export { safeLineBytes };

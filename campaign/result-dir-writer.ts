@@ -1,0 +1,164 @@
+import { access } from "node:fs/promises";
+import { writeFileAtomic, writeJsonAtomic } from "../core/atomic-file.ts";
+import { A3rError } from "../core/errors.ts";
+import { assertTransition, initialRunState, isTerminalRunState, type RunState } from "./run-status.ts";
+import { newRunStatus, readRunStatus, type RunStatus } from "./status-file.ts";
+import { acquireLease, releaseLease, withLease, writeRenewedLease, type LeaseHandle, type LeaseOptions } from "./lease.ts";
+import { resultDirPaths, type ResultDirPaths } from "./result-dir-paths.ts";
+import { appendMetrics, type MetricsRecord, type MetricsRecordInput } from "./metrics-log.ts";
+import { appendEvent, type CampaignEvent, type EventEvidence } from "./event-log.ts";
+import { appendAttempt, type AttemptEntry } from "./attempts-log.ts";
+
+/**
+ * The only way to write a result directory: every write goes through the run's lease
+ * (fencing), status changes go through the state machine, and finish.flag comes last.
+ *
+ * Typical life, from the worker:
+ * ```ts
+ * const run = await ResultDirWriter.open(dir, `${host}:${process.pid}`, { ttlMs: 120_000 });
+ * await run.writeStatus({ state: "queued", host });       // a fresh run starts queued
+ * await run.writeStatus({ state: "preparing" });
+ * await run.writeStatus({ state: "running", attempt: 1, pid, pgid, startedAt });
+ * await run.heartbeat({ step: 120, lastMetrics: { reward_mean: 0.5 } }); // renews the lease
+ * await run.writeStatus({ state: "succeeded" });
+ * await run.writeResult(markdown);
+ * await run.finish();                                     // finish.flag = "succeeded"
+ * await run.release();
+ * ```
+ *
+ * Left out: what the states mean for the process (the worker launches and kills), and
+ * syncing to the leader's machine (hosts/ copies the folder).
+ */
+export type StatusChange = Partial<RunStatus> & { state?: RunState };
+
+export interface ResultDirWriterOptions extends LeaseOptions {
+  ttlMs: number;
+}
+
+export class ResultDirWriter {
+  readonly paths: ResultDirPaths;
+
+  private constructor(
+    readonly lease: LeaseHandle,
+    private readonly options: ResultDirWriterOptions,
+  ) {
+    this.paths = resultDirPaths(lease.dir);
+  }
+
+  /** Acquires the run's lease (LEASE_HELD when another live owner has it). */
+  static async open(dir: string, owner: string, options: ResultDirWriterOptions): Promise<ResultDirWriter> {
+    const lease = await acquireLease(dir, owner, options.ttlMs, options);
+    return new ResultDirWriter(lease, options);
+  }
+
+  /** A writer for a lease acquired elsewhere (its token is checked on every write). */
+  static fromLease(lease: LeaseHandle, options: ResultDirWriterOptions): ResultDirWriter {
+    return new ResultDirWriter(lease, options);
+  }
+
+  get dir(): string {
+    return this.lease.dir;
+  }
+
+  private now(): Date {
+    return this.options.now?.() ?? new Date();
+  }
+
+  /** Writes status.json: a change of state must be legal; same-state updates always are. */
+  writeStatus(change: StatusChange): Promise<RunStatus> {
+    return withLease(this.lease, () => this.writeStatusLocked(change), this.options);
+  }
+
+  /** Records liveness (and progress) and renews the lease in the same locked step. */
+  heartbeat(progress: { step?: number | null; lastMetrics?: Record<string, number> | null } = {}): Promise<RunStatus> {
+    return withLease(this.lease, async (lease) => {
+      const now = this.now();
+      const status = await this.writeStatusLocked({ ...progress, heartbeatAt: now.toISOString() });
+      await writeRenewedLease(this.dir, lease, this.options.ttlMs, now);
+      return status;
+    }, this.options);
+  }
+
+  private async writeStatusLocked(change: StatusChange): Promise<RunStatus> {
+    if (await exists(this.paths.finishFlag)) {
+      throw new A3rError("STATUS_TRANSITION_ILLEGAL", `run ${this.dir} has finished (finish.flag exists); its status is final`, { where: this.paths.status });
+    }
+    const current = await readRunStatus(this.paths.status);
+    if (current.exists && current.status === undefined) {
+      const first = current.problems[0];
+      throw new A3rError("SCHEMA_INVALID", `cannot update status.json: ${first?.message ?? "it is invalid"}`, {
+        where: `${this.paths.status}:${first?.line ?? 1}`,
+        hint: "status.json is written only by a3r; repair the field or restore it from events.jsonl",
+      });
+    }
+    let next: RunStatus;
+    if (current.status === undefined) {
+      const state = change.state ?? initialRunState;
+      if (state !== initialRunState) assertTransition(initialRunState, state);
+      next = newRunStatus({ ...change, state });
+    } else {
+      next = { ...current.status, ...change };
+      if (next.state !== current.status.state) assertTransition(current.status.state, next.state);
+    }
+    await writeJsonAtomic(this.paths.status, next);
+    return next;
+  }
+
+  appendMetrics(input: MetricsRecordInput): Promise<MetricsRecord> {
+    return withLease(this.lease, () => appendMetrics(this.paths.metrics, input, this.now()), this.options);
+  }
+
+  appendEvent(kind: string, evidence: EventEvidence = {}): Promise<CampaignEvent> {
+    return withLease(this.lease, () => appendEvent(this.paths.events, kind, evidence, this.now()), this.options);
+  }
+
+  appendAttempt(entry: AttemptEntry): Promise<void> {
+    return withLease(this.lease, () => appendAttempt(this.paths.attempts, { time: this.now(), ...entry }), this.options);
+  }
+
+  /** The blueprint as executed, after the worker's adaptations. */
+  writeBlueprint(markdown: string): Promise<void> {
+    return this.writeFileFenced(this.paths.blueprint, markdown);
+  }
+
+  writeResult(markdown: string): Promise<void> {
+    return this.writeFileFenced(this.paths.result, markdown);
+  }
+
+  writeCurves(svg: string): Promise<void> {
+    return this.writeFileFenced(this.paths.curves, svg);
+  }
+
+  private writeFileFenced(path: string, content: string): Promise<void> {
+    return withLease(this.lease, () => writeFileAtomic(path, content), this.options);
+  }
+
+  /** Writes finish.flag (the final state) last; RUN_NOT_FINISHED unless status is terminal. */
+  finish(): Promise<RunState> {
+    return withLease(this.lease, async () => {
+      const current = await readRunStatus(this.paths.status);
+      const state = current.status?.state;
+      if (state === undefined || !isTerminalRunState(state)) {
+        throw new A3rError("RUN_NOT_FINISHED", `cannot write finish.flag for ${this.dir}: status is ${state ?? "missing"}, not a terminal state`, {
+          where: this.paths.status,
+          hint: "move the status to succeeded, failed, timed_out or cancelled first; finish.flag is written last",
+        });
+      }
+      await writeFileAtomic(this.paths.finishFlag, `${state}\n`);
+      return state;
+    }, this.options);
+  }
+
+  release(): Promise<boolean> {
+    return releaseLease(this.lease, this.options);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
