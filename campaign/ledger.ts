@@ -13,11 +13,16 @@ import { appendJsonLine, describeIssues, readJsonLines } from "./jsonl-file.ts";
  * - gpu: one run's use of GPUs. `hours` is wall-clock hours the run held `gpus` GPUs, so
  *   the GPU-hours of an entry are `gpus * hours`.
  *
+ * `role` is one of `ledgerRoles` by convention, but any lowercase name is accepted and
+ * totalled under its own name: the LLM layer books unknown roles as given, and refusing
+ * one would fail a model call over bookkeeping.
+ *
  * Left out: prices (the LLM layer computes `costUsd`), budgets (the leader enforces them
  * before a step), and deduplication (each call or run is recorded once by its writer).
  */
 export const ledgerRoles = ["frame", "plan", "write", "analyze", "diagnose", "other"] as const;
-export type LedgerRole = (typeof ledgerRoles)[number];
+export type KnownLedgerRole = (typeof ledgerRoles)[number];
+export type LedgerRole = KnownLedgerRole | (string & {});
 
 const count = z.number().int().nonnegative();
 const amount = z.number().nonnegative().refine(Number.isFinite, "must be a finite number");
@@ -26,7 +31,7 @@ const time = z.iso.datetime({ offset: true });
 export const llmLedgerEntrySchema = z.strictObject({
   time,
   kind: z.literal("llm"),
-  role: z.enum(ledgerRoles),
+  role: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "a lowercase role name such as plan or analyze"),
   provider: z.string().min(1),
   model: z.string().min(1),
   inputTokens: count,
@@ -78,7 +83,8 @@ export interface RoleTotals {
 }
 
 export interface LedgerSummary {
-  llm: RoleTotals & { byRole: Record<LedgerRole, RoleTotals> };
+  /** `byRole` always has the known roles (zero when unused), plus any other role booked. */
+  llm: RoleTotals & { byRole: Record<KnownLedgerRole, RoleTotals> & Record<string, RoleTotals> };
   gpu: { entries: number; gpuHours: number; byBlueprint: Record<string, number>; byHost: Record<string, number> };
   byKind: { llm: { entries: number; tokens: number; costUsd: number }; gpu: { entries: number; gpuHours: number } };
 }
@@ -104,19 +110,20 @@ function addCall(totals: RoleTotals, entry: LlmLedgerEntry): void {
 
 /** Totals per role and per kind: tokens, dollars, GPU-hours. Pure. */
 export function summarizeLedger(entries: readonly LedgerEntry[]): LedgerSummary {
-  const byRole = Object.fromEntries(ledgerRoles.map((role) => [role, emptyRoleTotals()])) as Record<LedgerRole, RoleTotals>;
+  const byRole = Object.fromEntries(ledgerRoles.map((role) => [role, emptyRoleTotals()])) as Record<KnownLedgerRole, RoleTotals> & Record<string, RoleTotals>;
   const llm = { ...emptyRoleTotals(), byRole };
   const gpu = { entries: 0, gpuHours: 0, byBlueprint: {} as Record<string, number>, byHost: {} as Record<string, number> };
   for (const entry of entries) {
     if (entry.kind === "llm") {
       addCall(llm, entry);
-      addCall(byRole[entry.role], entry);
+      if (!Object.hasOwn(byRole, entry.role)) byRole[entry.role] = emptyRoleTotals();
+      addCall(byRole[entry.role]!, entry);
     } else {
       const gpuHours = entry.gpus * entry.hours;
       gpu.entries += 1;
       gpu.gpuHours += gpuHours;
-      gpu.byBlueprint[entry.blueprintId] = (gpu.byBlueprint[entry.blueprintId] ?? 0) + gpuHours;
-      gpu.byHost[entry.host] = (gpu.byHost[entry.host] ?? 0) + gpuHours;
+      addTo(gpu.byBlueprint, entry.blueprintId, gpuHours);
+      addTo(gpu.byHost, entry.host, gpuHours);
     }
   }
   return {
@@ -168,6 +175,11 @@ export class JsonlLedger implements LedgerSink {
   async summarize(): Promise<LedgerSummary> {
     return summarizeLedger((await readLedger(this.path)).entries);
   }
+}
+
+/** Own keys only: an id such as "constructor" must not hit Object.prototype. */
+function addTo(totals: Record<string, number>, key: string, amount: number): void {
+  totals[key] = (Object.hasOwn(totals, key) ? totals[key]! : 0) + amount;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,0 +1,137 @@
+import { readdir, stat } from "node:fs/promises";
+import { basename, join } from "node:path";
+import type { Finding } from "./finding.ts";
+import { campaignAt, listStages } from "./campaign-store.ts";
+import { isSafeBlueprintId } from "./campaign-id.ts";
+import { readEvents, type CampaignEvent } from "./event-log.ts";
+import { readLedger } from "./ledger.ts";
+import { auditResultDir, problemToFinding, type ResultDirAuditOptions } from "./audit-result-dir.ts";
+import { blueprintInspector, type BlueprintInspector } from "./blueprint-inspector.ts";
+
+/**
+ * Checks a campaign folder as a whole: every blueprint the leader wrote is accounted for
+ * (it has a result directory, or an event says why not), each result directory passes
+ * its own audit, each blueprint passes the blueprint audit, and the event log and ledger
+ * parse.
+ *
+ * Left out: whether the leader's decisions were wise, and leader.sqlite (LangGraph's).
+ */
+export interface CampaignAuditOptions extends ResultDirAuditOptions {
+  checkPaths?: boolean;
+  allowedRoots?: string[];
+  blueprints?: BlueprintInspector;
+}
+
+/** Event kinds that account for a blueprint without a result directory. */
+export const blueprintExplainedKinds = ["blueprint.skipped", "blueprint.cancelled", "blueprint.abandoned", "blueprint.superseded"] as const;
+/** Event kinds that say a result is on its way (a warning while it has not arrived). */
+export const blueprintPendingKinds = ["blueprint.dispatched", "run.launched"] as const;
+
+export async function auditCampaign(root: string, options: CampaignAuditOptions = {}): Promise<Finding[]> {
+  const paths = campaignAt(root);
+  const inspector = options.blueprints ?? blueprintInspector;
+  const findings: Finding[] = [];
+  const add = (file: string, line: number, severity: Finding["severity"], code: string, message: string, hint: string) =>
+    findings.push({ file, line, severity, code, message, hint });
+
+  if (!(await isFile(paths.topic))) {
+    add(paths.topic, 0, "error", "CAMPAIGN_TOPIC_MISSING", "topic.md is missing: the campaign has no research question", "write the topic the campaign was started with into topic.md");
+  }
+
+  const eventsRead = await readEvents(paths.events);
+  findings.push(...eventsRead.problems.map(problemToFinding));
+  if (!(await isFile(paths.events))) {
+    add(paths.events, 0, "warning", "CAMPAIGN_FILE_MISSING", "events.jsonl is missing: no decision of the leader is on record", "the campaign store creates it; append events with campaign/event-log.ts");
+  }
+  const ledgerRead = await readLedger(paths.ledger);
+  findings.push(...ledgerRead.problems.map(problemToFinding));
+
+  for (const name of await readdirOrEmpty(paths.stages)) {
+    if (!/^\d+$/.test(name)) {
+      add(join(paths.stages, name), 0, "warning", "STAGE_FOLDER_INVALID", `stages/${name} is not a stage number; it is ignored`, "stage folders are named by their number: stages/1, stages/2 ...");
+    }
+  }
+
+  const stages = await listStages(paths);
+  const seen = new Map<string, string>();
+  for (const stage of stages) {
+    if (!stage.hasPlan && stage.blueprintFiles.length > 0) {
+      add(stage.paths.plan, 0, "warning", "STAGE_PLAN_MISSING", `stage ${stage.number} has blueprints but no plan.md`, "the leader writes the stage's hypotheses and predictions to plan.md before its blueprints");
+    }
+    for (const file of stage.blueprintFiles) {
+      findings.push(...(await inspector.audit(file, { ...(options.checkPaths === undefined ? {} : { checkPaths: options.checkPaths }), ...(options.allowedRoots === undefined ? {} : { allowedRoots: options.allowedRoots }) })));
+      let id: string;
+      try {
+        id = await inspector.readId(file);
+      } catch {
+        // The blueprint audit above already says why it cannot be read.
+        continue;
+      }
+      if (basename(file, ".md") !== id) {
+        add(file, 1, "warning", "BLUEPRINT_FILE_NAME_MISMATCH", `the file is named ${basename(file)} but the blueprint id is ${id}`, `rename it to ${id}.md so people and tools find it by id`);
+      }
+      const earlier = seen.get(id);
+      if (earlier !== undefined) {
+        add(file, 1, "error", "BLUEPRINT_ID_DUPLICATE", `blueprint id ${id} is also used by ${earlier}`, "an id is the idempotency key of a run: give each blueprint of a campaign its own id");
+        continue;
+      }
+      seen.set(id, file);
+      if (!isSafeBlueprintId(id)) continue;
+      findings.push(...(await accountFor(id, file, paths.result(id), eventsRead.events, options)));
+    }
+  }
+
+  for (const name of await readdirOrEmpty(paths.results)) {
+    const dir = join(paths.results, name);
+    if (!seen.has(name) && (await isDirectory(dir))) {
+      add(dir, 0, "warning", "RESULT_ORPHANED", `results/${name} belongs to no blueprint under stages/*/blueprints`, "restore the blueprint file, or move the folder out of results/");
+    }
+  }
+  return findings;
+}
+
+async function accountFor(id: string, blueprintFile: string, resultDir: string, events: readonly CampaignEvent[], options: ResultDirAuditOptions): Promise<Finding[]> {
+  if (await isDirectory(resultDir)) return auditResultDir(resultDir, options);
+  const about = events.filter((event) => event.blueprintId === id);
+  const explained = about.some(
+    (event) => (blueprintExplainedKinds as readonly string[]).includes(event.kind) || (typeof event.reason === "string" && event.reason.trim() !== ""),
+  );
+  if (explained) return [];
+  if (about.some((event) => (blueprintPendingKinds as readonly string[]).includes(event.kind))) {
+    return [{ file: blueprintFile, line: 1, severity: "warning", code: "BLUEPRINT_RESULT_PENDING", message: `blueprint ${id} was dispatched but results/${id}/ has not arrived yet`, hint: "wait for the run, or fetch its result directory from the host" }];
+  }
+  return [
+    {
+      file: blueprintFile,
+      line: 1,
+      severity: "error",
+      code: "BLUEPRINT_UNACCOUNTED",
+      message: `blueprint ${id} has no result directory results/${id}/ and no event says why`,
+      hint: `run it, or append {"kind":"blueprint.skipped","blueprintId":"${id}","reason":"..."} to the campaign's events.jsonl`,
+    },
+  ];
+}
+
+async function readdirOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir)).sort();
+  } catch {
+    return [];
+  }
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
