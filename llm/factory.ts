@@ -98,7 +98,7 @@ function chooseProvider(env: Environment): EnvChoice | undefined {
 
 /**
  * One line saying which model the environment selects, e.g.
- * "anthropic claude-sonnet-4-5 (from A3R_LLM_PROVIDER)"; undefined when none is
+ * "anthropic claude-sonnet-4-6 (from A3R_LLM_PROVIDER)"; undefined when none is
  * configured. An unknown provider name is still described (not undefined), so that
  * `--planner auto` fails loudly instead of silently falling back to the heuristic.
  */

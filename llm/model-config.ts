@@ -44,7 +44,7 @@ export const chatModelConfigSchema = z.discriminatedUnion("provider", [
 export type ChatModelConfig = z.input<typeof chatModelConfigSchema>;
 export type ResolvedChatModelConfig = z.output<typeof chatModelConfigSchema>;
 
-export const defaultModels = { anthropic: "claude-sonnet-4-5", openai: "gpt-4.1" } as const;
+export const defaultModels = { anthropic: "claude-sonnet-4-6", openai: "gpt-4.1" } as const;
 
 /**
  * Validates a model config. `fieldNames` maps config fields to what the person actually

@@ -14,12 +14,16 @@ export interface ModelPrice {
  * Cache writes (Anthropic) are counted as plain input, a slight underestimate.
  */
 export const defaultPrices: Readonly<Record<string, ModelPrice>> = {
-  "claude-opus-4-5": { input: 5, output: 25, cachedInput: 0.5 },
-  "claude-opus-4": { input: 15, output: 75, cachedInput: 1.5 },
-  "claude-sonnet-4": { input: 3, output: 15, cachedInput: 0.3 },
+  // Family prefixes: newer members of a family are priced like the last one we know, an
+  // estimate that keeps budgets moving until the table or the config says better.
+  "claude-opus": { input: 5, output: 25, cachedInput: 0.5 },
+  "claude-sonnet": { input: 3, output: 15, cachedInput: 0.3 },
+  "claude-haiku": { input: 1, output: 5, cachedInput: 0.1 },
+  "claude-opus-4-0": { input: 15, output: 75, cachedInput: 1.5 },
+  "claude-opus-4-1": { input: 15, output: 75, cachedInput: 1.5 },
+  "claude-opus-4-2025": { input: 15, output: 75, cachedInput: 1.5 },
   "claude-3-7-sonnet": { input: 3, output: 15, cachedInput: 0.3 },
   "claude-3-5-sonnet": { input: 3, output: 15, cachedInput: 0.3 },
-  "claude-haiku-4-5": { input: 1, output: 5, cachedInput: 0.1 },
   "claude-3-5-haiku": { input: 0.8, output: 4, cachedInput: 0.08 },
   "gpt-5": { input: 1.25, output: 10, cachedInput: 0.125 },
   "gpt-5-mini": { input: 0.25, output: 2, cachedInput: 0.025 },

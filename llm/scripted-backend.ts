@@ -47,6 +47,7 @@ export function createScriptedBackend(script: Script, options: { source?: string
       if (step.delayMs) await wait(step.delayMs, request.callSignal);
       if (step.error) {
         throw new A3rError(step.error.code, `scripted: ${step.error.message ?? "failure requested by the script"}`, {
+          hint: "The model script asked for this failure; remove its error step to get an answer.",
           details: { provider: "scripted" },
         });
       }
