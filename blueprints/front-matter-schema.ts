@@ -1,0 +1,56 @@
+import { z } from "zod";
+import { parseDuration } from "../core/duration.ts";
+
+/** The version tag an a3r blueprint carries in its front matter. */
+export const blueprintVersion = "blueprint/v1";
+
+/** Safe as a folder name, a log key and a queue job id: no slash, no leading dot. */
+export const blueprintIdPattern = /^[a-z0-9][a-z0-9._-]*$/;
+export const blueprintIdMaxLength = 80;
+
+export function isSafeBlueprintId(value: string): boolean {
+  return value.length <= blueprintIdMaxLength && blueprintIdPattern.test(value);
+}
+
+const safeId = z
+  .string()
+  .max(blueprintIdMaxLength, `at most ${blueprintIdMaxLength} characters`)
+  .regex(blueprintIdPattern, "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit");
+
+const durationText = z
+  .union([z.string(), z.number()])
+  .refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
+
+export const blueprintModeSchema = z.enum(["swarm", "classic"]);
+
+export const metricSchema = z.looseObject({
+  name: z.string().min(1),
+  goal: z.enum(["maximize", "minimize"]),
+});
+
+/**
+ * The front matter of an a3r blueprint. Unknown keys are kept (a leader may add its own
+ * bookkeeping, and they must survive a round trip); the known ones are checked.
+ */
+export const blueprintFrontMatterSchema = z.looseObject({
+  a3r: z.literal(blueprintVersion),
+  id: safeId,
+  campaign: safeId.optional(),
+  stage: z.int().nonnegative().optional(),
+  mode: blueprintModeSchema,
+  hypothesis: z.string().optional(),
+  gpus: z.int().nonnegative().optional(),
+  seed: z.int().optional(),
+  first_signal_timeout: durationText.optional(),
+  metric: metricSchema.optional(),
+  prediction: z.string().optional(),
+  overrides: z.record(z.string(), z.unknown()).optional(),
+});
+
+export type BlueprintFrontMatter = z.infer<typeof blueprintFrontMatterSchema>;
+
+/**
+ * AgentJet blueprints usually have no front matter; when they do, every field is optional
+ * (id and mode are derived from the sections instead).
+ */
+export const agentjetFrontMatterSchema = blueprintFrontMatterSchema.partial();

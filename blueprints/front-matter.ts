@@ -1,0 +1,145 @@
+import matter from "gray-matter";
+import { LineCounter, isMap, isScalar, isSeq, parseDocument } from "yaml";
+import type { Document, Node } from "yaml";
+import { problem } from "./finding.ts";
+import type { Problem } from "./finding.ts";
+import { lineOfOffset } from "./finding.ts";
+
+export interface FrontMatter {
+  /** Whether the text opens with a front-matter block at all. */
+  present: boolean;
+  /** The parsed mapping; empty when absent or unreadable. */
+  data: Record<string, unknown>;
+  /** The markdown after the closing `---`. */
+  body: string;
+  /** 1-based line of the body's first line in the whole file. */
+  bodyStartLine: number;
+  /** Front-matter fields by dotted path (`metric.goal`) to their 1-based line. */
+  fieldLines: Record<string, number>;
+  problems: Problem[];
+}
+
+const yamlLanguages = new Set(["", "yaml", "yml"]);
+
+function refuseEngine(language: string): () => never {
+  return () => {
+    throw new Error(`front matter in ${language} is never evaluated`);
+  };
+}
+
+/**
+ * Splits the front matter from the body with gray-matter, safely: JavaScript (or any
+ * non-YAML) front matter is refused before gray-matter sees it, and its executable engines
+ * are replaced by ones that throw, in case the first guard is ever bypassed. An options
+ * object is always passed because without one gray-matter caches results by text and hands
+ * the same objects to every caller. YAML is read by the `yaml` package as YAML 1.2 core,
+ * so dates stay strings and `0123` is never octal.
+ */
+export function readFrontMatter(text: string): FrontMatter {
+  const absent: FrontMatter = { present: false, data: {}, body: text, bodyStartLine: 1, fieldLines: {}, problems: [] };
+  if (!text.startsWith("---") || text.charAt(3) === "-") return absent;
+
+  const firstNewline = text.indexOf("\n");
+  const firstLine = firstNewline === -1 ? text : text.slice(0, firstNewline);
+  const language = firstLine.slice(3).trim().toLowerCase();
+  const closing = firstNewline === -1 ? -1 : text.indexOf("\n---", firstNewline);
+  const afterClosing = closing === -1 ? firstNewline + 1 : skipLine(text, closing + 1);
+  const fallbackBody = firstNewline === -1 ? "" : text.slice(afterClosing);
+  const fallback = { ...absent, present: true, body: fallbackBody, bodyStartLine: lineOfOffset(text, afterClosing) };
+
+  if (!yamlLanguages.has(language)) {
+    return {
+      ...fallback,
+      problems: [
+        problem(
+          "FRONT_MATTER_NOT_YAML",
+          1,
+          `front matter declared as "${firstLine.slice(3).trim()}" is refused and was not evaluated`,
+          "write the front matter in YAML: start the file with a line holding only ---",
+        ),
+      ],
+    };
+  }
+  if (closing === -1) {
+    return {
+      ...fallback,
+      problems: [problem("FRONT_MATTER_UNCLOSED", 1, "the front matter opened on line 1 is never closed", "end the front matter with a line holding only ---")],
+    };
+  }
+
+  const lineCounter = new LineCounter();
+  let document: Document.Parsed | undefined;
+  const parseYaml = (source: string): object => {
+    document = parseDocument(source, { version: "1.2", schema: "core", lineCounter, prettyErrors: true, uniqueKeys: true });
+    return document.errors.length > 0 ? {} : document.toJS({ maxAliasCount: 100 });
+  };
+  const parsed = matter(text, {
+    language: "yaml",
+    engines: {
+      yaml: parseYaml,
+      yml: parseYaml,
+      js: refuseEngine("JavaScript"),
+      javascript: refuseEngine("JavaScript"),
+      coffee: refuseEngine("CoffeeScript"),
+      coffeescript: refuseEngine("CoffeeScript"),
+      cson: refuseEngine("CSON"),
+    },
+  });
+
+  const body = parsed.content;
+  const bodyStartLine = lineOfOffset(text, text.length - body.length);
+  const result: FrontMatter = { present: true, data: {}, body, bodyStartLine, fieldLines: {}, problems: [] };
+  if (document === undefined) return result;
+
+  if (document.errors.length > 0) {
+    result.problems = document.errors.map((error) =>
+      problem(
+        "YAML_INVALID",
+        error.linePos?.[0]?.line ?? 1,
+        `front matter is not valid YAML: ${firstMessageLine(error.message)}`,
+        "fix the YAML syntax on that line (quote values holding ': ' or '#', indent nested keys)",
+      ),
+    );
+    return result;
+  }
+  const contents = document.contents;
+  const data = parsed.data as unknown;
+  if (contents !== null && !isMap(contents)) {
+    result.problems.push(
+      problem("FRONT_MATTER_INVALID", 2, "front matter must be a mapping of fields (key: value)", "write one `field: value` per line between the --- lines"),
+    );
+    return result;
+  }
+  result.data = data !== null && typeof data === "object" && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
+  if (contents) collectFieldLines(contents, "", lineCounter, result.fieldLines);
+  return result;
+}
+
+function skipLine(text: string, start: number): number {
+  const end = text.indexOf("\n", start);
+  return end === -1 ? text.length : end + 1;
+}
+
+function firstMessageLine(message: string): string {
+  return message.split("\n")[0]?.trim() ?? message;
+}
+
+function collectFieldLines(node: Node, prefix: string, counter: LineCounter, lines: Record<string, number>): void {
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      const key = pair.key;
+      if (!isScalar(key) || key.range === undefined || key.range === null) continue;
+      const path = prefix === "" ? String(key.value) : `${prefix}.${String(key.value)}`;
+      lines[path] = counter.linePos(key.range[0]).line;
+      if (pair.value && typeof pair.value === "object") collectFieldLines(pair.value as Node, path, counter, lines);
+    }
+  } else if (isSeq(node)) {
+    node.items.forEach((item, index) => {
+      if (!item || typeof item !== "object") return;
+      const path = `${prefix}.${index}`;
+      const range = (item as Node).range;
+      if (range) lines[path] = counter.linePos(range[0]).line;
+      collectFieldLines(item as Node, path, counter, lines);
+    });
+  }
+}
