@@ -1,4 +1,4 @@
-import { mkdir, open, readFile } from "node:fs/promises";
+import { mkdir, open, readFile, type FileHandle } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { RecordProblem } from "./finding.ts";
 
@@ -12,8 +12,6 @@ import type { RecordProblem } from "./finding.ts";
  * locking across processes, and network filesystems, where O_APPEND is not atomic.
  */
 const writeChains = new Map<string, Promise<void>>();
-/** Files whose tail we already checked for a torn line left by an earlier crash. */
-const tailChecked = new Set<string>();
 
 export const safeLineBytes = 4096;
 
@@ -32,15 +30,12 @@ export function appendJsonLine(path: string, value: unknown): Promise<void> {
 
 async function appendLine(path: string, line: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  const handle = await open(path, "a");
+  const handle = await open(path, "a+");
   try {
-    let text = line;
-    if (!tailChecked.has(path)) {
-      // A crash mid-append leaves a line without its newline; start on a fresh line so
-      // the torn one stays alone (and is reported) instead of corrupting ours too.
-      if (await endsTorn(handle)) text = `\n${line}`;
-      tailChecked.add(path);
-    }
+    // A writer that died mid-append (any process, any time) leaves a line without its
+    // newline; start on a fresh line so the torn one stays alone and is reported,
+    // instead of swallowing ours. One fstat and a one-byte read per append.
+    const text = (await endsTorn(handle)) ? `\n${line}` : line;
     const bytes = Buffer.from(text, "utf8");
     let offset = 0;
     while (offset < bytes.length) {
@@ -52,7 +47,7 @@ async function appendLine(path: string, line: string): Promise<void> {
   }
 }
 
-async function endsTorn(handle: import("node:fs/promises").FileHandle): Promise<boolean> {
+async function endsTorn(handle: FileHandle): Promise<boolean> {
   const { size } = await handle.stat();
   if (size === 0) return false;
   const last = Buffer.alloc(1);
