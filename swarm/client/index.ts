@@ -1,0 +1,5 @@
+export { SwarmClient, SwarmRequestError, SwarmFinishedError, SwarmUnreachableError } from "./swarm-client.ts";
+export type { SwarmClientOptions, EpisodeHandle, EngineStatus, EndEpisodeOptions } from "./swarm-client.ts";
+export { runEpisodes } from "./run-episodes.ts";
+export type { EpisodeTask, EpisodeOutcome, RunProgress, RunSummary, RunEpisodesOptions } from "./run-episodes.ts";
+export { backoffDelay, isConnectionError } from "./backoff.ts";

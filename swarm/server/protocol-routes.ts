@@ -1,0 +1,204 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { z } from "zod";
+import { parseSwarmConfig, SwarmConfigError } from "../config.ts";
+import { engineStates } from "./engine-state.ts";
+import type { Episode } from "./episode-registry.ts";
+import type { Gateway } from "./gateway.ts";
+import { HttpError, parseBody, readBody, sendJson, sendText } from "./http-tools.ts";
+import {
+  abortEpisodeSchema,
+  claimEpisodeSchema,
+  clientRefSchema,
+  endEpisodeSchema,
+  episodeRefSchema,
+  resumeSchema,
+  syncTrainConfigSchema,
+} from "./protocol-schemas.ts";
+import { renderPrometheus } from "./step-metrics.ts";
+import { RequestRefused, type TrainingCoordinator } from "./training-coordinator.ts";
+
+/** `control` routes need the admin token when one is configured; `openai` ones an episode key. */
+export type RouteKind = "open" | "control" | "openai";
+
+export interface Route {
+  kind: RouteKind;
+  handle(request: IncomingMessage, response: ServerResponse): Promise<void> | void;
+}
+
+/** Every endpoint of swarm-protocol.md §2, keyed by "METHOD /path". */
+export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gateway): Map<string, Route> {
+  const body = async <T extends z.ZodType>(request: IncomingMessage, schema: T, endpoint: string): Promise<z.output<T>> =>
+    parseBody(await readBody(request, coordinator.config.limits.max_request_body_bytes), schema, endpoint);
+  const routes = new Map<string, Route>();
+  const add = (key: string, kind: RouteKind, handle: Route["handle"]): void => {
+    routes.set(key, { kind, handle });
+  };
+
+  add("GET /health", "open", (_request, response) => sendJson(response, 200, { ok: true }));
+  add("GET /get_engine_status", "open", (_request, response) => sendJson(response, 200, engineStatus(coordinator)));
+
+  add("POST /sync_train_config", "control", async (request, response) => {
+    const { yaml_as_string } = await body(request, syncTrainConfigSchema, "sync_train_config");
+    try {
+      const next = parseSwarmConfig(yaml_as_string, { file: "yaml_as_string" });
+      const current = coordinator.config;
+      coordinator.replaceConfig({ ...next, port: current.port, host: current.host, admin_token: current.admin_token });
+    } catch (error) {
+      if (error instanceof SwarmConfigError) throw new HttpError(400, `${error.where}: ${error.message}${error.hint ? ` (${error.hint})` : ""}`);
+      throw error;
+    }
+    sendJson(response, 200, { success: true });
+  });
+  add("POST /start_engine", "control", (_request, response) => {
+    coordinator.start();
+    sendJson(response, 200, { success: true, pid: process.pid });
+  });
+  add("POST /stop_engine", "control", async (_request, response) => {
+    await coordinator.stop("stop_engine called");
+    sendJson(response, 200, { success: true });
+  });
+  add("POST /save_checkpoint", "control", async (_request, response) => {
+    if (coordinator.state.state === "ENGINE.WEIGHT_SYNCING") throw new RequestRefused(409, "the weights are changing (ENGINE.WEIGHT_SYNCING); retry when the step is done");
+    const path = await coordinator.saveCheckpoint();
+    sendJson(response, 200, { success: true, path, global_step: coordinator.globalStep });
+  });
+  add("POST /resume_from_checkpoint", "control", async (request, response) => {
+    const { path } = await body(request, resumeSchema, "resume_from_checkpoint");
+    await coordinator.resume(path ?? undefined);
+    sendJson(response, 200, { success: true });
+  });
+
+  add("POST /claim_episode", "open", async (request, response) => {
+    const claim = await body(request, claimEpisodeSchema, "claim_episode");
+    const result = coordinator.claim({ clientUuid: claim.client_uuid, type: claim.episode_type, discardTimeoutSeconds: claim.discard_episode_timeout ?? undefined });
+    const base = { client_uuid: claim.client_uuid };
+    if (!result.ok) {
+      sendJson(response, 200, { ...base, success: false, episode_uuid: "", openai_base_url: "", openai_api_key: "", fail_cause: result.failCause });
+      return;
+    }
+    sendJson(response, 200, {
+      ...base,
+      success: true,
+      episode_uuid: result.episode.episodeUuid,
+      openai_base_url: `http://${request.headers.host ?? `${coordinator.config.host}:${coordinator.config.port}`}/v1`,
+      openai_api_key: result.episode.apiKey,
+      fail_cause: "",
+    });
+  });
+  add("POST /end_episode", "open", async (request, response) => {
+    const end = await body(request, endEpisodeSchema, "end_episode");
+    const metadataTaskId = end.workflow_output.metadata?.task_id;
+    if (metadataTaskId !== undefined && metadataTaskId !== end.task_id) {
+      throw new HttpError(400, `end_episode: workflow_output.metadata.task_id ("${metadataTaskId}") differs from task_id ("${end.task_id}"); send the same task id in both`);
+    }
+    coordinator.end({
+      clientUuid: end.client_uuid,
+      episodeUuid: end.episode_uuid,
+      taskId: end.task_id,
+      reward: end.workflow_output.reward,
+      isSuccess: end.workflow_output.is_success ?? undefined,
+      logMetrics: end.workflow_output.log_metrics ?? {},
+    });
+    sendJson(response, 200, { success: true });
+  });
+  add("POST /abort_episode", "open", async (request, response) => {
+    const abort = await body(request, abortEpisodeSchema, "abort_episode");
+    coordinator.abort(abort.client_uuid, abort.episode_uuid);
+    sendJson(response, 200, { success: true });
+  });
+  add("POST /can_continue_episode", "open", async (request, response) => {
+    const reference = await body(request, episodeRefSchema, "can_continue_episode");
+    sendJson(response, 200, { can_continue: coordinator.canContinue(reference.client_uuid, reference.episode_uuid) });
+  });
+  add("POST /get_episode_buffer", "open", (_request, response) => {
+    const now = Date.now();
+    const recent = coordinator.registry.historyEpisodes().slice(-200);
+    sendJson(response, 200, { buffer: [...coordinator.registry.runningEpisodes(), ...recent].map((episode) => episodeView(episode, now)) });
+  });
+  add("POST /agree_sync_weight", "open", async (request, response) => {
+    const { client_uuid } = await body(request, clientRefSchema, "agree_sync_weight");
+    coordinator.agreeSyncWeight(client_uuid);
+    sendJson(response, 200, { success: true });
+  });
+
+  add("GET /get_current_batch_rollout_pool_information", "open", (_request, response) => sendJson(response, 200, poolInformation(coordinator)));
+  add("GET /metrics", "open", (_request, response) => sendJson(response, 200, coordinator.metrics));
+  add("GET /metrics/prometheus", "open", (_request, response) =>
+    sendText(
+      response,
+      200,
+      renderPrometheus({
+        state: coordinator.state.state,
+        states: engineStates,
+        globalStep: coordinator.globalStep,
+        runningEpisodes: coordinator.registry.runningCount,
+        poolEpisodes: coordinator.pool.size,
+        counters: { ...episodeCounters(coordinator) },
+        last: coordinator.metrics[coordinator.metrics.length - 1],
+      }),
+      "text/plain; version=0.0.4",
+    ),
+  );
+
+  add("POST /v1/chat/completions", "openai", (request, response) => gateway.chatCompletions(request, response));
+  add("GET /v1/models", "openai", (request, response) => gateway.models(request, response));
+  return routes;
+}
+
+function engineStatus(coordinator: TrainingCoordinator): object {
+  return {
+    engine_status: coordinator.state.state,
+    engine_status_detail: coordinator.state.detail,
+    global_step: coordinator.globalStep,
+    max_steps: coordinator.config.max_steps,
+  };
+}
+
+function episodeCounters(coordinator: TrainingCoordinator): Record<string, number> {
+  const counters = coordinator.registry.counters;
+  return {
+    episodes_claimed: counters.claimed,
+    episodes_ended: counters.ended,
+    episodes_aborted: counters.aborted,
+    episodes_reclaimed: counters.reclaimed,
+    episodes_closed: counters.closed,
+    episodes_dropped_from_history: counters.droppedFromHistory,
+    pool_episodes_dropped: coordinator.pool.dropped,
+    pool_episodes_discarded: coordinator.pool.discarded,
+  };
+}
+
+function episodeView(episode: Episode, now: number): object {
+  return {
+    episode_uuid: episode.episodeUuid,
+    client_uuid: episode.clientUuid,
+    episode_type: episode.type,
+    status: episode.status,
+    claimed_at: episode.claimedAt / 1000,
+    idle_seconds: episode.status === "running" ? (now - episode.lastActivityAt) / 1000 : 0,
+    calls: episode.calls.length,
+    claim_step: episode.claimStep,
+    ...(episode.taskId === undefined ? {} : { task_id: episode.taskId }),
+    ...(episode.reward === undefined ? {} : { reward: episode.reward }),
+    ...(episode.closeReason === undefined ? {} : { close_reason: episode.closeReason }),
+  };
+}
+
+function poolInformation(coordinator: TrainingCoordinator): object {
+  const now = Date.now();
+  const { progress } = coordinator.decision();
+  const running: Record<string, object> = {};
+  for (const episode of coordinator.registry.runningEpisodes()) running[episode.episodeUuid] = episodeView(episode, now);
+  return {
+    ...progress,
+    completed_tasks_details: coordinator.pool.taskDetails(),
+    engine_status: coordinator.state.state,
+    engine_status_detail: coordinator.state.detail,
+    global_step: coordinator.globalStep,
+    running_episodes: coordinator.registry.runningCount,
+    max_env_worker: coordinator.config.max_env_worker,
+    running_episode_details: running,
+    counters: episodeCounters(coordinator),
+    recent_rewards: coordinator.metrics.slice(-40).map((metrics) => metrics.reward_mean),
+  };
+}

@@ -1,0 +1,43 @@
+import { z } from "zod";
+
+/**
+ * Request bodies of the swarm protocol (swarm-protocol.md §2). Objects are loose: clients
+ * written for AgentJet may send fields a3r does not use, and those are ignored.
+ */
+
+const uuid = z.string().min(1, "must be a non-empty string").max(200);
+
+export const claimEpisodeSchema = z.looseObject({
+  client_uuid: uuid,
+  episode_type: z.enum(["train", "eval"]).default("train"),
+  discard_episode_timeout: z.number().positive().max(7 * 24 * 3600).nullable().optional(),
+  throttle_policy: z.unknown().optional(),
+});
+
+export const workflowOutputSchema = z.looseObject({
+  reward: z.number().refine(Number.isFinite, "must be a finite number"),
+  is_success: z.boolean().nullable().optional(),
+  metadata: z.looseObject({ task_id: z.string().optional() }).nullable().optional(),
+  log_metrics: z.record(z.string(), z.number().refine(Number.isFinite, "must be a finite number")).nullable().optional(),
+});
+
+export const endEpisodeSchema = z.looseObject({
+  client_uuid: uuid,
+  episode_uuid: uuid,
+  task_id: z.string().min(1).max(1000),
+  workflow_output: workflowOutputSchema,
+  declare_client_active: z.boolean().optional(),
+});
+
+export const abortEpisodeSchema = z.looseObject({
+  client_uuid: uuid,
+  episode_uuid: uuid,
+  task_id: z.string().optional(),
+  workflow_output: z.unknown().optional(),
+});
+
+export const episodeRefSchema = z.looseObject({ client_uuid: uuid, episode_uuid: uuid });
+export const clientRefSchema = z.looseObject({ client_uuid: uuid });
+export const syncTrainConfigSchema = z.looseObject({ yaml_as_string: z.string().max(1_000_000) });
+export const resumeSchema = z.looseObject({ path: z.string().min(1).nullable().optional() });
+export const emptySchema = z.unknown();

@@ -1,0 +1,125 @@
+import { timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { SwarmConfig } from "../config-schema.ts";
+import type { EngineFactory } from "./engine-factory.ts";
+import { Gateway } from "./gateway.ts";
+import { HttpError, bearerToken, sendJson } from "./http-tools.ts";
+import { createSwarmLogger, type SwarmLogger } from "./logger.ts";
+import { protocolRoutes, type Route } from "./protocol-routes.ts";
+import { RequestRefused, TrainingCoordinator } from "./training-coordinator.ts";
+
+export interface SwarmServerOptions {
+  config: SwarmConfig;
+  /** Overrides config.admin_token. */
+  adminToken?: string;
+  /** Start the engine right away (default true); false waits for start_engine. */
+  autoStart?: boolean;
+  /** Resume from the latest checkpoint when there is one. */
+  resume?: boolean;
+  logger?: SwarmLogger;
+  engineFactory?: EngineFactory;
+  /** How often idle episodes are reclaimed (ms). */
+  tickMs?: number;
+}
+
+export interface SwarmServer {
+  url: string;
+  port: number;
+  coordinator: TrainingCoordinator;
+  /** Stops the engine (checkpoint when training advanced), then the HTTP server. */
+  close(): Promise<void>;
+}
+
+/**
+ * The swarm server: node:http with a route table, no framework (the gateway adds at most
+ * a few milliseconds to each completion). Any error in a handler becomes a JSON answer;
+ * nothing a client sends can crash the process or leave training state half-changed
+ * (the coordinator validates before it mutates).
+ */
+export async function startSwarmServer(options: SwarmServerOptions): Promise<SwarmServer> {
+  const logger = options.logger ?? createSwarmLogger();
+  const coordinator = new TrainingCoordinator(options.config, logger, options.engineFactory);
+  const gateway = new Gateway(coordinator, logger);
+  const routes = protocolRoutes(coordinator, gateway);
+  const adminToken = options.adminToken ?? options.config.admin_token;
+
+  const server = createServer((request, response) => {
+    void handle(request, response, routes, adminToken, logger);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.on("clientError", (_error, socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.config.port, options.config.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  coordinator.config = { ...coordinator.config, port };
+  const tick = setInterval(() => coordinator.tick(), options.tickMs ?? 250);
+  tick.unref();
+  if (options.autoStart ?? true) coordinator.start(options.resume ? "latest-if-any" : undefined);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${options.config.host}:${port}`,
+    port,
+    coordinator,
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(tick);
+        await coordinator.stop("server shutting down");
+        await closeServer(server);
+      })()),
+  };
+}
+
+async function handle(request: IncomingMessage, response: ServerResponse, routes: Map<string, Route>, adminToken: string | undefined, logger: SwarmLogger): Promise<void> {
+  const path = (request.url ?? "/").split("?")[0]!.replace(/\/+$/, "") || "/";
+  const route = routes.get(`${request.method} ${path}`);
+  const openai = path.startsWith("/v1/");
+  try {
+    if (!route) {
+      const known = [...routes.keys()].filter((key) => key.endsWith(` ${path}`));
+      throw known.length > 0 ? new HttpError(405, `${request.method} is not allowed on ${path}; use ${known.map((key) => key.split(" ")[0]).join(" or ")}`) : new HttpError(404, `no endpoint ${request.method} ${path}`);
+    }
+    if (route.kind === "control" && adminToken !== undefined) checkAdmin(request, adminToken);
+    await route.handle(request, response);
+  } catch (error) {
+    const status = error instanceof HttpError || error instanceof RequestRefused ? error.status : 500;
+    const message = error instanceof Error ? error.message : String(error);
+    if (status >= 500) logger.error({ path, error: error instanceof Error ? error.stack : message }, "request failed");
+    if (response.headersSent) {
+      response.destroy();
+      return;
+    }
+    if (openai) {
+      const type = error instanceof HttpError ? error.type : status >= 500 ? "server_error" : "invalid_request_error";
+      sendJson(response, status, { error: { message, type, param: null, code: null } });
+    } else {
+      sendJson(response, status, { success: false, error: message, failure_reason: message });
+    }
+  }
+}
+
+function checkAdmin(request: IncomingMessage, adminToken: string): void {
+  const header = request.headers["x-admin-token"];
+  const given = (typeof header === "string" ? header : undefined) ?? bearerToken(request);
+  const expected = Buffer.from(adminToken);
+  const actual = Buffer.from(given ?? "");
+  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) {
+    throw new HttpError(401, "this control endpoint requires the server's admin token (send it as `Authorization: Bearer <token>` or `x-admin-token`)");
+  }
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
