@@ -121,7 +121,9 @@ function skipLine(text: string, start: number): number {
 }
 
 function firstMessageLine(message: string): string {
-  return message.split("\n")[0]?.trim() ?? message;
+  const first = message.split("\n")[0]?.trim() ?? message;
+  // The finding carries the line itself; the position suffix would only repeat it.
+  return first.replace(/ at line \d+, column \d+:?$/, "");
 }
 
 function collectFieldLines(node: Node, prefix: string, counter: LineCounter, lines: Record<string, number>): void {
