@@ -34,6 +34,8 @@ export const errorCatalogue = {
   LLM_SCRIPT_EXHAUSTED: { retryable: false, user: true },
   LLM_SCRIPT_MISMATCH: { retryable: false, user: true },
   LLM_BUDGET_EXCEEDED: { retryable: false, user: true },
+  SWARM_UNREACHABLE: { retryable: true, user: true },
+  SWARM_REQUEST_REFUSED: { retryable: false, user: true },
   INTERNAL: { retryable: false, user: false },
 } as const satisfies Record<string, { retryable: boolean; user: boolean }>;
 
