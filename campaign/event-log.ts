@@ -58,6 +58,7 @@ export async function readEvents(path: string): Promise<EventRead> {
       problems.push({ file: path, line, code: "EVENT_INVALID", message: `event does not match {time, kind, ...evidence}: ${describeIssues(checked.error.issues)}` });
     }
   }
+  problems.sort((a, b) => a.line - b.line);
   return { events, lines, problems };
 }
 

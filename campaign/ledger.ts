@@ -156,6 +156,7 @@ export async function readLedger(path: string): Promise<LedgerRead> {
     if (checked.success) entries.push(checked.data);
     else problems.push({ file: path, line, code: "LEDGER_ENTRY_INVALID", message: `ledger entry is invalid: ${describeIssues(checked.error.issues)}` });
   }
+  problems.sort((a, b) => a.line - b.line);
   return { entries, problems };
 }
 

@@ -71,5 +71,6 @@ export async function readMetrics(path: string): Promise<MetricsRead> {
       problems.push({ file: path, line, code: "METRICS_RECORD_INVALID", message: `metrics line is not {step, time, ...numbers}: ${describeIssues(checked.error.issues)}` });
     }
   }
+  problems.sort((a, b) => a.line - b.line);
   return { exists: content.exists, records, lines, problems };
 }
