@@ -7,9 +7,9 @@ import type { ChatModel } from "./chat-model.ts";
 import { createChatModelFromBackend } from "./chat-model-core.ts";
 import { defaultModels, parseChatModelConfig, type ChatModelConfig } from "./model-config.ts";
 import { createOpenAiBackend } from "./openai-backend.ts";
-import { createPriceBook } from "./prices.ts";
+import { createPriceBook, type ModelPrice } from "./prices.ts";
 import { createScriptedBackend, type ScriptedBackend } from "./scripted-backend.ts";
-import { loadScript, parseScript } from "./scripted-script.ts";
+import { loadScript, parseScript, type ScriptDefinition } from "./scripted-script.ts";
 import type { LlmUsageSink } from "./usage-sink.ts";
 
 export interface ChatModelDependencies {
@@ -24,6 +24,25 @@ export interface ChatModelDependencies {
 
 /** A scripted model also shows what it was asked. */
 export type ScriptedChatModel = ChatModel & Pick<ScriptedBackend, "requests" | "remainingSteps">;
+
+/**
+ * A scripted model from a script given in code (no file), for other modules' tests:
+ * synchronous, and typed so that `requests` can be inspected without a cast.
+ */
+export function createScriptedChatModel(
+  script: ScriptDefinition,
+  deps: ChatModelDependencies,
+  options: { model?: string; timeoutMs?: number; prices?: Record<string, ModelPrice> } = {},
+): ScriptedChatModel {
+  const backend = createScriptedBackend(parseScript(script), options.model === undefined ? {} : { model: options.model });
+  const model = createChatModelFromBackend(backend, {
+    sink: deps.sink,
+    priceBook: createPriceBook(options.prices, deps.warn ?? (() => {})),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(deps.now === undefined ? {} : { now: deps.now }),
+  });
+  return Object.assign(model, { requests: backend.requests, remainingSteps: () => backend.remainingSteps() });
+}
 
 /** Builds a model from a config object; reads no environment variable. */
 export async function createChatModel(config: ChatModelConfig, deps: ChatModelDependencies): Promise<ChatModel> {

@@ -6,7 +6,7 @@ export { costOf, createPriceBook, defaultPrices, findPrice } from "./prices.ts";
 export type { ChatModelConfig } from "./model-config.ts";
 export { chatModelConfigSchema, defaultModels } from "./model-config.ts";
 export type { ChatModelDependencies, ScriptedChatModel } from "./factory.ts";
-export { chatModelFromEnv, createChatModel, describeModelChoice } from "./factory.ts";
+export { chatModelFromEnv, createChatModel, createScriptedChatModel, describeModelChoice } from "./factory.ts";
 export type { Script, ScriptDefinition, ScriptStep } from "./scripted-script.ts";
 export { loadScript, parseScript } from "./scripted-script.ts";
 export type { ScriptedRequest } from "./scripted-backend.ts";

@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { isA3rError, type A3rError } from "../core/errors.ts";
-import { createChatModel, type ScriptedChatModel } from "./factory.ts";
+import { createChatModel, createScriptedChatModel, type ScriptedChatModel } from "./factory.ts";
 import { loadScript, parseScript, textMatches } from "./scripted-script.ts";
 import { InMemoryUsageSink } from "./usage-sink.ts";
 
@@ -62,7 +62,7 @@ describe("scripted model", () => {
 
   it("estimates usage from the text lengths when a step gives none", async () => {
     const sink = new InMemoryUsageSink();
-    const model = await scripted([{ text: "12345678" }], sink);
+    const model = createScriptedChatModel([{ text: "12345678" }], { sink });
     const result = await model.complete({ system: "abcd", messages: [{ role: "user", content: "efghijkl" }], maxTokens: 5 });
     expect(result.usage).toEqual({ inputTokens: 3, outputTokens: 2, cachedTokens: 0 });
     expect(sink.records[0]).toMatchObject({ provider: "scripted", model: "scripted", costUsd: 0, inputTokens: 3 });
