@@ -1,5 +1,204 @@
-import type { Command } from "commander";
+import { InvalidArgumentError, type Command } from "commander";
+import { existsSync, readdirSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { A3rError } from "../core/errors.ts";
+import { loadSwarmConfig, SwarmConfigError } from "../swarm/config.ts";
+import { startSwarmServer } from "../swarm/server/swarm-server.ts";
+import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/client/index.ts";
+import { progressBar, renderStatus } from "./swarm-status-view.ts";
+import { exitCode } from "./exit-codes.ts";
+
+const defaultUrl = (): string => process.env.A3R_SWARM_URL ?? "http://127.0.0.1:10086";
+const tasksDirectory = fileURLToPath(new URL("../examples/tasks/", import.meta.url));
+
+function integerOption(name: string, min: number, max: number) {
+  return (value: string): number => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value.trim()) || !Number.isInteger(number) || number < min || number > max) {
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}.`);
+    }
+    return number;
+  };
+}
+
+function urlOption(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("protocol");
+    return value;
+  } catch {
+    throw new InvalidArgumentError("--url must be an http(s) URL such as http://127.0.0.1:10086.");
+  }
+}
+
+function durationSeconds(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(value.trim());
+  if (!match) throw new InvalidArgumentError("--interval must be like 2s or 500ms.");
+  return Number(match[1]) * (match[2] === "ms" ? 0.001 : 1);
+}
 
 export function registerSwarmCommands(program: Command): void {
-  program.command("swarm").description("serve, watch and drive swarm training runs");
+  const swarm = program.command("swarm").description("serve, watch and drive swarm training runs");
+
+  swarm
+    .command("serve")
+    .description("run a swarm server: the trainable policy behind an OpenAI-compatible API")
+    .requiredOption("--config <file>", "swarm.yaml")
+    .option("--port <n>", "port (0 picks a free one; overrides the config)", integerOption("--port", 0, 65535))
+    .option("--host <address>", "address to listen on (overrides the config)")
+    .option("--admin-token <token>", "token required on control endpoints (or A3R_SWARM_ADMIN_TOKEN)")
+    .option("--resume", "resume from the latest checkpoint in experiment_dir when there is one")
+    .option("--no-start", "wait for start_engine instead of starting the engine at once")
+    .action(async (options: { config: string; port?: number; host?: string; adminToken?: string; resume?: boolean; start: boolean }) => {
+      await serve(options);
+    });
+
+  swarm
+    .command("status")
+    .description("show the engine state, pool progress, running episodes and reward curve")
+    .option("--url <url>", "swarm server URL (or A3R_SWARM_URL)", urlOption)
+    .option("--watch", "refresh until interrupted")
+    .option("--interval <duration>", "refresh interval with --watch", durationSeconds, 2)
+    .option("--json", "print JSON instead of a table")
+    .action(async (options: { url?: string; watch?: boolean; interval: number; json?: boolean }) => {
+      await status(options);
+    });
+
+  swarm
+    .command("client")
+    .description("run episodes of a task against a swarm server")
+    .argument("<task>", "a task name under examples/tasks, or the path of a task.ts")
+    .option("--url <url>", "swarm server URL (or A3R_SWARM_URL)", urlOption)
+    .option("--episodes <n>", "episodes to run", integerOption("--episodes", 1, 10_000_000), 64)
+    .option("--concurrency <k>", "episodes at once", integerOption("--concurrency", 1, 1024), 8)
+    .option("--seed <n>", "seed of the first task", integerOption("--seed", 0, 2 ** 31))
+    .option("--eval", "claim eval episodes (answered, never trained on)")
+    .option("--json", "print the summary as JSON")
+    .action(async (taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; json?: boolean }) => {
+      await client(taskArgument, options);
+    });
+}
+
+async function serve(options: { config: string; port?: number; host?: string; adminToken?: string; resume?: boolean; start: boolean }): Promise<void> {
+  let config;
+  try {
+    config = await loadSwarmConfig(options.config);
+  } catch (error) {
+    if (error instanceof SwarmConfigError) throw new A3rError("CONFIG_INVALID", error.message, { where: error.where, ...(error.hint ? { hint: error.hint } : {}) });
+    throw error;
+  }
+  if (options.port !== undefined) config = { ...config, port: options.port };
+  if (options.host !== undefined) config = { ...config, host: options.host };
+  const adminToken = options.adminToken ?? process.env.A3R_SWARM_ADMIN_TOKEN ?? config.admin_token;
+  let server;
+  try {
+    server = await startSwarmServer({ config, ...(adminToken ? { adminToken } : {}), autoStart: options.start, resume: options.resume === true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") throw new A3rError("USAGE", `port ${config.port} is in use`, { where: "--port", hint: "pick another port with --port, or --port 0 for a free one" });
+    throw error;
+  }
+  process.stdout.write(`swarm server ready on ${server.url}\n`);
+  await new Promise<void>((resolveStopped) => {
+    const shutdown = (signal: string): void => {
+      process.stderr.write(`${signal}: stopping the engine (checkpoint) and the server\n`);
+      void server.close().then(resolveStopped, (error: unknown) => {
+        process.stderr.write(`shutdown failed: ${String(error)}\n`);
+        resolveStopped();
+      });
+    };
+    process.once("SIGTERM", () => shutdown("SIGTERM"));
+    process.once("SIGINT", () => shutdown("SIGINT"));
+  });
+}
+
+async function status(options: { url?: string; watch?: boolean; interval: number; json?: boolean }): Promise<void> {
+  const url = options.url ?? defaultUrl();
+  const swarmClient = new SwarmClient({ url, retryForMs: 0, requestTimeoutMs: 5000 });
+  const once = async (): Promise<boolean> => {
+    const engine = await swarmClient.status();
+    const reachable = engine.engine_status !== "ENGINE.CANNOT_CONNECT";
+    const pool = reachable ? await swarmClient.poolInformation().catch(() => undefined) : undefined;
+    const metrics = reachable ? await swarmClient.metrics().catch(() => undefined) : undefined;
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify({ url, status: engine, pool, metrics: metrics?.slice(-20) })}\n`);
+    } else {
+      if (options.watch && process.stdout.isTTY) process.stdout.write("\x1b[2J\x1b[H");
+      process.stdout.write(renderStatus({ url, status: engine, ...(pool ? { pool } : {}), ...(metrics ? { metrics } : {}) }));
+    }
+    return reachable;
+  };
+  if (!options.watch) {
+    if (!(await once())) process.exitCode = exitCode.failure;
+    return;
+  }
+  let stopped = false;
+  process.once("SIGINT", () => {
+    stopped = true;
+  });
+  while (!stopped) {
+    await once();
+    await new Promise((resolveTimer) => setTimeout(resolveTimer, options.interval * 1000));
+  }
+}
+
+async function loadTask(taskArgument: string): Promise<EpisodeTask> {
+  const looksLikePath = taskArgument.includes("/") || taskArgument.endsWith(".ts") || taskArgument.endsWith(".js");
+  const path = looksLikePath ? (isAbsolute(taskArgument) ? taskArgument : resolve(taskArgument)) : resolve(tasksDirectory, taskArgument, "task.ts");
+  if (!existsSync(path)) {
+    const names = existsSync(tasksDirectory) ? readdirSync(tasksDirectory).filter((name) => existsSync(resolve(tasksDirectory, name, "task.ts"))) : [];
+    throw new A3rError("FILE_NOT_FOUND", `no task module at ${path}`, {
+      where: "<task>",
+      hint: `give a task name (${names.join(", ") || "none found"}) or the path of a task.ts`,
+    });
+  }
+  const module = (await import(pathToFileURL(path).href)) as { default?: Partial<EpisodeTask> };
+  const task = module.default;
+  if (!task || typeof task.sampleTask !== "function" || typeof task.runEpisode !== "function") {
+    throw new A3rError("CONFIG_INVALID", `${path} does not default-export a task with sampleTask(seed) and runEpisode(openai, task)`, {
+      where: path,
+      hint: "see examples/tasks/task-types.ts for the SwarmTask shape",
+    });
+  }
+  return { name: task.name ?? taskArgument, sampleTask: task.sampleTask.bind(task), runEpisode: task.runEpisode.bind(task) };
+}
+
+async function client(taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; json?: boolean }): Promise<void> {
+  const task = await loadTask(taskArgument);
+  const url = options.url ?? defaultUrl();
+  const swarmClient = new SwarmClient({ url });
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort(new Error("interrupted")));
+  const tty = Boolean(process.stderr.isTTY) && !options.json;
+  const onProgress = (progress: RunProgress): void => {
+    if (tty) {
+      process.stderr.write(`\r${progressBar(progress.done / progress.total)} ${progress.done}/${progress.total} reward ${progress.rewardMean.toFixed(3)} failed ${progress.failed} running ${progress.running}   `);
+    } else if (!options.json) {
+      const last = progress.last;
+      process.stdout.write(`episode ${progress.done}/${progress.total} task ${last.taskId} ${last.ok ? `reward ${last.reward}` : `failed: ${last.error}`}\n`);
+    }
+  };
+  let summary;
+  try {
+    summary = await runEpisodes({
+      client: swarmClient,
+      task,
+      episodes: options.episodes,
+      concurrency: options.concurrency,
+      ...(options.seed === undefined ? {} : { seed: options.seed }),
+      episodeType: options.eval ? "eval" : "train",
+      onProgress,
+      signal: controller.signal,
+    });
+  } catch (error) {
+    if (error instanceof SwarmRequestError) throw new A3rError("SWARM_REQUEST_REFUSED", error.message, { where: url });
+    if (error instanceof Error && error.name === "SwarmUnreachableError") throw new A3rError("SWARM_UNREACHABLE", error.message, { where: url, hint: "start it with `a3r swarm serve --config swarm.yaml` or pass --url" });
+    throw error;
+  }
+  if (tty) process.stderr.write("\n");
+  const { outcomes, ...totals } = summary;
+  if (options.json) process.stdout.write(`${JSON.stringify({ task: task.name, url, ...totals, failures: outcomes.filter((outcome) => !outcome.ok).slice(0, 20) })}\n`);
+  else process.stdout.write(`${task.name}: ${totals.completed}/${totals.requested} episodes, reward mean ${totals.rewardMean.toFixed(3)}, success ${(totals.successRate * 100).toFixed(1)}%, failed ${totals.failed}${totals.stoppedEarly ? ` (stopped early: ${totals.stoppedEarly})` : ""}\n`);
+  if (totals.completed === 0 && totals.failed > 0) process.exitCode = exitCode.failure;
 }

@@ -1,9 +1,9 @@
-import { createEngine, type EngineConfig } from "../engines/index.ts";
+import type { EngineConfig } from "../engines/engine-config.ts";
 import type { Engine } from "../engines/engine.ts";
 import type { SwarmConfig } from "../config-schema.ts";
 
 /** Makes the engine a configuration asks for; the server calls it on every boot. */
-export type EngineFactory = (config: SwarmConfig) => Engine;
+export type EngineFactory = (config: SwarmConfig) => Engine | Promise<Engine>;
 
 /**
  * swarm.yaml's `model` section plus the fields the server owns: `experimentDir` (from
@@ -22,4 +22,8 @@ export function engineConfigOf(config: SwarmConfig): EngineConfig {
   return { ...model, experimentDir };
 }
 
-export const defaultEngineFactory: EngineFactory = (config) => createEngine(engineConfigOf(config));
+/** Loaded on first boot so that config parsing and the client never pull in engine code. */
+export const defaultEngineFactory: EngineFactory = async (config) => {
+  const { createEngine } = await import("../engines/index.ts");
+  return createEngine(engineConfigOf(config));
+};

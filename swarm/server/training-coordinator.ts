@@ -95,7 +95,7 @@ export class TrainingCoordinator {
   async #boot(epoch: number, resume: string | undefined): Promise<void> {
     let engine: Engine | undefined;
     try {
-      engine = this.engineFactory(this.config);
+      engine = await this.engineFactory(this.config);
       await engine.load();
       let step = 0;
       let metrics: StepMetrics[] = [];
