@@ -11,6 +11,7 @@ export default defineConfig({
           include: ["**/*.test.ts"],
           exclude: ["**/*.int.test.ts", "node_modules/**", "runs/**"],
           testTimeout: 20_000,
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -22,6 +23,8 @@ export default defineConfig({
           hookTimeout: 60_000,
           pool: "forks",
           maxWorkers: 2,
+          // Integration tests run after the unit tests, in their own group.
+          sequence: { groupOrder: 1 },
         },
       },
     ],
