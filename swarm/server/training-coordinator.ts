@@ -38,10 +38,10 @@ export interface EndEpisodeRequest {
  */
 export class TrainingCoordinator {
   readonly state = new EngineStateMachine();
-  readonly registry: EpisodeRegistry;
-  readonly pool: SamplePool;
-  readonly clients: ClientActivity;
-  readonly checkpoints: CheckpointStore;
+  registry!: EpisodeRegistry;
+  pool!: SamplePool;
+  clients!: ClientActivity;
+  checkpoints!: CheckpointStore;
   readonly metrics: StepMetrics[] = [];
   engine: Engine | undefined;
   globalStep = 0;
@@ -58,10 +58,7 @@ export class TrainingCoordinator {
     private readonly logger: SwarmLogger,
     private readonly engineFactory: EngineFactory = defaultEngineFactory,
   ) {
-    this.registry = new EpisodeRegistry({ maxConcurrentEpisodes: config.max_env_worker, maxHistory: config.limits.max_cached_episodes });
-    this.pool = new SamplePool(config.limits.max_cached_episodes);
-    this.clients = new ClientActivity(config.client_idle_timeout * 1000);
-    this.checkpoints = new CheckpointStore(config.experiment_dir);
+    this.#applyConfig();
     this.state.onTransition((record) => {
       // Closing here, inside the transition, means no request can slip into an episode
       // between the state change and the close.
@@ -74,6 +71,16 @@ export class TrainingCoordinator {
   replaceConfig(config: SwarmConfig): void {
     if (this.state.state !== "ENGINE.OFFLINE") throw new RequestRefused(409, `sync_train_config works only while ENGINE.OFFLINE (engine is ${this.state.state}); call stop_engine first`);
     this.config = config;
+    this.#applyConfig();
+  }
+
+  /** Rebuilds what the configuration sizes (only while OFFLINE, when nothing is running). */
+  #applyConfig(): void {
+    const config = this.config;
+    this.registry = new EpisodeRegistry({ maxConcurrentEpisodes: config.max_env_worker, maxHistory: config.limits.max_cached_episodes });
+    this.pool = new SamplePool(config.limits.max_cached_episodes);
+    this.clients = new ClientActivity(config.client_idle_timeout * 1000);
+    this.checkpoints = new CheckpointStore(config.experiment_dir);
   }
 
   /**

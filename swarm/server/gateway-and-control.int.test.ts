@@ -1,0 +1,235 @@
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SwarmClient, SwarmRequestError } from "../client/index.ts";
+import { parseSwarmConfig } from "../config.ts";
+import { rawRequest, temporaryDirectory, waitForState } from "./int-test-support.ts";
+import { silentLogger } from "./logger.ts";
+import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";
+
+/**
+ * The real server in-process (nothing here needs a kill): the OpenAI gateway with the
+ * npm openai client, streaming, bad input of every kind, and the admin token. After each
+ * bad request the server must still answer and its state must be unchanged.
+ */
+const adminToken = "admin-token-for-tests";
+let server: SwarmServer;
+let directory: { path: string; remove(): Promise<void> };
+let admin: SwarmClient;
+
+beforeAll(async () => {
+  directory = await temporaryDirectory("swarm-gateway");
+  const config = parseSwarmConfig(
+    [
+      "port: 0",
+      "train_batch_size: 1000", // never trains during these tests
+      "num_repeat: 2",
+      "max_env_worker: 3",
+      "limits:",
+      "  max_messages_per_request: 4",
+      "  max_request_body_bytes: 20000",
+      "  max_episode_calls: 3",
+      "  max_cached_episodes: 100",
+    ].join("\n"),
+    { baseDirectory: directory.path },
+  );
+  server = await startSwarmServer({ config, adminToken, logger: silentLogger });
+  admin = new SwarmClient({ url: server.url, adminToken });
+  await waitForState(admin, "ENGINE.ROLLING");
+});
+
+afterAll(async () => {
+  await server?.close();
+  await directory?.remove();
+});
+
+async function healthy(): Promise<void> {
+  const status = await admin.status();
+  expect(status.engine_status).toBe("ENGINE.ROLLING");
+}
+
+describe("the OpenAI-compatible gateway", () => {
+  it("answers chat completions through the openai SDK with the episode's key, and records nothing after the key is revoked", async () => {
+    const client = new SwarmClient({ url: server.url });
+    const episode = await client.beginEpisode();
+    expect(episode.baseUrl).toBe(`${server.url}/v1`);
+    const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
+    const completion = await openai.chat.completions.create({ model: "anything-goes", messages: [{ role: "user", content: "What colour is the sky?" }], max_tokens: 3 });
+    expect(completion.object).toBe("chat.completion");
+    expect(completion.model).toBe("anything-goes");
+    expect(typeof completion.choices[0]!.message.content).toBe("string");
+    expect(completion.usage!.completion_tokens).toBeGreaterThan(0);
+    expect(completion.usage!.completion_tokens).toBeLessThanOrEqual(3);
+    const models = await openai.models.list();
+    expect(models.data.length).toBe(1);
+
+    await client.endEpisode("sky", episode.episodeUuid, { reward: 1, isSuccess: true });
+    const error = await openai.chat.completions.create({ model: "m", messages: [{ role: "user", content: "again" }] }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((error as Error).message).toContain("revoked");
+  });
+
+  it("streams server-sent events in OpenAI's chunk format ending with [DONE], with usage on request", async () => {
+    const client = new SwarmClient({ url: server.url });
+    const episode = await client.beginEpisode();
+    const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
+    const stream = await openai.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "What colour is the snow?" }],
+      max_tokens: 5,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = "";
+    let finish: string | null | undefined;
+    let usage: unknown;
+    for await (const chunk of stream) {
+      expect(chunk.object).toBe("chat.completion.chunk");
+      text += chunk.choices[0]?.delta.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(["stop", "length"]).toContain(finish);
+    expect(usage).toMatchObject({ completion_tokens: expect.any(Number) });
+
+    const raw = await fetch(`${episode.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${episode.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], stream: true, max_tokens: 2 }),
+    });
+    expect(raw.headers.get("content-type")).toContain("text/event-stream");
+    const body = await raw.text();
+    expect(body.trimEnd().endsWith("data: [DONE]")).toBe(true);
+    await client.abortEpisode(episode.episodeUuid);
+  });
+
+  it("ignores sampling fields it cannot honour with a warning header instead of rejecting them", async () => {
+    const client = new SwarmClient({ url: server.url });
+    const episode = await client.beginEpisode();
+    const response = await rawRequest(`${episode.baseUrl}/chat/completions`, {
+      headers: { authorization: `Bearer ${episode.apiKey}` },
+      body: JSON.stringify({ model: "m", messages: [{ role: "developer", content: "be brief" }, { role: "user", content: [{ type: "text", text: "hi" }] }], frequency_penalty: 0.5, logit_bias: {}, max_tokens: 2 }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-swarm-warnings")).toContain("frequency_penalty");
+    expect(response.headers.get("x-swarm-warnings")).toContain("logit_bias");
+    await client.abortEpisode(episode.episodeUuid);
+  });
+
+  it("refuses unknown keys, bad bodies, oversized bodies, too many messages and too many calls with reasons", async () => {
+    const client = new SwarmClient({ url: server.url });
+    const episode = await client.beginEpisode();
+    const url = `${episode.baseUrl}/chat/completions`;
+    const auth = { authorization: `Bearer ${episode.apiKey}` };
+
+    const noKey = await rawRequest(url, { body: "{}" });
+    expect(noKey.status).toBe(401);
+    expect(noKey.body).toMatchObject({ error: { type: "authentication_error" } });
+    expect((await rawRequest(url, { body: "{}", headers: { authorization: "Bearer sk-swarm-made-up" } })).status).toBe(401);
+
+    const malformed = await rawRequest(url, { body: "{not json", headers: auth });
+    expect(malformed.status).toBe(400);
+    expect(String((malformed.body.error as { message: string }).message)).toContain("not valid JSON");
+
+    const wrongType = await rawRequest(url, { body: JSON.stringify({ messages: "hello" }), headers: auth });
+    expect(wrongType.status).toBe(400);
+    expect(String((wrongType.body.error as { message: string }).message)).toContain('"messages"');
+
+    const tooLarge = await rawRequest(url, { body: JSON.stringify({ messages: [{ role: "user", content: "x".repeat(30_000) }] }), headers: auth });
+    expect(tooLarge.status).toBe(413);
+
+    const manyMessages = Array.from({ length: 5 }, () => ({ role: "user", content: "hi" }));
+    const tooMany = await rawRequest(url, { body: JSON.stringify({ messages: manyMessages }), headers: auth });
+    expect(tooMany.status).toBe(400);
+    expect(String((tooMany.body.error as { message: string }).message)).toContain("max_messages_per_request");
+
+    const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
+    for (let call = 0; call < 3; call += 1) await openai.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 1 });
+    const overCalls = await rawRequest(url, { body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }), headers: auth });
+    expect(overCalls.status).toBe(400);
+    expect(String((overCalls.body.error as { message: string }).message)).toContain("max_episode_calls");
+    await client.abortEpisode(episode.episodeUuid);
+    await healthy();
+  });
+});
+
+describe("the episode protocol under bad input", () => {
+  it("answers 4xx with the reason for a wrong task id, an unknown episode, a wrong client and a finished episode", async () => {
+    const owner = new SwarmClient({ url: server.url });
+    const episode = await owner.beginEpisode();
+    const base = { client_uuid: owner.clientUuid, episode_uuid: episode.episodeUuid, task_id: "a" };
+
+    const mismatch = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: 1, metadata: { task_id: "b" } } }) });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.success).toBe(false);
+    expect(String(mismatch.body.error)).toContain("metadata.task_id");
+
+    const unknown = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, episode_uuid: "nope", workflow_output: { reward: 1 } }) });
+    expect(unknown.status).toBe(404);
+
+    const stranger = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, client_uuid: "someone-else", workflow_output: { reward: 1 } }) });
+    expect(stranger.status).toBe(403);
+
+    const badReward = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: "high" } }) });
+    expect(badReward.status).toBe(400);
+    expect(String(badReward.body.error)).toContain("workflow_output.reward");
+
+    await owner.endEpisode("a", episode.episodeUuid, { reward: 0.5 });
+    const twice = await owner.endEpisode("a", episode.episodeUuid, { reward: 0.5 }).catch((error: unknown) => error);
+    expect(twice).toBeInstanceOf(SwarmRequestError);
+    expect((twice as SwarmRequestError).status).toBe(409);
+
+    expect((await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ episode_type: "train" }) })).status).toBe(400);
+    expect((await rawRequest(`${server.url}/no_such_endpoint`, { body: "{}" })).status).toBe(404);
+    expect((await rawRequest(`${server.url}/claim_episode`, { method: "GET" })).status).toBe(405);
+    await healthy();
+  });
+
+  it("caps concurrent episodes and says why", async () => {
+    const client = new SwarmClient({ url: server.url });
+    const claims = [await client.beginEpisode(), await client.beginEpisode(), await client.beginEpisode()];
+    const refused = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "x", episode_type: "train", discard_episode_timeout: 60 }) });
+    expect(refused.body.success).toBe(false);
+    expect(String(refused.body.fail_cause)).toContain("max_env_worker");
+    for (const claim of claims) await client.abortEpisode(claim.episodeUuid);
+    const again = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "x" }) });
+    expect(again.body.success).toBe(true);
+    await rawRequest(`${server.url}/abort_episode`, { body: JSON.stringify({ client_uuid: "x", episode_uuid: again.body.episode_uuid }) });
+    expect((await admin.poolInformation()).running_episodes).toBe(0);
+  });
+
+  it("refuses control endpoints without the admin token, and an episode key is not an admin token", async () => {
+    const client = new SwarmClient({ url: server.url });
+    const episode = await client.beginEpisode();
+    for (const path of ["/stop_engine", "/start_engine", "/sync_train_config", "/save_checkpoint", "/resume_from_checkpoint"]) {
+      const anonymous = await rawRequest(`${server.url}${path}`, { body: "{}" });
+      expect(anonymous.status, path).toBe(401);
+      const withEpisodeKey = await rawRequest(`${server.url}${path}`, { body: "{}", headers: { authorization: `Bearer ${episode.apiKey}` } });
+      expect(withEpisodeKey.status, path).toBe(401);
+    }
+    await healthy();
+    // The running episode survived every refused control call.
+    expect(await client.canContinue(episode.episodeUuid)).toBe(true);
+    await client.abortEpisode(episode.episodeUuid);
+  });
+
+  it("enforces engine states on the server side", async () => {
+    const started = await rawRequest(`${server.url}/start_engine`, { headers: { "x-admin-token": adminToken } });
+    expect(started.status).toBe(409);
+    expect(String(started.body.error)).toContain("only while ENGINE.OFFLINE");
+    const synced = await rawRequest(`${server.url}/sync_train_config`, { body: JSON.stringify({ yaml_as_string: "num_repeat: 3" }), headers: { "x-admin-token": adminToken } });
+    expect(synced.status).toBe(409);
+
+    await admin.stop();
+    const claim = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "late" }) });
+    expect(claim.body.success).toBe(false);
+    expect(String(claim.body.fail_cause)).toContain("ENGINE.OFFLINE");
+    const badConfig = await rawRequest(`${server.url}/sync_train_config`, { body: JSON.stringify({ yaml_as_string: "optimizer:\n  lrr: 1\n" }), headers: { "x-admin-token": adminToken } });
+    expect(badConfig.status).toBe(400);
+    expect(String(badConfig.body.error)).toContain('did you mean "lr"');
+    await admin.syncTrainConfig("train_batch_size: 1000\nnum_repeat: 3\nmax_env_worker: 3\n");
+    await admin.start();
+    await waitForState(admin, "ENGINE.ROLLING");
+    expect((await admin.poolInformation()).task_expected_num_repeat).toBe(3);
+  });
+});
