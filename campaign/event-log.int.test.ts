@@ -34,6 +34,12 @@ describe("event log", () => {
     expect(Date.parse(events[0]!.time)).not.toBeNaN();
   });
 
+  it("never lets evidence overwrite the time or kind of an event", async () => {
+    const event = await appendEvent(path, "run.launched", { time: "1999-01-01T00:00:00.000Z", kind: "forged" } as never);
+    expect(event.kind).toBe("run.launched");
+    expect(event.time).not.toBe("1999-01-01T00:00:00.000Z");
+  });
+
   it("refuses a kind that is not a lowercase dotted name", async () => {
     await expect(appendEvent(path, "Blueprint Skipped")).rejects.toThrow(/kind/);
   });

@@ -30,7 +30,9 @@ export interface EventRead {
 }
 
 export function makeEvent(kind: string, evidence: EventEvidence = {}, now: Date = new Date()): CampaignEvent {
-  const event = { time: now.toISOString(), kind, ...evidence };
+  // Evidence cannot overwrite the two fields every reader relies on.
+  const { time: _time, kind: _kind, ...facts } = evidence as Record<string, unknown>;
+  const event = { time: now.toISOString(), kind, ...facts };
   const checked = eventSchema.safeParse(event);
   if (!checked.success) throw new TypeError(`event "${kind}" is invalid: ${describeIssues(checked.error.issues)}`);
   return event as CampaignEvent;
