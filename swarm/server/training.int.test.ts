@@ -1,0 +1,60 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { SwarmClient } from "../client/index.ts";
+import { startServerProcess, temporaryDirectory, waitForState, type ServerProcess } from "./int-test-support.ts";
+
+/**
+ * End to end, as a person would run it: `a3r swarm serve` as a child process and two
+ * `a3r swarm client item-color` processes at once (real openai SDK clients, several
+ * episodes in flight each). The embedded policy must learn: chance on item-color is about
+ * 3 %, so a late-step reward far above it can only come from the optimizer steps.
+ */
+const cli = fileURLToPath(new URL("../../bin/a3r.js", import.meta.url));
+const run = promisify(execFile);
+let server: ServerProcess | undefined;
+let directory: { path: string; remove(): Promise<void> } | undefined;
+
+afterAll(async () => {
+  await server?.kill();
+  await directory?.remove();
+});
+
+describe("swarm training end to end", () => {
+  it("learns the single-turn task with two concurrent client processes", async () => {
+    directory = await temporaryDirectory("swarm-training");
+    const experimentDir = join(directory.path, "experiment");
+    server = await startServerProcess(directory.path, ["port: 0", "train_batch_size: 4", "num_repeat: 4", "save_freq: 0", `experiment_dir: ${experimentDir}`, "sampling:", "  max_tokens: 4"].join("\n"));
+    const client = new SwarmClient({ url: server.url });
+    await waitForState(client, "ENGINE.ROLLING");
+
+    const clients = [1, 2].map((seed) =>
+      run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "352", "--concurrency", "8", "--seed", String(seed * 1000), "--json"], { env: { ...process.env, NO_COLOR: "1" } }),
+    );
+    const summaries = (await Promise.all(clients)).map((result) => JSON.parse(result.stdout) as { completed: number; failed: number; rewardMean: number });
+    for (const summary of summaries) {
+      expect(summary.failed).toBe(0);
+      expect(summary.completed).toBe(352);
+    }
+
+    const metrics = await client.metrics();
+    expect(metrics.length).toBeGreaterThanOrEqual(40);
+    const mean = (values: number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
+    const early = mean(metrics.slice(0, 5).map((entry) => entry.reward_mean!));
+    const late = mean(metrics.slice(-5).map((entry) => entry.reward_mean!));
+    expect(late).toBeGreaterThan(0.3);
+    expect(late).toBeGreaterThan(early + 0.2);
+    for (const entry of metrics) {
+      expect(entry.episodes).toBe(16);
+      expect(entry.merge_ratio).toBeLessThanOrEqual(1);
+    }
+    const prometheus = await (await fetch(`${server.url}/metrics/prometheus`)).text();
+    expect(prometheus).toContain('swarm_engine_state{state="ENGINE.ROLLING"} 1');
+    expect(prometheus).toMatch(/swarm_global_step \d+/);
+
+    // Checkpoint on stop (save_freq 0 means no periodic checkpoint).
+    expect(await server.stop()).toBe(0);
+  });
+});
