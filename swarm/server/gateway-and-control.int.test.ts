@@ -116,7 +116,7 @@ describe("the OpenAI-compatible gateway", () => {
     await client.abortEpisode(episode.episodeUuid);
   });
 
-  it("refuses unknown keys, bad bodies, oversized bodies, too many messages and too many calls with reasons", async () => {
+  it("refuses missing or unknown API keys, bad bodies, oversized bodies, too many messages and too many calls with reasons", async () => {
     const client = new SwarmClient({ url: server.url });
     const episode = await client.beginEpisode();
     const url = `${episode.baseUrl}/chat/completions`;

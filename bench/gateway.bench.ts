@@ -1,0 +1,160 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SwarmClient } from "../swarm/client/index.ts";
+import type { Benchmark, BenchReport } from "./report.ts";
+
+/**
+ * What the swarm gateway adds to a chat completion. An upstream stub (a node:http server
+ * answering OpenAI-format completions instantly, in its own process) is called by 64
+ * concurrent clients twice: straight, and through a swarm server (its own process, the
+ * `openai-compatible` engine pointed at the stub, one claimed episode per client, every
+ * call authenticated and recorded). Added latency = swarm percentile − direct percentile;
+ * throughput ratio = swarm requests/s ÷ direct requests/s, measured in the same run.
+ */
+
+const clients = 64;
+const requestsPerClient = 40;
+const cli = fileURLToPath(new URL("../bin/a3r.js", import.meta.url));
+
+// The stub upstream: fixed answer, token ids and logprobs included for engines that want them.
+const stubSource = `
+const http = require("node:http");
+const answer = JSON.stringify({
+  id: "chatcmpl-stub", object: "chat.completion", created: 0, model: "stub",
+  choices: [{ index: 0, message: { role: "assistant", content: "blue" }, finish_reason: "stop",
+    logprobs: { content: [{ token: "token_id:7", logprob: -0.1, bytes: null, top_logprobs: [] }] } }],
+  usage: { prompt_tokens: 12, completion_tokens: 1, total_tokens: 13 },
+  prompt_token_ids: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+});
+const server = http.createServer((request, response) => {
+  const chunks = [];
+  request.on("data", (chunk) => chunks.push(chunk));
+  request.on("end", () => {
+    if (request.url.endsWith("/models")) { response.writeHead(200, { "content-type": "application/json" }); response.end(JSON.stringify({ object: "list", data: [{ id: "stub", object: "model" }] })); return; }
+    if (request.url.endsWith("/tokenize")) { response.writeHead(200, { "content-type": "application/json" }); response.end(JSON.stringify({ tokens: [1, 2, 3], count: 3 })); return; }
+    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(answer) });
+    response.end(answer);
+  });
+});
+server.keepAliveTimeout = 65000;
+server.listen(0, "127.0.0.1", () => process.stdout.write("stub ready on " + server.address().port + "\\n"));
+`;
+
+function startProcess(command: string[], readyPattern: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, command, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, A3R_LOG_LEVEL: "error" } });
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      const match = readyPattern.exec(output);
+      if (match) resolve({ child, match });
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.once("exit", (code) => reject(new Error(`process exited with ${code}: ${output}`)));
+  });
+}
+
+function percentile(sorted: readonly number[], fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
+}
+
+interface Phase {
+  p50: number;
+  p99: number;
+  throughput: number;
+}
+
+/** 64 lanes, each sending its requests one after the other; latencies in ms. */
+async function phase(targets: Array<{ url: string; apiKey: string }>): Promise<Phase> {
+  const body = JSON.stringify({ model: "stub", messages: [{ role: "system", content: "You name colours." }, { role: "user", content: "What colour is the sky?" }], max_tokens: 4 });
+  const latencies: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    targets.map(async (target) => {
+      for (let index = 0; index < requestsPerClient; index += 1) {
+        const sent = performance.now();
+        const response = await fetch(`${target.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${target.apiKey}` }, body });
+        const answer = (await response.json()) as { choices?: unknown[] };
+        if (!response.ok || !answer.choices) throw new Error(`request failed (${response.status}): ${JSON.stringify(answer).slice(0, 300)}`);
+        latencies.push(performance.now() - sent);
+      }
+    }),
+  );
+  const elapsedSeconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), throughput: latencies.length / elapsedSeconds };
+}
+
+const benchmark: Benchmark = {
+  title: "swarm gateway: added latency and throughput vs direct upstream (64 concurrent clients)",
+  async run(): Promise<BenchReport> {
+    const directory = await mkdtemp(join(tmpdir(), "a3r-gateway-bench-"));
+    const processes: ChildProcess[] = [];
+    try {
+      const stub = await startProcess(["-e", stubSource], /stub ready on (\d+)/);
+      processes.push(stub.child);
+      const upstream = `http://127.0.0.1:${stub.match[1]}/v1`;
+      const configPath = join(directory, "swarm.yaml");
+      await writeFile(
+        configPath,
+        [
+          "model:",
+          "  kind: openai-compatible",
+          `  baseUrl: ${upstream}`,
+          "  model: stub",
+          "port: 0",
+          "train_batch_size: 100000", // never trains: the bench measures the gateway only
+          `max_env_worker: ${clients}`,
+          `experiment_dir: ${join(directory, "experiment")}`,
+          "limits:",
+          `  max_episode_calls: ${requestsPerClient * 4}`,
+        ].join("\n"),
+      );
+      const swarm = await startProcess([cli, "swarm", "serve", "--config", configPath], /swarm server ready on (http:\/\/\S+)/);
+      processes.push(swarm.child);
+      const client = new SwarmClient({ url: swarm.match[1]! });
+      const episodes = await Promise.all(Array.from({ length: clients }, () => client.beginEpisode({ maxWaitMs: 30_000 })));
+      const throughSwarm = episodes.map((episode) => ({ url: episode.baseUrl, apiKey: episode.apiKey }));
+      const direct = episodes.map(() => ({ url: upstream, apiKey: "direct" }));
+
+      // Warm both paths (connections, JIT), then alternate to spread background noise evenly.
+      await phase(direct);
+      await phase(throughSwarm);
+      const directRuns = [await phase(direct)];
+      const swarmRuns = [await phase(throughSwarm)];
+      directRuns.push(await phase(direct));
+      swarmRuns.push(await phase(throughSwarm));
+      const best = (runs: Phase[], key: keyof Phase, pick: (a: number, b: number) => number): number => runs.map((run) => run[key]).reduce(pick);
+      const directP50 = best(directRuns, "p50", Math.min);
+      const directP99 = best(directRuns, "p99", Math.min);
+      const swarmP50 = best(swarmRuns, "p50", Math.min);
+      const swarmP99 = best(swarmRuns, "p99", Math.min);
+      const addedP50 = Math.max(0, swarmP50 - directP50);
+      const addedP99 = Math.max(0, swarmP99 - directP99);
+      const ratio = best(swarmRuns, "throughput", Math.max) / best(directRuns, "throughput", Math.max);
+      for (const episode of episodes) await client.abortEpisode(episode.episodeUuid);
+      return {
+        title: benchmark.title,
+        rows: [
+          { name: "added p50 latency", value: addedP50, unit: "ms", goal: "<= 2", met: addedP50 <= 2 },
+          { name: "added p99 latency", value: addedP99, unit: "ms", goal: "<= 10", met: addedP99 <= 10 },
+          { name: "throughput ratio (swarm / direct)", value: ratio, goal: ">= 0.8", met: ratio >= 0.8 },
+          { name: "direct p50 latency", value: directP50, unit: "ms" },
+          { name: "swarm p50 latency", value: swarmP50, unit: "ms" },
+        ],
+        notes: [
+          `${clients} clients × ${requestsPerClient} requests per phase, best of two alternating phases each; stub, swarm server and load generator are separate processes sharing this machine's cores`,
+        ],
+      };
+    } finally {
+      for (const child of processes) child.kill("SIGKILL");
+      await rm(directory, { recursive: true, force: true });
+    }
+  },
+};
+
+export default benchmark;
