@@ -83,6 +83,7 @@ export class Gateway {
     });
     episode.inFlight += 1;
     this.coordinator.registry.touch(episode);
+    this.coordinator.clients.seen(episode.clientUuid);
     let result: GenerateResult;
     try {
       result = await engine.generate({

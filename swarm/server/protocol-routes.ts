@@ -65,7 +65,7 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
   add("POST /resume_from_checkpoint", "control", async (request, response) => {
     const { path } = await body(request, resumeSchema, "resume_from_checkpoint");
     await coordinator.resume(path ?? undefined);
-    sendJson(response, 200, { success: true });
+    sendJson(response, 200, { success: true, global_step: coordinator.globalStep });
   });
 
   add("POST /claim_episode", "open", async (request, response) => {

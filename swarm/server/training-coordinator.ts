@@ -35,6 +35,12 @@ export interface EndEpisodeRequest {
  *
  * Order matters in a few places and the comments say why. Not handled here: HTTP, auth,
  * the OpenAI wire format (gateway.ts), timers (the server calls `tick`).
+ *
+ * Leftovers: the batch is fixed when ROLLING → ROLLING_POST. Train episodes that end
+ * while the step drains or trains join the pool for the next step (sampled by the policy
+ * one step older: slightly off-policy, which the engine's clipped ratio tolerates), as do
+ * pool episodes the strategy did not select. Pooled episodes do not survive a restart or
+ * resume (they belong to the policy before it).
  */
 export class TrainingCoordinator {
   readonly state = new EngineStateMachine();
@@ -157,6 +163,8 @@ export class TrainingCoordinator {
     if (!path && !(await this.checkpoints.latest())) throw new RequestRefused(409, `no checkpoint under ${this.checkpoints.checkpointDirectory}; nothing to resume`);
     await this.stop("resuming from a checkpoint", { checkpoint: false });
     this.start(path ?? "latest");
+    await this.idle();
+    if (this.state.state !== "ENGINE.ROLLING") throw new RequestRefused(400, `resume failed: ${this.state.detail}`);
   }
 
   /** Writes a checkpoint of the current weights; returns its path. Serialized. */
