@@ -1,0 +1,221 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
+import type { OpenAiCompatibleEngineConfig } from "../engine-config.ts";
+import { EngineError } from "../engine-error.ts";
+import { defaultVocabulary } from "../embedded/default-vocabulary.ts";
+import { createWordTokenizer, endTokenId, type WordTokenizer } from "../embedded/tokenizer.ts";
+import { chatCompletionResponseSchema, lastJsonLine, tokenIdsFromLogprobs, trainerOutputSchema } from "./upstream-response.ts";
+
+/**
+ * Inference proxied to an upstream OpenAI-compatible server (vLLM, SGLang, ...), the
+ * gradient step run by an external trainer command that writes a LoRA adapter, which the
+ * upstream then loads. Protocol: README.md beside this file.
+ *
+ * Token ids come from the upstream when it returns them (vLLM with `return_token_ids` or
+ * `return_tokens_as_token_ids`); otherwise the engine's own word tokenizer (the embedded
+ * engine's, see encodeChat) stands in, without log-probs. Not part of this engine: starting
+ * or stopping the upstream, the trainer's algorithm and hyperparameters (the command owns
+ * them), and retries (a failed request fails the call).
+ */
+export class OpenAiCompatibleEngine implements Engine {
+  readonly kind = "openai-compatible";
+  private readonly tokenizer: WordTokenizer = createWordTokenizer(defaultVocabulary);
+  private readonly baseUrl: string;
+  private servedModel: string;
+  private adapterPath: string | undefined;
+  private globalStep = 0;
+  private loadCounter = 0;
+  private trainer: ChildProcess | undefined;
+  private training: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly config: OpenAiCompatibleEngineConfig) {
+    this.baseUrl = config.baseUrl.replace(/\/+$/, "");
+    this.servedModel = config.model;
+  }
+
+  /** The model name requests go out with: the base model, or the adapter loaded last. */
+  get model(): string {
+    return this.servedModel;
+  }
+
+  async load(): Promise<void> {
+    const response = await this.request("GET", `${this.baseUrl}/models`);
+    if (!response.ok) {
+      throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", `GET ${this.baseUrl}/models answered ${response.status}`, "check baseUrl (it must end in /v1) and apiKey");
+    }
+  }
+
+  encodeChat(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): EncodedChat {
+    return this.tokenizer.encodeChat(messages, options);
+  }
+
+  async generate(request: GenerateRequest): Promise<GenerateResult> {
+    const body = {
+      model: this.servedModel,
+      messages: request.messages,
+      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+      ...(request.topP !== undefined ? { top_p: request.topP } : {}),
+      ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+      ...(request.stop?.length ? { stop: request.stop } : {}),
+      ...(request.seed !== undefined ? { seed: request.seed } : {}),
+      ...(request.tools?.length ? { tools: request.tools } : {}),
+      logprobs: true,
+      return_tokens_as_token_ids: true,
+      return_token_ids: true,
+    };
+    const response = await this.request("POST", `${this.baseUrl}/chat/completions`, body, request.signal);
+    const text = await response.text();
+    if (!response.ok) {
+      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `POST ${this.baseUrl}/chat/completions answered ${response.status}: ${text.slice(0, 300)}`, "check the upstream's log; the model name sent was " + this.servedModel);
+    }
+    const parsed = chatCompletionResponseSchema.safeParse(safeJson(text));
+    if (!parsed.success) {
+      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `the upstream's chat completion is not OpenAI-shaped: ${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message}`, "point baseUrl at an OpenAI-compatible /v1 endpoint");
+    }
+    const choice = parsed.data.choices[0]!;
+    const content = choice.message.content ?? "";
+    const finishReason = choice.finish_reason === "length" ? "length" : "stop";
+    const logprobEntries = choice.logprobs?.content ?? undefined;
+    const upstreamPrompt = parsed.data.prompt_token_ids ?? choice.prompt_token_ids ?? undefined;
+    const upstreamCompletion = choice.token_ids ?? (logprobEntries ? tokenIdsFromLogprobs(logprobEntries) : undefined);
+    if (upstreamPrompt && upstreamCompletion) {
+      const logprobs = logprobEntries && logprobEntries.length === upstreamCompletion.length ? logprobEntries.map((entry) => entry.logprob) : undefined;
+      return { text: content, finishReason, promptTokenIds: upstreamPrompt, completionTokenIds: upstreamCompletion, ...(logprobs ? { completionLogprobs: logprobs } : {}) };
+    }
+    // Fallback: our own tokenizer, so tracking and merging still work (no log-probs then).
+    const completionTokenIds = this.tokenizer.encodeText(content);
+    if (finishReason === "stop") completionTokenIds.push(endTokenId);
+    return {
+      text: content,
+      finishReason,
+      promptTokenIds: this.tokenizer.encodeChat(request.messages, { addGenerationPrompt: true }).tokenIds,
+      completionTokenIds,
+      warnings: ["token_ids"],
+    };
+  }
+
+  train(batch: TrainingSample[], step: number): Promise<TrainResult> {
+    const run = this.training.then(() => this.trainNow(batch, step));
+    this.training = run.catch(() => undefined);
+    return run;
+  }
+
+  private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
+    const command = this.config.trainerCommand;
+    if (!command) {
+      throw new EngineError("ENGINE_NOT_TRAINABLE", "the openai-compatible engine has no trainerCommand", "set model.trainerCommand in the swarm config (see swarm/engines/openai-compatible/README.md)");
+    }
+    const started = performance.now();
+    const batchDirectory = join(this.config.experimentDir, "batches");
+    const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
+    await mkdir(batchDirectory, { recursive: true });
+    await mkdir(outputDirectory, { recursive: true });
+    const batchFile = join(batchDirectory, `step-${step}.jsonl`);
+    await writeFileAtomically(batchFile, batch.map((sample) => JSON.stringify(sample)).join("\n") + "\n");
+    const stdout = await this.runTrainer(command, { A3R_BATCH_FILE: batchFile, A3R_STEP: String(step), A3R_OUTPUT_DIR: outputDirectory });
+    const output = trainerOutputSchema.safeParse(lastJsonLine(stdout));
+    if (!output.success) {
+      throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer's last JSON line on stdout lacks ${output.error.issues[0]?.path.join(".") || "a JSON object"}`, 'print {"adapter_path": "...", "metrics": {...}} as the last line of stdout');
+    }
+    await this.loadAdapter(`a3r-step-${step}`, output.data.adapter_path);
+    this.globalStep = step;
+    return { metrics: { ...(output.data.metrics ?? {}), step_time_ms: performance.now() - started } };
+  }
+
+  private runTrainer(command: string, env: Record<string, string>): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = spawn("sh", ["-c", command], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+      this.trainer = child;
+      let stdout = "";
+      let stderr = "";
+      // Keep only the tail: a chatty trainer must not grow memory without bound.
+      child.stdout.on("data", (chunk: Buffer) => (stdout = (stdout + chunk.toString()).slice(-1_000_000)));
+      child.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
+      child.on("error", (error) => reject(new EngineError("ENGINE_TRAINER_FAILED", `could not start the trainer: ${error.message}`, "check trainerCommand", { cause: error })));
+      child.on("close", (code, signal) => {
+        this.trainer = undefined;
+        if (code === 0) resolve(stdout);
+        else reject(new EngineError("ENGINE_TRAINER_FAILED", `the trainer exited with ${code ?? signal}: ${stderr.trim().split("\n").slice(-5).join(" | ")}`, `run it by hand with A3R_BATCH_FILE=${env.A3R_BATCH_FILE} to see why`));
+      });
+    });
+  }
+
+  private async loadAdapter(name: string, path: string): Promise<void> {
+    const origin = new URL(this.baseUrl).origin;
+    const loadPath = this.config.loadAdapterPath ?? "/v1/load_lora_adapter";
+    const response = await this.request("POST", `${origin}${loadPath}`, { lora_name: name, lora_path: path });
+    if (!response.ok) {
+      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `POST ${origin}${loadPath} for ${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`, "vLLM needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora");
+    }
+    this.servedModel = name;
+    this.adapterPath = path;
+  }
+
+  async save(directory: string, step: number): Promise<string> {
+    await this.training;
+    await mkdir(directory, { recursive: true });
+    const path = join(directory, `checkpoint-${step}.json`);
+    const record = { format: "a3r-openai-compatible/v1", step, model: this.config.model, adapterPath: this.adapterPath ?? null };
+    await writeFileAtomically(path, `${JSON.stringify(record, null, 2)}\n`);
+    return path;
+  }
+
+  async restore(path: string): Promise<number> {
+    await this.training;
+    const record = checkpointSchema.safeParse(safeJson(await readFile(path, "utf8").catch(() => "")));
+    if (!record.success) {
+      throw new EngineError("ENGINE_CHECKPOINT_INVALID", `${path}: not an openai-compatible checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`, "pass the file returned by save()");
+    }
+    if (record.data.adapterPath) {
+      // A fresh name: upstreams refuse to load a second adapter under a name already in use.
+      await this.loadAdapter(`a3r-step-${record.data.step}-restored-${++this.loadCounter}`, record.data.adapterPath);
+    } else {
+      this.servedModel = this.config.model;
+      this.adapterPath = undefined;
+    }
+    this.globalStep = record.data.step;
+    return record.data.step;
+  }
+
+  async close(): Promise<void> {
+    this.trainer?.kill("SIGTERM");
+  }
+
+  private async request(method: string, url: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+    try {
+      return await fetch(url, {
+        method,
+        headers: { "content-type": "application/json", ...(this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", `${method} ${url} failed: ${error instanceof Error ? error.message : String(error)}`, "is the upstream server running and reachable?", { cause: error });
+    }
+  }
+}
+
+const checkpointSchema = z.strictObject({
+  format: z.literal("a3r-openai-compatible/v1"),
+  step: z.number().int().min(0),
+  model: z.string(),
+  adapterPath: z.string().nullable(),
+});
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+async function writeFileAtomically(path: string, content: string): Promise<void> {
+  const temporary = `${path}.tmp-${process.pid}-${Date.now()}`;
+  await writeFile(temporary, content);
+  await rename(temporary, path);
+}
