@@ -22,7 +22,7 @@ const nonNegativeInteger = z.number().int().nonnegative();
 const positiveSeconds = z.number().positive();
 
 const optimizerSchema = z.strictObject({
-  lr: z.number().positive().default(0.05),
+  lr: z.number().positive().default(0.2),
   kl_coef: z.number().nonnegative().default(0.001),
   clip: z.number().positive().default(0.2),
 });
@@ -51,7 +51,7 @@ export const swarmConfigSchema = z.strictObject({
   swarm_mode_sample_collection_method: z.enum(sampleCollectionMethods).default("rollout_until_finish_enough_tasks"),
   /** Cap on concurrently claimed episodes; claims past it fail with a retryable cause. */
   max_env_worker: positiveInteger.default(64),
-  optimizer: optimizerSchema.default({ lr: 0.05, kl_coef: 0.001, clip: 0.2 }),
+  optimizer: optimizerSchema.default({ lr: 0.2, kl_coef: 0.001, clip: 0.2 }),
   sampling: samplingSchema.default({ temperature: 1, top_p: 1, max_tokens: 16 }),
   /** Checkpoint every this many steps (0: only on stop). */
   save_freq: nonNegativeInteger.default(10),

@@ -36,21 +36,35 @@ describe("C2 rollout_until_finish_enough_tasks", () => {
     // a completed first, then c (its 2nd episode came before b's): a3 and b* are leftovers.
     expect(decision.selected).toEqual([a1, a2, c1, c2].map((e) => e.episodeUuid));
     expect(decision.discarded).toEqual([]);
+    // A task with 2N episodes still counts once, and gives its earliest group only.
+    const a4 = episode("a", 1);
+    decision = decideBatch(input("rollout_until_finish_enough_tasks", [a1, a2, a3, a4, b1]));
+    expect(decision.ready).toBe(false);
+    expect(decision.progress.completed_tasks).toBe(1);
   });
 });
 
 describe("C3 rollout_until_finish_enough_non_dummy_tasks", () => {
-  it("skips groups whose rewards are all equal and discards them when the batch closes", () => {
+  it("skips groups whose rewards are all equal and discards them as soon as they are complete", () => {
     const pool = [episode("d", 1), episode("d", 1), episode("x", 0), episode("x", 1)];
     let decision = decideBatch(input("rollout_until_finish_enough_non_dummy_tasks", pool));
     expect(decision.ready).toBe(false);
     expect(decision.progress.completed_tasks).toBe(2);
     expect(decision.progress.completed_non_dummy_tasks).toBe(1);
+    expect(decision.discarded).toEqual([pool[0]!, pool[1]!].map((e) => e.episodeUuid));
     pool.push(episode("y", 0.5), episode("late-dummy", 0), episode("y", 0.25), episode("late-dummy", 0));
     decision = decideBatch(input("rollout_until_finish_enough_non_dummy_tasks", pool));
     expect(decision.ready).toBe(true);
     expect(decision.selected).toEqual([pool[2]!, pool[3]!, pool[4]!, pool[6]!].map((e) => e.episodeUuid));
-    // "d" was complete before the batch closed; "late-dummy" completed after it and stays.
+    expect(decision.discarded).toEqual([pool[0]!, pool[1]!, pool[5]!, pool[7]!].map((e) => e.episodeUuid));
+  });
+
+  it("lets a task whose first group was dummy qualify with its next group", () => {
+    // Many episodes of one task id (a small task space): the first N all failed, the next N did not.
+    const pool = [episode("apple", 0), episode("apple", 0), episode("apple", 1), episode("apple", 0), episode("sky", 1), episode("sky", 0)];
+    const decision = decideBatch(input("rollout_until_finish_enough_non_dummy_tasks", pool));
+    expect(decision.ready).toBe(true);
+    expect(decision.selected).toEqual([pool[2]!, pool[3]!, pool[4]!, pool[5]!].map((e) => e.episodeUuid));
     expect(decision.discarded).toEqual([pool[0]!, pool[1]!].map((e) => e.episodeUuid));
   });
 });

@@ -9,13 +9,13 @@ import type { SampleCollectionMethod } from "../config-schema.ts";
  * With B = train_batch_size and N = num_repeat:
  * - C1 enough episodes: the first B×N completed episodes, in completion order. Leftovers:
  *   every later episode.
- * - C2 enough tasks: the first B tasks to reach N episodes, each with exactly its first N
- *   episodes. Leftovers: extra episodes of those tasks (they start a new group of the same
- *   task id) and every episode of tasks with fewer than N.
+ * - C2 enough tasks: a task's episodes form groups of N in completion order; the first B
+ *   tasks to complete a group, each with exactly its earliest group. Leftovers: later
+ *   episodes of those tasks (they form the task's next group) and every episode of tasks
+ *   with fewer than N.
  * - C3 enough non-dummy tasks: like C2 but only groups whose N rewards are not all equal
- *   (GRPO learns nothing from a group without reward spread). Complete dummy groups that
- *   reached N before the batch closed are discarded (and counted), so they cannot block
- *   the pool forever.
+ *   (GRPO learns nothing from a group without reward spread). Dummy groups are discarded
+ *   (and counted) as soon as they are complete, so they never block a task id.
  * - C4 all clients agree / C5 any client agrees: ready when every (C4) or any (C5) active
  *   client has called agree_sync_weight since the last step and the pool is not empty; the
  *   batch is the whole pool (no leftovers).
@@ -67,18 +67,23 @@ export interface StrategyDecision {
 
 interface TaskGroup {
   taskId: string;
-  /** The task's first N episodes, in completion order. */
+  /** N consecutive episodes of one task, in completion order. */
   episodes: PoolEpisode[];
-  /** Sequence of the N-th episode: when the group became complete. */
+  /** Sequence of the group's last episode: when the group became complete. */
   completedSequence: number;
   dummy: boolean;
+  /** 0 for the task's earliest group, 1 for the next N episodes, ... */
+  position: number;
 }
 
 function inCompletionOrder(episodes: readonly PoolEpisode[]): PoolEpisode[] {
   return [...episodes].sort((a, b) => a.sequence - b.sequence);
 }
 
-/** Complete groups (tasks with ≥ N episodes), ordered by when they became complete. */
+/**
+ * Each task's episodes cut, in completion order, into consecutive groups of N (a partial
+ * last group is not a group yet); all groups ordered by when they became complete.
+ */
 export function completeGroups(episodes: readonly PoolEpisode[], numRepeat: number): TaskGroup[] {
   const byTask = new Map<string, PoolEpisode[]>();
   for (const episode of inCompletionOrder(episodes)) {
@@ -88,11 +93,12 @@ export function completeGroups(episodes: readonly PoolEpisode[], numRepeat: numb
   }
   const groups: TaskGroup[] = [];
   for (const [taskId, list] of byTask) {
-    if (list.length < numRepeat) continue;
-    const first = list.slice(0, numRepeat);
-    const rewards = first.map((episode) => episode.reward);
-    const dummy = rewards.every((reward) => Math.abs(reward - rewards[0]!) < 1e-12);
-    groups.push({ taskId, episodes: first, completedSequence: first[first.length - 1]!.sequence, dummy });
+    for (let start = 0, position = 0; start + numRepeat <= list.length; start += numRepeat, position += 1) {
+      const members = list.slice(start, start + numRepeat);
+      const rewards = members.map((episode) => episode.reward);
+      const dummy = rewards.every((reward) => Math.abs(reward - rewards[0]!) < 1e-12);
+      groups.push({ taskId, episodes: members, completedSequence: members[members.length - 1]!.sequence, dummy, position });
+    }
   }
   return groups.sort((a, b) => a.completedSequence - b.completedSequence);
 }
@@ -100,10 +106,11 @@ export function completeGroups(episodes: readonly PoolEpisode[], numRepeat: numb
 function progressOf(input: StrategyInput, groups: TaskGroup[]): PoolProgress {
   const agreed = input.agreedClients.filter((client) => input.activeClients.includes(client));
   const target = input.trainBatchSize * input.numRepeat;
-  const nonDummy = groups.filter((group) => !group.dummy).length;
+  const completedTasks = new Set(groups.map((group) => group.taskId)).size;
+  const nonDummy = new Set(groups.filter((group) => !group.dummy).map((group) => group.taskId)).size;
   const fractionByMethod: Record<SampleCollectionMethod, number> = {
     rollout_until_finish_enough_episodes: input.episodes.length / target,
-    rollout_until_finish_enough_tasks: groups.length / input.trainBatchSize,
+    rollout_until_finish_enough_tasks: completedTasks / input.trainBatchSize,
     rollout_until_finish_enough_non_dummy_tasks: nonDummy / input.trainBatchSize,
     rollout_until_all_clients_agree_sync_weight: input.activeClients.length === 0 ? 0 : agreed.length / input.activeClients.length,
     rollout_until_any_client_agrees_sync_weight: agreed.length > 0 ? 1 : 0,
@@ -112,7 +119,7 @@ function progressOf(input: StrategyInput, groups: TaskGroup[]): PoolProgress {
     sample_collection_method: input.method,
     completed_episodes: input.episodes.length,
     completed_episode_target: target,
-    completed_tasks: groups.length,
+    completed_tasks: completedTasks,
     completed_task_target: input.trainBatchSize,
     completed_non_dummy_tasks: nonDummy,
     completed_non_dummy_task_target: input.trainBatchSize,
@@ -133,16 +140,26 @@ export function enoughEpisodes(input: StrategyInput, progress: PoolProgress): St
   return { ready: true, selected, discarded: [], progress };
 }
 
-/** C2 and C3. */
+/** C2 and C3: the first B tasks to complete an (eligible) group, one group each. */
 export function enoughTasks(input: StrategyInput, progress: PoolProgress, groups: TaskGroup[], nonDummyOnly: boolean): StrategyDecision {
-  const eligible = nonDummyOnly ? groups.filter((group) => !group.dummy) : groups;
-  if (eligible.length < input.trainBatchSize) return notReady(progress);
-  const chosen = eligible.slice(0, input.trainBatchSize);
-  const closedAt = chosen[chosen.length - 1]!.completedSequence;
-  const selected = chosen.flatMap((group) => group.episodes).sort((a, b) => a.sequence - b.sequence).map((episode) => episode.episodeUuid);
-  const discarded = nonDummyOnly
-    ? groups.filter((group) => group.dummy && group.completedSequence <= closedAt).flatMap((group) => group.episodes.map((episode) => episode.episodeUuid))
-    : [];
+  // C3 drops dummy groups as soon as they are complete: their membership is fixed, so they
+  // can never become useful, and kept they would hide the task's later episodes.
+  const discarded = nonDummyOnly ? groups.filter((group) => group.dummy).flatMap((group) => group.episodes.map((episode) => episode.episodeUuid)) : [];
+  const chosen: TaskGroup[] = [];
+  const seen = new Set<string>();
+  for (const group of groups) {
+    if (seen.has(group.taskId) || (nonDummyOnly && group.dummy)) continue;
+    // C2 takes a task's earliest group only; its later episodes are leftovers.
+    if (!nonDummyOnly && group.position > 0) continue;
+    seen.add(group.taskId);
+    chosen.push(group);
+  }
+  if (chosen.length < input.trainBatchSize) return { ready: false, selected: [], discarded, progress };
+  const selected = chosen
+    .slice(0, input.trainBatchSize)
+    .flatMap((group) => group.episodes)
+    .sort((a, b) => a.sequence - b.sequence)
+    .map((episode) => episode.episodeUuid);
   return { ready: true, selected, discarded, progress };
 }
 

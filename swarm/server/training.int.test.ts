@@ -26,26 +26,30 @@ describe("swarm training end to end", () => {
   it("learns the single-turn task with two concurrent client processes", async () => {
     directory = await temporaryDirectory("swarm-training");
     const experimentDir = join(directory.path, "experiment");
-    server = await startServerProcess(directory.path, ["port: 0", "train_batch_size: 4", "num_repeat: 4", "save_freq: 0", `experiment_dir: ${experimentDir}`, "sampling:", "  max_tokens: 4"].join("\n"));
+    server = await startServerProcess(
+      directory.path,
+      ["port: 0", "train_batch_size: 4", "num_repeat: 4", "swarm_mode_sample_collection_method: rollout_until_finish_enough_non_dummy_tasks", "save_freq: 0", `experiment_dir: ${experimentDir}`].join("\n"),
+    );
     const client = new SwarmClient({ url: server.url });
     await waitForState(client, "ENGINE.ROLLING");
 
     const clients = [1, 2].map((seed) =>
-      run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "352", "--concurrency", "8", "--seed", String(seed * 1000), "--json"], { env: { ...process.env, NO_COLOR: "1" } }),
+      run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "600", "--concurrency", "8", "--seed", String(seed * 1000), "--json"], { env: { ...process.env, NO_COLOR: "1" } }),
     );
     const summaries = (await Promise.all(clients)).map((result) => JSON.parse(result.stdout) as { completed: number; failed: number; rewardMean: number });
     for (const summary of summaries) {
       expect(summary.failed).toBe(0);
-      expect(summary.completed).toBe(352);
+      expect(summary.completed).toBe(600);
     }
 
     const metrics = await client.metrics();
-    expect(metrics.length).toBeGreaterThanOrEqual(40);
-    const mean = (values: number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
-    const early = mean(metrics.slice(0, 5).map((entry) => entry.reward_mean!));
-    const late = mean(metrics.slice(-5).map((entry) => entry.reward_mean!));
-    expect(late).toBeGreaterThan(0.3);
-    expect(late).toBeGreaterThan(early + 0.2);
+    expect(metrics.length).toBeGreaterThanOrEqual(8);
+    // Batches hold only non-dummy groups, so their reward_mean is not the success rate:
+    // measure the trained policy on eval episodes (answered, never trained on).
+    const evaluation = await run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server.url, "--episodes", "96", "--concurrency", "8", "--seed", "99", "--eval", "--json"]);
+    const evalSummary = JSON.parse(evaluation.stdout) as { completed: number; rewardMean: number };
+    expect(evalSummary.completed).toBe(96);
+    expect(evalSummary.rewardMean).toBeGreaterThan(0.5); // chance is about 0.03
     for (const entry of metrics) {
       expect(entry.episodes).toBe(16);
       expect(entry.merge_ratio).toBeLessThanOrEqual(1);
