@@ -128,7 +128,7 @@ const benchmark: Benchmark = {
       const swarmRuns = [await phase(throughSwarm)];
       directRuns.push(await phase(direct));
       swarmRuns.push(await phase(throughSwarm));
-      const best = (runs: Phase[], key: keyof Phase, pick: (a: number, b: number) => number): number => runs.map((run) => run[key]).reduce(pick);
+      const best = (runs: Phase[], key: keyof Phase, pick: (a: number, b: number) => number): number => runs.map((run) => run[key]).reduce((a, b) => pick(a, b));
       const directP50 = best(directRuns, "p50", Math.min);
       const directP99 = best(directRuns, "p99", Math.min);
       const swarmP50 = best(swarmRuns, "p50", Math.min);
