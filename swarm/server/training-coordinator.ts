@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import type { Engine } from "../engines/engine.ts";
 import type { SwarmConfig } from "../config-schema.ts";
 import { buildTrainingSamples } from "../tracking/index.ts";
@@ -161,6 +162,8 @@ export class TrainingCoordinator {
   /** stop, then start from a checkpoint ("latest" when no path is given). */
   async resume(path: string | undefined): Promise<void> {
     if (!path && !(await this.checkpoints.latest())) throw new RequestRefused(409, `no checkpoint under ${this.checkpoints.checkpointDirectory}; nothing to resume`);
+    // Refuse before stopping anything: a typo in the path must not take a healthy run offline.
+    if (path && !existsSync(path)) throw new RequestRefused(400, `no checkpoint at ${path}; give a path returned by save_checkpoint, or omit it for the latest`);
     await this.stop("resuming from a checkpoint", { checkpoint: false });
     this.start(path ?? "latest");
     await this.idle();
