@@ -1,0 +1,70 @@
+import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { startServerProcess, temporaryDirectory, waitForState, type ServerProcess } from "../swarm/server/int-test-support.ts";
+import { SwarmClient } from "../swarm/client/index.ts";
+
+const run = promisify(execFile);
+const cli = new URL("../bin/a3r.js", import.meta.url).pathname;
+
+async function a3r(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: "1" } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+let server: ServerProcess | undefined;
+let directory: { path: string; remove(): Promise<void> } | undefined;
+afterAll(async () => {
+  await server?.kill();
+  await directory?.remove();
+});
+
+describe("a3r swarm", () => {
+  it("exits 2 naming the flag when a flag is wrong", async () => {
+    const port = await a3r("swarm", "serve", "--config", "x.yaml", "--port", "http");
+    expect(port.code).toBe(2);
+    expect(port.stderr).toContain("--port");
+    const episodes = await a3r("swarm", "client", "item-color", "--episodes", "-3");
+    expect(episodes.code).toBe(2);
+    expect(episodes.stderr).toContain("--episodes");
+    const url = await a3r("swarm", "status", "--url", "not a url");
+    expect(url.code).toBe(2);
+    expect(url.stderr).toContain("--url");
+  });
+
+  it("reports a config error with file, line and fix, and an unknown task with the known ones", async () => {
+    directory = await temporaryDirectory("swarm-cli");
+    const config = join(directory.path, "bad.yaml");
+    await writeFile(config, "train_batch_size: 2\nsampling:\n  temprature: 1\n");
+    const bad = await a3r("swarm", "serve", "--config", config);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`${config}:3: unknown key "sampling.temprature" — did you mean "temperature"?`);
+    expect(bad.stderr).not.toContain("    at ");
+    const task = await a3r("swarm", "client", "no-such-task");
+    expect(task.code).toBe(1);
+    expect(task.stderr).toContain("item-color");
+  });
+
+  it("shows status as a table and as JSON, and exits 1 when the server is unreachable", async () => {
+    directory ??= await temporaryDirectory("swarm-cli");
+    server = await startServerProcess(directory.path, `port: 0\nexperiment_dir: ${join(directory.path, "experiment")}\n`);
+    await waitForState(new SwarmClient({ url: server.url }), "ENGINE.ROLLING");
+    const table = await a3r("swarm", "status", "--url", server.url);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain("ENGINE.ROLLING");
+    expect(table.stdout).toContain("rollout_until_finish_enough_tasks");
+    const json = await a3r("swarm", "status", "--url", server.url, "--json");
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: { engine_status: "ENGINE.ROLLING", global_step: 0 }, pool: { task_expected_num_repeat: 4 } });
+    await server.stop();
+    const down = await a3r("swarm", "status", "--url", server.url);
+    expect(down.code).toBe(1);
+    expect(down.stdout).toContain("ENGINE.CANNOT_CONNECT");
+  });
+});
