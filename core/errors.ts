@@ -36,6 +36,16 @@ export const errorCatalogue = {
   LLM_BUDGET_EXCEEDED: { retryable: false, user: true },
   SWARM_UNREACHABLE: { retryable: true, user: true },
   SWARM_REQUEST_REFUSED: { retryable: false, user: true },
+  HOST_UNKNOWN: { retryable: false, user: true },
+  HOST_UNREACHABLE: { retryable: true, user: true },
+  HOST_KEY_UNKNOWN: { retryable: false, user: true },
+  HOST_KEY_MISMATCH: { retryable: false, user: true },
+  SSH_AUTH_FAILED: { retryable: false, user: true },
+  SSH_KEY_INVALID: { retryable: false, user: true },
+  REMOTE_COMMAND_FAILED: { retryable: false, user: false },
+  LAUNCH_FAILED: { retryable: false, user: false },
+  REDIS_UNREACHABLE: { retryable: true, user: true },
+  REDIS_POLICY_INVALID: { retryable: false, user: true },
   INTERNAL: { retryable: false, user: false },
 } as const satisfies Record<string, { retryable: boolean; user: boolean }>;
 

@@ -1,0 +1,101 @@
+import type { MetricsRecord, RunState } from "../campaign/index.ts";
+
+/**
+ * The launcher port: how one blueprint reaches one host and how its run is followed.
+ * Implementations: `local` (this machine), `ssh` (ssh2 to a remote host) and `queue`
+ * (BullMQ on Redis, pulled by worker daemons). All pass `launcher-conformance.ts`.
+ *
+ * Contract:
+ * - Every method is keyed by campaign and blueprint id (`RunRef`), never by an in-memory
+ *   handle, so a leader restarted after a crash can poll, fetch and cancel what an
+ *   earlier process launched.
+ * - `launch` is idempotent: a second launch of the same ref starts nothing and says so
+ *   (`started: false`), whether the first run is still going, finished or lost.
+ * - `poll` never throws for a run it does not know: it answers `unknown`.
+ * - `fetch` copies what exists into a local folder: status.json and metrics.jsonl while
+ *   the run is going (a live copy), the whole result directory once it has finished.
+ * - `cancel` stops the run's process group on the host; the worker writes the final
+ *   state (cancelled) when it can.
+ *
+ * Left out on purpose: choosing the host and GPUs (the scheduler does), retrying a failed
+ * run (the leader decides; a retry is a new blueprint id), what the worker does inside a
+ * run (worker/), and authentication material beyond what hosts.yaml names.
+ */
+export interface RunRef {
+  campaign: string;
+  blueprintId: string;
+}
+
+export interface LaunchRequest extends RunRef {
+  /** The blueprint file on this machine; launchers copy it to the host. */
+  blueprintFile: string;
+  /** GPUs the scheduler chose (CUDA_VISIBLE_DEVICES); a queue daemon picks its own. */
+  gpuIndices: number[];
+  /** Where the run writes its result directory when it runs on this machine (local). */
+  resultDir: string;
+}
+
+export interface LaunchOutcome {
+  ref: RunRef;
+  host: string;
+  /** False when the run had already been launched: nothing new was started. */
+  started: boolean;
+  /** Process group of the run on its host, when known. */
+  pgid: number | null;
+}
+
+/**
+ * What a host says about a run. `launching`: accepted but no status.json yet;
+ * `lost`: launched, not finished, and no process left to finish it; `unknown`: never
+ * launched here (or forgotten by the host).
+ */
+export type ProgressState = RunState | "launching" | "lost" | "unknown";
+
+export interface RunProgress {
+  ref: RunRef;
+  host: string;
+  state: ProgressState;
+  /** True once finish.flag exists: the result directory is complete and final. */
+  finished: boolean;
+  step: number | null;
+  lastMetrics: Record<string, number> | null;
+  heartbeatAt: string | null;
+  reason: string | null;
+  gpuIndices: number[];
+  /** The last metrics records (a few), for progress display. */
+  metricsTail: MetricsRecord[];
+}
+
+export interface FetchOutcome {
+  /** Files written into the destination, relative to it. */
+  files: string[];
+  /** True when the copy is the final result directory. */
+  complete: boolean;
+}
+
+export interface Launcher {
+  readonly host: string;
+  readonly kind: "local" | "ssh" | "queue";
+  launch(request: LaunchRequest): Promise<LaunchOutcome>;
+  poll(ref: RunRef): Promise<RunProgress>;
+  fetch(ref: RunRef, destination: string): Promise<FetchOutcome>;
+  cancel(ref: RunRef): Promise<boolean>;
+  /** The runs this host knows (launched through any launcher instance). */
+  list(): Promise<RunRef[]>;
+  close(): Promise<void>;
+}
+
+/** BullMQ forbids ':' in custom job ids; '+' appears in neither campaign nor blueprint ids. */
+export function runKey(ref: RunRef): string {
+  return `${ref.campaign}+${ref.blueprintId}`;
+}
+
+export function parseRunKey(key: string): RunRef | undefined {
+  const index = key.indexOf("+");
+  if (index <= 0 || index === key.length - 1) return undefined;
+  return { campaign: key.slice(0, index), blueprintId: key.slice(index + 1) };
+}
+
+/** The files of a result directory that travel back as the small bundle (queue) or live copy. */
+export const bundleFiles = ["status.json", "result.md", "metrics.jsonl", "attempts.md", "curves.svg", "events.jsonl", "blueprint.md", "finish.flag"] as const;
+export const liveFiles = ["status.json", "metrics.jsonl"] as const;

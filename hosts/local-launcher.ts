@@ -1,0 +1,221 @@
+import { spawn } from "node:child_process";
+import { copyFile, cp, mkdir, open, readdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { writeJsonAtomic } from "../core/atomic-file.ts";
+import { A3rError } from "../core/errors.ts";
+import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
+import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "./launcher.ts";
+import { describeProgress, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
+import { workerRunCommand } from "./shell-quote.ts";
+
+/**
+ * Runs blueprints on this machine: `a3r worker run` in its own session (setsid, through
+ * Node's `detached`), so the run outlives the process that launched it.
+ *
+ * Layout on the host: `<workdir>/<campaign>/<blueprint id>/` holds launch.json (the
+ * idempotency marker, created exclusively), blueprint.md (the copy that runs) and
+ * worker.log; the result directory is the request's `resultDir`.
+ *
+ * Left out: GPU isolation beyond CUDA_VISIBLE_DEVICES, and resource limits (the worker
+ * enforces the time budget).
+ */
+export interface LocalLauncherOptions {
+  host: string;
+  workdir: string;
+  /** How to call a3r here, e.g. "node /opt/a3r/bin/a3r.js". */
+  a3r: string;
+  /** Seconds between TERM and KILL on cancel. */
+  cancelGraceMs?: number;
+  /** Extra environment for the run (tests, daemons). */
+  environment?: Record<string, string>;
+}
+
+export class LocalLauncher implements Launcher {
+  readonly kind = "local" as const;
+  readonly host: string;
+  private readonly workdir: string;
+
+  constructor(private readonly options: LocalLauncherOptions) {
+    this.host = options.host;
+    this.workdir = resolve(options.workdir);
+  }
+
+  runDir(ref: RunRef): string {
+    assertCampaignId(ref.campaign);
+    assertSafeBlueprintId(ref.blueprintId);
+    return join(this.workdir, ref.campaign, ref.blueprintId);
+  }
+
+  async readMarker(ref: RunRef): Promise<LaunchMarker | undefined> {
+    return parseLaunchMarker(await readText(join(this.runDir(ref), "launch.json")));
+  }
+
+  async launch(request: LaunchRequest): Promise<LaunchOutcome> {
+    const ref = { campaign: request.campaign, blueprintId: request.blueprintId };
+    const runDir = this.runDir(ref);
+    await mkdir(runDir, { recursive: true });
+    const markerPath = join(runDir, "launch.json");
+    const resultDir = resolve(request.resultDir);
+    const marker: LaunchMarker = {
+      campaign: ref.campaign,
+      blueprintId: ref.blueprintId,
+      host: this.host,
+      resultDir,
+      gpuIndices: request.gpuIndices,
+      pgid: null,
+      launchedAt: new Date().toISOString(),
+    };
+    try {
+      // "wx" fails when the file exists: two launches racing start exactly one run.
+      await writeFile(markerPath, `${JSON.stringify(marker)}\n`, { flag: "wx" });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const existing = await this.readMarker(ref);
+      return { ref, host: this.host, started: false, pgid: existing?.pgid ?? null };
+    }
+    const blueprintCopy = join(runDir, "blueprint.md");
+    await copyFile(request.blueprintFile, blueprintCopy);
+    await mkdir(resultDir, { recursive: true });
+    const log = await open(join(runDir, "worker.log"), "a");
+    let pgid: number;
+    try {
+      const child = spawn("sh", ["-c", `exec ${workerRunCommand(this.options.a3r, blueprintCopy, resultDir)}`], {
+        cwd: runDir,
+        detached: true,
+        stdio: ["ignore", log.fd, log.fd],
+        env: {
+          ...process.env,
+          ...this.options.environment,
+          CUDA_VISIBLE_DEVICES: request.gpuIndices.join(","),
+          A3R_HOST: this.host,
+        },
+      });
+      pgid = await new Promise<number>((resolveSpawn, reject) => {
+        child.once("error", reject);
+        child.once("spawn", () => resolveSpawn(child.pid!));
+      });
+      child.unref();
+    } catch (error) {
+      throw new A3rError("LAUNCH_FAILED", `could not start the worker for ${ref.blueprintId} on ${this.host}: ${(error as Error).message}`, { cause: error });
+    } finally {
+      await log.close();
+    }
+    await writeJsonAtomic(markerPath, { ...marker, pgid });
+    return { ref, host: this.host, started: true, pgid };
+  }
+
+  async poll(ref: RunRef): Promise<RunProgress> {
+    const marker = await this.readMarker(ref);
+    if (!marker) return describeProgress(ref, this.host, {});
+    const [status, finish, metrics] = await Promise.all([
+      readText(join(marker.resultDir, "status.json")),
+      readText(join(marker.resultDir, "finish.flag")),
+      readTail(join(marker.resultDir, "metrics.jsonl"), 16_384),
+    ]);
+    return describeProgress(ref, this.host, {
+      launch: JSON.stringify(marker),
+      status,
+      finish,
+      metricsTail: metrics,
+      alive: marker.pgid === null ? undefined : isGroupAlive(marker.pgid),
+    });
+  }
+
+  async fetch(ref: RunRef, destination: string): Promise<FetchOutcome> {
+    const marker = await this.readMarker(ref);
+    if (!marker) return { files: [], complete: false };
+    const complete = (await readText(join(marker.resultDir, "finish.flag"))) !== undefined;
+    const target = resolve(destination);
+    if (target !== marker.resultDir) {
+      await mkdir(target, { recursive: true });
+      if (complete) await cp(marker.resultDir, target, { recursive: true, force: true, filter: (source) => !source.endsWith(".a3r.lock") });
+      else for (const name of liveFiles) await copyFile(join(marker.resultDir, name), join(target, name)).catch(() => undefined);
+    }
+    return { files: await listFiles(target), complete };
+  }
+
+  async cancel(ref: RunRef): Promise<boolean> {
+    const marker = await this.readMarker(ref);
+    if (!marker?.pgid || !isGroupAlive(marker.pgid)) return false;
+    return terminateGroup(marker.pgid, this.options.cancelGraceMs ?? 5000);
+  }
+
+  async list(): Promise<RunRef[]> {
+    const refs: RunRef[] = [];
+    for (const campaign of await readdir(this.workdir).catch(() => [] as string[])) {
+      for (const blueprintId of await readdir(join(this.workdir, campaign)).catch(() => [] as string[])) {
+        const marker = parseLaunchMarker(await readText(join(this.workdir, campaign, blueprintId, "launch.json")));
+        if (marker) refs.push({ campaign: marker.campaign, blueprintId: marker.blueprintId });
+      }
+    }
+    return refs;
+  }
+
+  async close(): Promise<void> {}
+}
+
+export async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** The last `bytes` of a file (metrics.jsonl grows for days; only its end matters here). */
+export async function readTail(path: string, bytes: number): Promise<string | undefined> {
+  let handle;
+  try {
+    handle = await open(path, "r");
+    const { size } = await handle.stat();
+    const start = Math.max(0, size - bytes);
+    const buffer = Buffer.alloc(size - start);
+    await handle.read(buffer, 0, buffer.length, start);
+    const text = buffer.toString("utf8");
+    // Drop a partial first line when the read started mid-file.
+    return start > 0 ? text.slice(text.indexOf("\n") + 1) : text;
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
+}
+
+async function listFiles(root: string, prefix = ""): Promise<string[]> {
+  const entries = await readdir(join(root, prefix), { withFileTypes: true }).catch(() => []);
+  const files: string[] = [];
+  for (const entry of entries) {
+    const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) files.push(...(await listFiles(root, relative)));
+    else if (entry.isFile()) files.push(relative);
+  }
+  return files.sort();
+}
+
+export function isGroupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** TERM to the group, KILL after the grace period; true when something was signalled. */
+export async function terminateGroup(pgid: number, graceMs: number): Promise<boolean> {
+  try {
+    process.kill(-pgid, "SIGTERM");
+  } catch {
+    return false;
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && isGroupAlive(pgid)) await new Promise((done) => setTimeout(done, 50));
+  if (isGroupAlive(pgid)) {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // Gone between the probe and the kill.
+    }
+  }
+  return true;
+}

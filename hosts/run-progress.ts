@@ -1,0 +1,94 @@
+import { z } from "zod";
+import { isRunState, isTerminalRunState, metricsRecordSchema, parseRunStatus, type MetricsRecord } from "../campaign/index.ts";
+import type { RunProgress, RunRef } from "./launcher.ts";
+
+/**
+ * launch.json: the marker a launcher writes on the host, beside (not inside) the result
+ * directory, before it starts anything. Its existence is the idempotency of `launch`; its
+ * pgid lets a later process poll and cancel the run.
+ */
+export const launchMarkerSchema = z.object({
+  campaign: z.string(),
+  blueprintId: z.string(),
+  host: z.string(),
+  resultDir: z.string(),
+  gpuIndices: z.array(z.number().int().nonnegative()),
+  pgid: z.number().int().positive().nullable(),
+  launchedAt: z.iso.datetime({ offset: true }),
+});
+
+export type LaunchMarker = z.infer<typeof launchMarkerSchema>;
+
+export function parseLaunchMarker(text: string | undefined): LaunchMarker | undefined {
+  if (!text || text.trim() === "") return undefined;
+  try {
+    const checked = launchMarkerSchema.safeParse(JSON.parse(text));
+    return checked.success ? checked.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a launcher read on the host, as text, before any interpretation. */
+export interface RawRunFiles {
+  launch?: string | undefined;
+  status?: string | undefined;
+  finish?: string | undefined;
+  metricsTail?: string | undefined;
+  /** Whether the run's process group is alive; undefined when the host cannot tell. */
+  alive?: boolean | undefined;
+}
+
+/** A run without a status this long after launch, and no process, is lost. */
+export const launchGraceMs = 15_000;
+
+export function parseMetricsTail(text: string | undefined, keep = 5): MetricsRecord[] {
+  if (!text) return [];
+  const records: MetricsRecord[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      const checked = metricsRecordSchema.safeParse(JSON.parse(line));
+      if (checked.success) records.push(checked.data);
+    } catch {
+      // A torn last line while the worker is appending: skip it, the next poll has it.
+    }
+  }
+  return records.slice(-keep);
+}
+
+/** Turns what was read on a host into the progress the port reports. Pure. */
+export function describeProgress(ref: RunRef, host: string, raw: RawRunFiles, now: Date = new Date()): RunProgress {
+  const marker = parseLaunchMarker(raw.launch);
+  const base: RunProgress = {
+    ref,
+    host,
+    state: "unknown",
+    finished: false,
+    step: null,
+    lastMetrics: null,
+    heartbeatAt: null,
+    reason: null,
+    gpuIndices: marker?.gpuIndices ?? [],
+    metricsTail: parseMetricsTail(raw.metricsTail),
+  };
+  if (raw.launch === undefined && raw.status === undefined && raw.finish === undefined) return base;
+  const status = raw.status ? parseRunStatus(raw.status, "status.json").status : undefined;
+  const finishText = raw.finish?.trim();
+  const finalState = finishText && isRunState(finishText) && isTerminalRunState(finishText) ? finishText : undefined;
+  const progress: RunProgress = {
+    ...base,
+    state: finalState ?? status?.state ?? "launching",
+    finished: finalState !== undefined,
+    step: status?.step ?? base.metricsTail.at(-1)?.step ?? null,
+    lastMetrics: status?.lastMetrics ?? null,
+    heartbeatAt: status?.heartbeatAt ?? null,
+    reason: status?.reason ?? null,
+  };
+  if (!progress.finished && raw.alive === false) {
+    const launchedAt = marker ? Date.parse(marker.launchedAt) : Number.NaN;
+    const young = Number.isFinite(launchedAt) && now.getTime() - launchedAt < launchGraceMs && status === undefined;
+    if (!young) progress.state = "lost";
+  }
+  return progress;
+}

@@ -1,0 +1,19 @@
+/** Quotes one word for a POSIX shell: single quotes, with embedded ones closed and escaped. */
+export function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * The command line that runs one blueprint on a host. `a3r` is the host's configured
+ * command (e.g. `node /opt/a3r/bin/a3r.js`), kept as written so it may hold several words.
+ */
+export function workerRunCommand(a3r: string, blueprintFile: string, resultDir: string): string {
+  return `${a3r} worker run ${shellQuote(blueprintFile)} --result-dir ${shellQuote(resultDir)}`;
+}
+
+/** Environment assignments written inline, because ssh servers drop most `env` requests. */
+export function inlineEnvironment(variables: Record<string, string>): string {
+  return Object.entries(variables)
+    .map(([name, value]) => `${name}=${shellQuote(value)}`)
+    .join(" ");
+}

@@ -1,0 +1,71 @@
+import { readFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { readBlueprintFile } from "../blueprints/index.ts";
+import { readResultDir, ResultDirWriter } from "../campaign/index.ts";
+
+/**
+ * A stand-in worker for launcher tests: `worker run <blueprint.md> --result-dir DIR` writes
+ * a complete result directory through campaign/ (lease, legal status changes, metrics,
+ * result.md, finish.flag last), like `a3r worker run`, but only counts steps.
+ *
+ * The blueprint's front matter steers it: `fixture: { steps: 5, step_ms: 200, fail: false }`.
+ * Every start appends a `run.launched` event, so a test can count launches. SIGTERM ends
+ * the run as cancelled. A finished result directory is left alone (never run twice).
+ */
+interface FixtureSettings {
+  steps: number;
+  stepMs: number;
+  fail: boolean;
+}
+
+function settingsOf(frontMatter: Record<string, unknown>): FixtureSettings {
+  const fixture = (frontMatter.fixture ?? {}) as Record<string, unknown>;
+  return {
+    steps: typeof fixture.steps === "number" ? fixture.steps : 3,
+    stepMs: typeof fixture.step_ms === "number" ? fixture.step_ms : 100,
+    fail: fixture.fail === true,
+  };
+}
+
+export async function runFixtureWorker(argv: string[]): Promise<number> {
+  const [verb, action, blueprintFile, flag, resultDir] = argv;
+  if (verb !== "worker" || action !== "run" || !blueprintFile || flag !== "--result-dir" || !resultDir) {
+    process.stderr.write("usage: fixture-a3r worker run <blueprint.md> --result-dir DIR\n");
+    return 2;
+  }
+  const blueprint = await readBlueprintFile(blueprintFile);
+  const settings = settingsOf(blueprint.frontMatter);
+  const existing = await readResultDir(resultDir).catch(() => undefined);
+  if (existing?.finishFlag) {
+    process.stderr.write(`${resultDir} has finished (${existing.finishFlag.text}); nothing to do\n`);
+    return 0;
+  }
+  const host = process.env.A3R_HOST ?? hostname();
+  const run = await ResultDirWriter.open(resultDir, `fixture:${host}:${process.pid}`, { ttlMs: 60_000 });
+  await run.writeBlueprint(await readFile(blueprintFile, "utf8"));
+  await run.appendEvent("run.launched", { blueprintId: blueprint.id, host, pid: process.pid, gpus: process.env.CUDA_VISIBLE_DEVICES ?? "" });
+  await run.writeStatus({ state: "queued", host });
+  await run.writeStatus({ state: "preparing" });
+  await run.writeStatus({ state: "running", attempt: 1, pid: process.pid, pgid: process.pid, startedAt: new Date().toISOString() });
+
+  let stopping = false;
+  process.once("SIGTERM", () => {
+    stopping = true;
+  });
+  const finishAs = async (state: "succeeded" | "failed" | "cancelled", reason: string | null): Promise<number> => {
+    await run.writeStatus({ state, reason });
+    await run.writeResult(`# Result: ${blueprint.id}\n\nOutcome: ${state}${reason ? ` (${reason})` : ""}.\n`);
+    await run.finish();
+    await run.release();
+    return state === "succeeded" ? 0 : 1;
+  };
+  for (let step = 1; step <= settings.steps; step += 1) {
+    await new Promise((done) => setTimeout(done, settings.stepMs));
+    if (stopping) return finishAs("cancelled", "cancelled by SIGTERM");
+    const reward = step / settings.steps;
+    await run.appendMetrics({ step, reward_mean: reward });
+    await run.heartbeat({ step, lastMetrics: { reward_mean: reward } });
+  }
+  if (stopping) return finishAs("cancelled", "cancelled by SIGTERM");
+  return settings.fail ? finishAs("failed", "fixture told to fail") : finishAs("succeeded", null);
+}
