@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,23 +69,45 @@ interface Phase {
   throughput: number;
 }
 
+/** One POST over a keep-alive agent; node:http keeps the load generator's own cost low. */
+function post(agent: Agent, url: URL, apiKey: string, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      { agent, host: url.hostname, port: url.port, path: `${url.pathname}/chat/completions`, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${apiKey}` } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () => {
+          const text = Buffer.concat(chunks).toString();
+          if (response.statusCode === 200) resolve(text);
+          else reject(new Error(`request failed (${response.statusCode}): ${text.slice(0, 300)}`));
+        });
+      },
+    );
+    request.on("error", reject);
+    request.end(body);
+  });
+}
+
 /** 64 lanes, each sending its requests one after the other; latencies in ms. */
 async function phase(targets: Array<{ url: string; apiKey: string }>): Promise<Phase> {
   const body = JSON.stringify({ model: "stub", messages: [{ role: "system", content: "You name colours." }, { role: "user", content: "What colour is the sky?" }], max_tokens: 4 });
+  const agent = new Agent({ keepAlive: true, maxSockets: clients });
   const latencies: number[] = [];
   const started = performance.now();
   await Promise.all(
     targets.map(async (target) => {
+      const url = new URL(target.url);
       for (let index = 0; index < requestsPerClient; index += 1) {
         const sent = performance.now();
-        const response = await fetch(`${target.url}/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${target.apiKey}` }, body });
-        const answer = (await response.json()) as { choices?: unknown[] };
-        if (!response.ok || !answer.choices) throw new Error(`request failed (${response.status}): ${JSON.stringify(answer).slice(0, 300)}`);
+        const answer = JSON.parse(await post(agent, url, target.apiKey, body)) as { choices?: unknown[] };
+        if (!answer.choices) throw new Error(`not a chat completion: ${JSON.stringify(answer).slice(0, 300)}`);
         latencies.push(performance.now() - sent);
       }
     }),
   );
   const elapsedSeconds = (performance.now() - started) / 1000;
+  agent.destroy();
   latencies.sort((a, b) => a - b);
   return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), throughput: latencies.length / elapsedSeconds };
 }
