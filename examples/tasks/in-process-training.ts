@@ -45,6 +45,8 @@ export interface InProcessTrainingResult {
   tokensWithoutMerge: number;
   tokensWithMerge: number;
   lastMetrics: Record<string, number>;
+  /** Share of sampled groups whose rewards were all equal (no GRPO signal). */
+  allEqualGroupFraction: number;
   /** Mean of each task log metric over the episodes of the last step. */
   lastLogMetrics: Record<string, number>;
 }
@@ -57,6 +59,14 @@ export function trailingMean(values: readonly number[], window: number): number 
   return tail.length ? tail.reduce((sum, value) => sum + value, 0) / tail.length : 0;
 }
 
+/** First step (1-based) at which the trailing-window mean of the curve reaches `target`. */
+export function stepsToReach(curve: readonly number[], target: number, window: number): number | undefined {
+  for (let step = window; step <= curve.length; step++) {
+    if (trailingMean(curve.slice(0, step), window) >= target) return step;
+  }
+  return undefined;
+}
+
 export async function trainInProcess(options: InProcessTrainingOptions): Promise<InProcessTrainingResult> {
   const started = performance.now();
   const experimentDir = await mkdtemp(join(tmpdir(), "a3r-in-process-"));
@@ -65,6 +75,7 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
   const maxGroups = options.maxGroupsPerStep ?? options.batchSize * 8;
   const rewardCurve: number[] = [];
   let stepsToTarget: number | undefined;
+  let groupsSampled = 0, groupsAllEqual = 0;
   let episodes = 0, tokensWithoutMerge = 0, tokensWithMerge = 0, episodeCounter = 0, taskCounter = 0;
   let lastMetrics: Record<string, number> = {};
   let lastLogMetrics: Record<string, number> = {};
@@ -98,6 +109,8 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
         }
         stepRewards.push(...groupRewards);
         const allEqual = groupRewards.every((reward) => reward === groupRewards[0]);
+        groupsSampled++;
+        if (allEqual) groupsAllEqual++;
         if (options.strategy === "episodes" || !allEqual) {
           batch.push(...groupSamples);
           groupsInBatch++;
@@ -123,6 +136,7 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
     tokensWithoutMerge,
     tokensWithMerge,
     lastMetrics,
+    allEqualGroupFraction: groupsSampled ? groupsAllEqual / groupsSampled : 0,
     lastLogMetrics,
   };
 }
