@@ -1,3 +1,4 @@
+import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { SwarmClient, SwarmRequestError } from "../client/index.ts";
 import { parseSwarmConfig } from "../config.ts";
@@ -94,5 +95,26 @@ describe("checkpoints through the control endpoints", () => {
     expect(status.engine_status).toBe("ENGINE.ROLLING");
     expect(status.global_step).toBe(1);
     expect((await client.metrics()).map((entry) => entry.step)).toEqual([1]);
+  });
+});
+
+describe("multi-turn episodes", () => {
+  it("merge the calls of an episode whose messages extend each other into one sample", async () => {
+    const { client } = await serve(["train_batch_size: 1", "num_repeat: 2", "save_freq: 0", "compare_level: token"]);
+    for (const reward of [1, 0]) {
+      const episode = await client.beginEpisode();
+      const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
+      const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "system", content: "You walk on a compass." }, { role: "user", content: "You face north. Turn right." }];
+      for (let turn = 0; turn < 3; turn += 1) {
+        const answer = await openai.chat.completions.create({ model: "m", messages, max_tokens: 2 });
+        messages.push({ role: "assistant", content: answer.choices[0]!.message.content ?? "" }, { role: "user", content: "Turn right again." });
+      }
+      await client.endEpisode("walk-north", episode.episodeUuid, { reward });
+    }
+    await waitFor("step 1", async () => ((await client.status()).global_step === 1 ? true : undefined));
+    const [step] = await client.metrics();
+    expect(step!.episodes).toBe(2);
+    expect(step!.samples).toBe(2);
+    expect(step!.merge_ratio).toBeLessThan(0.6);
   });
 });
