@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { copyFile, cp, mkdir, open, readdir, readFile, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
@@ -128,7 +128,7 @@ export class LocalLauncher implements Launcher {
     const target = resolve(destination);
     if (target !== marker.resultDir) {
       await mkdir(target, { recursive: true });
-      if (complete) await cp(marker.resultDir, target, { recursive: true, force: true, filter: (source) => !source.endsWith(".a3r.lock") });
+      if (complete) await cp(marker.resultDir, target, { recursive: true, force: true, filter: (source) => !basename(source).startsWith(".") });
       else for (const name of liveFiles) await copyFile(join(marker.resultDir, name), join(target, name)).catch(() => undefined);
     }
     return { files: await listFiles(target), complete };

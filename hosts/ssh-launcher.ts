@@ -137,8 +137,11 @@ export class SshLauncher implements Launcher {
       const files: string[] = [];
       if (complete) {
         for (const relative of await sftpListFiles(sftp, resultDir)) {
-          if (relative.endsWith(".a3r.lock") || relative.includes("/.")) continue;
-          await writeFileAtomic(join(destination, relative), await sftpRead(sftp, `${resultDir}/${relative}`));
+          // Dot files are locks and temp files of atomic writes, not results.
+          if (relative.split("/").some((part) => part.startsWith("."))) continue;
+          const content = await sftpRead(sftp, `${resultDir}/${relative}`).catch(() => undefined);
+          if (content === undefined) continue; // gone since the listing (a temp file renamed)
+          await writeFileAtomic(join(destination, relative), content);
           files.push(relative);
         }
       } else {
