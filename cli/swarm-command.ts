@@ -3,6 +3,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { A3rError } from "../core/errors.ts";
+import { createLogger } from "../core/logger.ts";
 import { loadSwarmConfig, SwarmConfigError } from "../swarm/config.ts";
 import { startSwarmServer } from "../swarm/server/swarm-server.ts";
 import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/client/index.ts";
@@ -93,7 +94,7 @@ async function serve(options: { config: string; port?: number; host?: string; ad
   const adminToken = options.adminToken ?? process.env.A3R_SWARM_ADMIN_TOKEN ?? config.admin_token;
   let server;
   try {
-    server = await startSwarmServer({ config, ...(adminToken ? { adminToken } : {}), autoStart: options.start, resume: options.resume === true });
+    server = await startSwarmServer({ config, ...(adminToken ? { adminToken } : {}), autoStart: options.start, resume: options.resume === true, logger: createLogger("swarm") });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "EADDRINUSE") throw new A3rError("USAGE", `port ${config.port} is in use`, { where: "--port", hint: "pick another port with --port, or --port 0 for a free one" });
