@@ -61,7 +61,14 @@ export async function startSwarmServer(options: SwarmServerOptions): Promise<Swa
   });
   const port = (server.address() as AddressInfo).port;
   coordinator.config = { ...coordinator.config, port };
-  const tick = setInterval(() => coordinator.tick(), options.tickMs ?? 250);
+  const tick = setInterval(() => {
+    try {
+      coordinator.tick();
+    } catch (error) {
+      // Housekeeping must never take the server down; the next tick tries again.
+      logger.error({ error: error instanceof Error ? error.stack : String(error) }, "housekeeping tick failed");
+    }
+  }, options.tickMs ?? 250);
   tick.unref();
   if (options.autoStart ?? true) coordinator.start(options.resume ? "latest-if-any" : undefined);
 
