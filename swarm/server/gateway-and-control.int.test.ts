@@ -233,3 +233,43 @@ describe("the episode protocol under bad input", () => {
     expect((await admin.poolInformation()).task_expected_num_repeat).toBe(3);
   });
 });
+
+describe("garbage on every endpoint", () => {
+  it("never answers 5xx and stays healthy", async () => {
+    let seed = 12345;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
+    const value = (depth: number): unknown => {
+      const kind = pick(["string", "number", "null", "bool", "array", "object", "huge-number"] as const);
+      if (depth > 2 && (kind === "array" || kind === "object")) return "leaf";
+      switch (kind) {
+        case "string": return pick(["", "x", "train", "eval", "ENGINE.ROLLING", "\u0000", "💥".repeat(20)]);
+        case "number": return pick([0, -1, 1.5, 1e308, Number.MAX_SAFE_INTEGER]);
+        case "huge-number": return 1e400;
+        case "null": return null;
+        case "bool": return random() < 0.5;
+        case "array": return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
+        case "object": {
+          const keys = ["client_uuid", "episode_uuid", "task_id", "workflow_output", "reward", "metadata", "messages", "role", "content", "episode_type", "discard_episode_timeout", "yaml_as_string", "path", "stream"];
+          return Object.fromEntries(Array.from({ length: Math.floor(random() * 5) }, () => [pick(keys), value(depth + 1)]));
+        }
+      }
+    };
+    const client = new SwarmClient({ url: server.url });
+    const episode = await client.beginEpisode();
+    const paths = ["/claim_episode", "/end_episode", "/abort_episode", "/can_continue_episode", "/agree_sync_weight", "/get_episode_buffer", "/sync_train_config", "/save_checkpoint", "/v1/chat/completions"];
+    for (let round = 0; round < 300; round += 1) {
+      const path = pick(paths);
+      const body = random() < 0.15 ? JSON.stringify(value(0)).slice(0, Math.floor(random() * 20)) : JSON.stringify(value(0));
+      const headers: Record<string, string> = path.startsWith("/v1/") ? { authorization: `Bearer ${episode.apiKey}` } : {};
+      const response = await rawRequest(`${server.url}${path}`, { body, headers });
+      expect(response.status, `${path} ${body}`).toBeLessThan(500);
+    }
+    const buffer = await client.episodeBuffer();
+    for (const entry of buffer) {
+      if (entry.status === "running") await rawRequest(`${server.url}/abort_episode`, { body: JSON.stringify({ client_uuid: entry.client_uuid, episode_uuid: entry.episode_uuid }) });
+    }
+    await healthy();
+    expect((await admin.poolInformation()).running_episodes).toBe(0);
+  });
+});
