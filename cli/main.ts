@@ -5,6 +5,7 @@ import { exitCode } from "./exit-codes.ts";
 import { registerBlueprintCommands } from "./blueprint-command.ts";
 import { registerAuditCommand } from "./audit-command.ts";
 import { registerSwarmCommands } from "./swarm-command.ts";
+import { registerWorkerCommands } from "./worker-command.ts";
 
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerBlueprintCommands(program);
   registerAuditCommand(program);
   registerSwarmCommands(program);
+  registerWorkerCommands(program);
   for (const command of program.commands) applyExitOverride(command);
   return program;
 }

@@ -1,0 +1,63 @@
+import { InvalidArgumentError, type Command } from "commander";
+import { join, resolve } from "node:path";
+import { JsonlLedger } from "../campaign/index.ts";
+import { chatModelFromEnv, describeModelChoice, type ChatModel } from "../llm/index.ts";
+import { describeRun } from "../worker/dry-run.ts";
+import { createProgressReporter } from "../worker/progress-reporter.ts";
+import { loadBlueprintForRun, runWorker } from "../worker/run-worker.ts";
+import { workerSettingsOf } from "../worker/worker-settings.ts";
+import { exitCode } from "./exit-codes.ts";
+
+interface RunFlags {
+  resultDir?: string;
+  dryRun?: boolean;
+  gpus?: string;
+  ledger?: string;
+  llm: boolean;
+  quiet?: boolean;
+  json?: boolean;
+}
+
+function gpuList(value: string): string {
+  if (!/^\d+(,\d+)*$/.test(value.trim())) throw new InvalidArgumentError("--gpus takes GPU indices such as 0 or 0,1.");
+  return value.trim();
+}
+
+/** `a3r worker run`: one blueprint, supervised to a complete result directory. */
+export function registerWorkerCommands(program: Command): void {
+  const worker = program.command("worker").description("execute blueprints on this machine");
+  worker
+    .command("run")
+    .description("prepare, launch, supervise, recover and report one blueprint; re-attaches to a live run of it instead of launching twice")
+    .argument("<blueprint>", "the blueprint .md file")
+    .option("--result-dir <dir>", "write the result directory here instead of the blueprint's Result Directory")
+    .option("--dry-run", "print what would be prepared, launched and watched; change nothing")
+    .option("--gpus <list>", "GPU slots for CUDA_VISIBLE_DEVICES, e.g. 0,1", gpuList)
+    .option("--ledger <file>", "LLM ledger (the campaign's ledger.jsonl); default <result dir>/ledger.jsonl")
+    .option("--no-llm", "never consult a language model, even when one is configured")
+    .option("--quiet", "no progress output")
+    .option("--json", "print the outcome as JSON on stdout")
+    .action(async (blueprintPath: string, flags: RunFlags) => {
+      const blueprint = await loadBlueprintForRun(blueprintPath);
+      const resultDir = resolve(flags.resultDir ?? blueprint.resultDir);
+      const choice = flags.llm ? describeModelChoice(process.env) : undefined;
+      if (flags.dryRun) {
+        const settings = workerSettingsOf(blueprint, resultDir);
+        process.stdout.write(await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }));
+        return;
+      }
+      let model: ChatModel | null = null;
+      if (choice) model = await chatModelFromEnv(process.env, { sink: new JsonlLedger(resolve(flags.ledger ?? join(resultDir, "ledger.jsonl"))) });
+      const progress = createProgressReporter(process.stderr, { quiet: flags.quiet === true });
+      const outcome = await runWorker({
+        blueprintPath,
+        resultDir,
+        model,
+        progress,
+        ...(flags.gpus ? { gpus: flags.gpus } : {}),
+      });
+      if (flags.json) process.stdout.write(`${JSON.stringify(outcome)}\n`);
+      else process.stdout.write(`${blueprint.id}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}; result directory ${outcome.resultDir}\n`);
+      process.exitCode = outcome.state === "succeeded" ? exitCode.ok : exitCode.failure;
+    });
+}

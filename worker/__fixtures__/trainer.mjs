@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// A fake trainer for the worker's fault-injection tests: prints verl-style metric lines
+// (or writes them to $A3R_METRICS_FILE), saves a checkpoint every step under
+// $A3R_CHECKPOINT_DIR, resumes from it when A3R_RESUME=1, and misbehaves on request:
+//   --steps N --step-ms M          how long a healthy run is
+//   --oom-above B                  "CUDA out of memory" when the batch size is above B
+//   --nan-after K --nan-lr-above L loss becomes NaN after K steps while lr is above L
+//   --hang-attempts N              print nothing and hang on attempts 1..N
+//   --unknown-error                die with an error no rule knows
+//   --port P                       listen on P (the port override wins) for the whole run
+//   --pid-file F                   append this process's pid to F at start
+//   --children N                   start N grandchildren that ignore SIGTERM
+//   --metrics jsonl                write metrics to $A3R_METRICS_FILE instead of the log
+//   --say TEXT                     print TEXT once at start (prompt-injection tests)
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const index = args.indexOf(`--${name}`);
+  return index < 0 ? fallback : args[index + 1] ?? "true";
+};
+const flag = (name) => args.includes(`--${name}`);
+const attempt = Number(process.env.A3R_ATTEMPT ?? 1);
+const overrides = JSON.parse(process.env.A3R_OVERRIDES ?? "{}");
+const config = process.env.A3R_CONFIG ? JSON.parse(readFileSync(process.env.A3R_CONFIG, "utf8")) : {};
+const setting = (key, fallback) => overrides[key] ?? config[key] ?? fallback;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const pidFile = option("pid-file");
+if (pidFile) appendFileSync(pidFile, `${process.pid}\n`);
+const say = option("say");
+if (say) console.log(say);
+
+const children = Number(option("children", 0));
+for (let index = 0; index < children; index += 1) {
+  spawn("sh", ["-c", "trap '' TERM; sleep 300"], { stdio: "ignore" });
+}
+
+if (attempt <= Number(option("hang-attempts", 0))) {
+  setInterval(() => {}, 1 << 30);
+  await new Promise(() => {});
+}
+if (flag("unknown-error")) {
+  console.error("quux engine: the flux capacitor reported state 0x2A during warm-up");
+  process.exit(3);
+}
+const batch = Number(setting("train_batch_size", 8));
+if (option("oom-above") !== undefined && batch > Number(option("oom-above"))) {
+  console.log(`step:1 - loss:0.9 - batch:${batch}`);
+  console.error(`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (batch ${batch})`);
+  process.exit(1);
+}
+const port = Number(setting("port", option("port", 0)));
+let server;
+if (option("port") !== undefined) {
+  server = createServer();
+  try {
+    await new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", resolve);
+    });
+  } catch (error) {
+    console.error(`OSError: [Errno 98] Address already in use (port ${port}: ${error.code})`);
+    process.exit(1);
+  }
+  console.log(`listening on port ${port}`);
+}
+
+const checkpointDir = process.env.A3R_CHECKPOINT_DIR;
+const checkpointFile = checkpointDir ? join(checkpointDir, "last.json") : undefined;
+let start = 0;
+if (process.env.A3R_RESUME === "1" && checkpointFile) {
+  try {
+    start = JSON.parse(readFileSync(checkpointFile, "utf8")).step;
+    console.log(`resuming from checkpoint at step ${start}`);
+  } catch {
+    console.log("no checkpoint to resume from; starting at step 0");
+  }
+}
+const steps = Number(option("steps", 5));
+const stepMs = Number(option("step-ms", 50));
+const lr = Number(setting("lr", 0.001));
+const nanAfter = option("nan-after") === undefined ? Infinity : Number(option("nan-after"));
+const nanLrAbove = Number(option("nan-lr-above", 0));
+const jsonl = option("metrics") === "jsonl";
+for (let step = start + 1; step <= steps; step += 1) {
+  await sleep(stepMs);
+  const diverged = step > nanAfter && lr > nanLrAbove;
+  const loss = diverged ? Number.NaN : 1 / (step + 1);
+  const reward = Math.min(1, 0.3 + step * 0.05);
+  if (jsonl) {
+    appendFileSync(process.env.A3R_METRICS_FILE, `${JSON.stringify({ step, reward_mean: reward, loss: diverged ? "nan" : loss })}\n`);
+    if (diverged) console.log(`step ${step}: loss is nan`);
+  } else {
+    console.log(`step:${step} - reward_mean:${reward.toFixed(4)} - loss:${diverged ? "nan" : loss.toFixed(4)} - lr:${lr}`);
+  }
+  if (diverged) {
+    // A real trainer often keeps going after a NaN; the worker must stop it.
+    continue;
+  }
+  if (checkpointFile) {
+    mkdirSync(checkpointDir, { recursive: true });
+    writeFileSync(checkpointFile, JSON.stringify({ step }));
+  }
+}
+server?.close();
+console.log("training finished");

@@ -1,0 +1,106 @@
+import { LogFollower } from "./log-follower.ts";
+import { compileLogMetricPatterns, parseMetricLine, type CompiledPatterns, type LogMetricPattern, type MetricPoint } from "./log-metrics.ts";
+
+/**
+ * Where training signal comes from: a log file (lines parsed by patterns), a JSONL file
+ * the run writes, or a swarm server's `/metrics`. Each source returns the points it saw
+ * since its last poll; `MetricMerger` keeps the ones with a new step.
+ *
+ * Left out: heartbeats, stalls and failures (the supervisor decides those from the points).
+ */
+export interface MetricSource {
+  readonly name: string;
+  poll(): Promise<MetricPoint[]>;
+}
+
+/** Log lines through the configured patterns; also keeps the tail for the classifier. */
+export class LogMetricSource implements MetricSource {
+  readonly follower: LogFollower;
+  private readonly compiled: CompiledPatterns;
+
+  constructor(readonly name: string, path: string, patterns: LogMetricPattern[], options: { parseMetrics?: boolean } = {}) {
+    this.follower = new LogFollower(path, { tailLines: 200 });
+    this.compiled = compileLogMetricPatterns(patterns);
+    this.parseMetrics = options.parseMetrics ?? true;
+  }
+
+  private readonly parseMetrics: boolean;
+
+  async poll(): Promise<MetricPoint[]> {
+    const lines = await this.follower.poll();
+    if (!this.parseMetrics) return [];
+    const points: MetricPoint[] = [];
+    for (const line of lines) {
+      const point = parseMetricLine(line, this.compiled);
+      if (point) points.push(point);
+    }
+    return points;
+  }
+}
+
+/** A JSONL metrics file: `{"step": 3, "loss": 0.2, ...}` per line. */
+export class JsonlMetricSource implements MetricSource {
+  private readonly follower: LogFollower;
+
+  constructor(readonly name: string, path: string) {
+    this.follower = new LogFollower(path, { tailLines: 5 });
+  }
+
+  async poll(): Promise<MetricPoint[]> {
+    const lines = await this.follower.poll();
+    // JSON lines only: parseMetricLine with no patterns reads a line as JSON or not at all.
+    return lines.map((line) => parseMetricLine(line, { patterns: [] })).filter((point): point is MetricPoint => point !== undefined);
+  }
+}
+
+/** A swarm server's step metrics; the whole list comes back each time, the merger dedupes. */
+export class SwarmMetricSource implements MetricSource {
+  readonly name = "swarm /metrics";
+
+  constructor(private readonly fetchMetrics: () => Promise<Array<Record<string, number>>>) {}
+
+  async poll(): Promise<MetricPoint[]> {
+    let records: Array<Record<string, number>>;
+    try {
+      records = await this.fetchMetrics();
+    } catch {
+      // An unreachable server is the process check's business, not a metrics failure.
+      return [];
+    }
+    const points: MetricPoint[] = [];
+    for (const record of records) {
+      const step = record.step;
+      if (typeof step !== "number" || !Number.isInteger(step) || step < 0) continue;
+      const values: Record<string, number> = {};
+      for (const [key, value] of Object.entries(record)) if (key !== "step" && key !== "time" && typeof value === "number") values[key] = value;
+      points.push({ step, values });
+    }
+    return points;
+  }
+}
+
+/**
+ * Keeps only points with a step beyond the last one recorded for this attempt, merging
+ * values that several sources report for the same step. Pure apart from its memory.
+ */
+export class MetricMerger {
+  constructor(public lastStep: number | null = null) {}
+
+  accept(points: MetricPoint[]): MetricPoint[] {
+    const byStep = new Map<number, Record<string, number>>();
+    for (const point of points) {
+      if (this.lastStep !== null && point.step <= this.lastStep) continue;
+      byStep.set(point.step, { ...(byStep.get(point.step) ?? {}), ...point.values });
+    }
+    const fresh = [...byStep.entries()].sort((a, b) => a[0] - b[0]).map(([step, values]) => ({ step, values }));
+    const last = fresh[fresh.length - 1];
+    if (last) this.lastStep = last.step;
+    return fresh;
+  }
+}
+
+/** The first non-finite value of a point, if any. */
+export function nonFiniteValue(point: MetricPoint): { step: number; key: string } | undefined {
+  for (const [key, value] of Object.entries(point.values)) if (!Number.isFinite(value)) return { step: point.step, key };
+  return undefined;
+}

@@ -1,0 +1,127 @@
+import { isAbsolute, resolve } from "node:path";
+import { z } from "zod";
+import type { Blueprint } from "../blueprints/index.ts";
+import { A3rError } from "../core/errors.ts";
+import { parseDuration } from "../core/duration.ts";
+import { defaultLogMetricPatterns, type LogMetricPattern } from "./log-metrics.ts";
+import type { Overrides } from "./recovery-playbook.ts";
+
+/**
+ * Every timing knob of the supervisor, read from the blueprint's front matter so a test or
+ * a demo can run in seconds and a real run can wait hours. Front matter:
+ *
+ * ```yaml
+ * first_signal_timeout: 20m         # no training signal by then = failed start
+ * metrics_file: out/metrics.jsonl   # a JSONL file the run writes (relative to the codebase)
+ * env: { NCCL_DEBUG: WARN }          # extra environment for the run
+ * worker:
+ *   poll_interval: 1s                # how often logs, files, processes and /metrics are read
+ *   heartbeat_interval: 10s          # status.json heartbeat (renews the lease)
+ *   stall_timeout: 30m               # no new step for this long = hang
+ *   grace_period: 30s                # TERM, then KILL after this
+ *   lease_ttl: 2m                    # a dead worker's lease expires after this
+ *   swarm_ready_timeout: 2m          # swarm server must print its URL by then
+ *   max_client_restarts: 5           # per swarm client, per attempt
+ *   log_metric_patterns: [{ name, line, pair }]   # added before the defaults
+ * ```
+ *
+ * Left out: the recovery playbook (worker/recovery-playbook.ts) and the LLM (environment).
+ */
+export interface WorkerSettings {
+  pollIntervalMs: number;
+  heartbeatIntervalMs: number;
+  firstSignalTimeoutMs: number;
+  stallTimeoutMs: number;
+  gracePeriodMs: number;
+  leaseTtlMs: number;
+  swarmReadyTimeoutMs: number;
+  maxClientRestarts: number;
+  /** Absolute path of the metrics JSONL file the run writes (also given as A3R_METRICS_FILE). */
+  metricsFile: string;
+  logMetricPatterns: LogMetricPattern[];
+  /** Extra environment for the run, from front matter `env`. */
+  env: Record<string, string>;
+  /** The blueprint's starting overrides (front matter `overrides`). */
+  overrides: Overrides;
+}
+
+export const defaultWorkerSettings = {
+  pollIntervalMs: 1_000,
+  heartbeatIntervalMs: 10_000,
+  firstSignalTimeoutMs: 20 * 60_000,
+  stallTimeoutMs: 30 * 60_000,
+  gracePeriodMs: 30_000,
+  leaseTtlMs: 120_000,
+  swarmReadyTimeoutMs: 120_000,
+  maxClientRestarts: 5,
+} as const;
+
+const duration = z.union([z.string(), z.number()]).refine((value) => parseDuration(value) !== undefined, "a duration such as 500ms, 5s, 20m or 4h");
+
+const workerBlockSchema = z.strictObject({
+  poll_interval: duration.optional(),
+  heartbeat_interval: duration.optional(),
+  stall_timeout: duration.optional(),
+  grace_period: duration.optional(),
+  lease_ttl: duration.optional(),
+  swarm_ready_timeout: duration.optional(),
+  max_client_restarts: z.int().nonnegative().optional(),
+  log_metric_patterns: z.array(z.strictObject({ name: z.string().min(1), line: z.string().min(1), pair: z.string().min(1) })).optional(),
+});
+
+const overrideValue = z.union([z.string(), z.number(), z.boolean()]);
+
+const frontMatterPartSchema = z.looseObject({
+  first_signal_timeout: duration.optional(),
+  metrics_file: z.string().min(1).optional(),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  overrides: z.record(z.string(), overrideValue).optional(),
+  worker: workerBlockSchema.optional(),
+});
+
+const ms = (value: string | number | undefined, fallback: number): number => (value === undefined ? fallback : parseDuration(value) ?? fallback);
+
+/** Reads the knobs; throws CONFIG_INVALID naming the blueprint line and field. */
+export function workerSettingsOf(blueprint: Blueprint, resultDir: string): WorkerSettings {
+  const checked = frontMatterPartSchema.safeParse(blueprint.frontMatter);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    const field = issue.path.map(String).join(".");
+    const line = blueprint.lines[field] ?? blueprint.lines[String(issue.path[0])] ?? blueprint.lines.frontMatter ?? 1;
+    throw new A3rError("CONFIG_INVALID", `front matter field ${field || "(root)"}: ${issue.message}`, {
+      where: `${blueprint.file ?? "<blueprint>"}:${line}`,
+      hint: "see worker/worker-settings.ts for the worker's front-matter fields (durations like 5s, overrides as scalars)",
+    });
+  }
+  const front = checked.data;
+  const worker = front.worker ?? {};
+  for (const pattern of worker.log_metric_patterns ?? []) {
+    for (const source of [pattern.line, pattern.pair]) {
+      try {
+        new RegExp(source);
+      } catch (error) {
+        throw new A3rError("CONFIG_INVALID", `worker.log_metric_patterns "${pattern.name}": ${(error as Error).message}`, {
+          where: `${blueprint.file ?? "<blueprint>"}:${blueprint.lines.worker ?? 1}`,
+          hint: "give JavaScript regular expression sources; `line` captures (?<step>...), `pair` captures (?<key>...) and (?<value>...)",
+        });
+      }
+    }
+  }
+  const metricsFile = front.metrics_file === undefined
+    ? resolve(resultDir, "logs", "run-metrics.jsonl")
+    : isAbsolute(front.metrics_file) ? front.metrics_file : resolve(blueprint.codebase, front.metrics_file);
+  return {
+    pollIntervalMs: ms(worker.poll_interval, defaultWorkerSettings.pollIntervalMs),
+    heartbeatIntervalMs: ms(worker.heartbeat_interval, defaultWorkerSettings.heartbeatIntervalMs),
+    firstSignalTimeoutMs: ms(front.first_signal_timeout, defaultWorkerSettings.firstSignalTimeoutMs),
+    stallTimeoutMs: ms(worker.stall_timeout, defaultWorkerSettings.stallTimeoutMs),
+    gracePeriodMs: ms(worker.grace_period, defaultWorkerSettings.gracePeriodMs),
+    leaseTtlMs: ms(worker.lease_ttl, defaultWorkerSettings.leaseTtlMs),
+    swarmReadyTimeoutMs: ms(worker.swarm_ready_timeout, defaultWorkerSettings.swarmReadyTimeoutMs),
+    maxClientRestarts: worker.max_client_restarts ?? defaultWorkerSettings.maxClientRestarts,
+    metricsFile,
+    logMetricPatterns: [...(worker.log_metric_patterns ?? []), ...defaultLogMetricPatterns],
+    env: Object.fromEntries(Object.entries(front.env ?? {}).map(([key, value]) => [key, String(value)])),
+    overrides: { ...(front.overrides ?? {}) },
+  };
+}
