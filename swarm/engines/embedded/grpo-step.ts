@@ -61,8 +61,22 @@ export function grpoStep(
   tokenizer: WordTokenizer,
   options: GrpoOptions,
 ): Record<string, number> {
+  const { gradient, metrics } = grpoGradient(batch, state.weights, reference, featureBits, tokenizer, options);
+  if (metrics.tokens! > 0) adamUpdate(state, gradient, options.lr);
+  return metrics;
+}
+
+/** The GRPO objective's gradient with respect to the weights, and the step's metrics. */
+export function grpoGradient(
+  batch: readonly TrainingSample[],
+  weights: Float32Array,
+  reference: Float32Array,
+  featureBits: number,
+  tokenizer: WordTokenizer,
+  options: Omit<GrpoOptions, "lr">,
+): { gradient: Float32Array; metrics: Record<string, number> } {
   const outputSize = tokenizer.outputTokenIds.length;
-  const gradient = new Float32Array(state.weights.length);
+  const gradient = new Float32Array(weights.length);
   const logits = new Float64Array(outputSize);
   const referenceLogits = new Float64Array(outputSize);
   const advantages = groupAdvantages(batch);
@@ -77,7 +91,7 @@ export function grpoStep(
       const target = tokenizer.outputIndexOf(sample.tokenIds[index]!);
       if (target < 0) return;
       const features = activeFeatures(turnKeys, sample.tokenIds[index - 1]!, position, featureBits);
-      computeLogits(state.weights, features, outputSize, logits);
+      computeLogits(weights, features, outputSize, logits);
       computeLogits(reference, features, outputSize, referenceLogits);
       logSoftmax(logits);
       logSoftmax(referenceLogits);
@@ -125,13 +139,12 @@ export function grpoStep(
     const offset = row * outputSize;
     for (let output = 0; output < outputSize; output++) gradientSquares += gradient[offset + output]! ** 2;
   }
-  if (tokens > 0) adamUpdate(state, gradient, options.lr);
 
   const episodeRewards = new Map(batch.map((sample) => [sample.episodeUuid, sample.reward]));
   const rewards = [...episodeRewards.values()];
   const rewardMean = rewards.length ? rewards.reduce((sum, value) => sum + value, 0) / rewards.length : 0;
   const rewardStd = rewards.length ? Math.sqrt(rewards.reduce((sum, value) => sum + (value - rewardMean) ** 2, 0) / rewards.length) : 0;
-  return {
+  const metrics = {
     loss: (lossSum + options.klCoef * klSum) * scale,
     kl: klSum * scale,
     entropy: entropySum * scale,
@@ -143,6 +156,7 @@ export function grpoStep(
     reward_std: rewardStd,
     advantage_nonzero_fraction: batch.length ? advantages.filter((value) => Math.abs(value) > 1e-9).length / batch.length : 0,
   };
+  return { gradient, metrics };
 }
 
 /** Dense Adam with bias correction (the table is small enough that sparsity buys little). */
