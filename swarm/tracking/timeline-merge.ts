@@ -9,7 +9,8 @@ import type { CompareLevel, RecordedCall } from "./recorded-call.ts";
  * message (`text`), or its prompt tokens start with the earlier prompt and completion
  * (`token`). Each call is absorbed at most once and absorbs at most one call, so the result
  * is a set of chains; a branch (two calls extending the same one) keeps the first as the
- * chain and leaves the other as its own timeline. Calls of different agents never merge.
+ * chain and leaves the other as its own timeline. Calls of different agents never merge, nor
+ * (at `text` level) calls offered different tool schemas.
  */
 export interface Timeline {
   /** Calls in conversation order; the last one is the surviving (longest) timeline. */
@@ -48,6 +49,8 @@ export function extendsCall(later: RecordedCall, earlier: RecordedCall, compareL
       startsWith(later.promptTokenIds, earlier.completionTokenIds, earlier.promptTokenIds.length)
     );
   }
+  // Real chat templates render tool schemas into the prompt: other tools, other prompt.
+  if (JSON.stringify(later.tools ?? []) !== JSON.stringify(earlier.tools ?? [])) return false;
   const count = earlier.messages.length;
   if (later.messages.length <= count) return false;
   for (let index = 0; index < count; index++) {

@@ -69,6 +69,13 @@ describe("buildTrainingSamples", () => {
     expect(build([first, second]).samples).toHaveLength(2);
   });
 
+  it("keeps calls offered different tool schemas separate at text level", () => {
+    const first = { ...call([user("a")], "yes"), tools: [{ type: "function", function: { name: "search" } }] };
+    const second = { ...call([user("a"), assistant("yes"), user("b")], "no"), tools: [{ type: "function", function: { name: "browse" } }] };
+    expect(build([first, second]).samples).toHaveLength(2);
+    expect(build([first, { ...second, tools: first.tools }]).samples).toHaveLength(1);
+  });
+
   it("keeps edited history separate: a replayed answer that differs from what the policy said is context, not generated", () => {
     const first = call([user("a")], "yes");
     const edited = call([user("a"), assistant("no"), user("b")], "c");
