@@ -153,7 +153,7 @@ export class TrainingCoordinator {
     await this.#work.catch(() => undefined);
     const engine = this.engine;
     if (!engine) return;
-    if (options.checkpoint && this.globalStep > this.#lastCheckpointStep) await this.saveCheckpoint().catch((error: unknown) => this.logger.error({ error: String(error) }, "checkpoint on stop failed"));
+    if (options.checkpoint && this.globalStep > Math.max(0, this.#lastCheckpointStep)) await this.saveCheckpoint().catch((error: unknown) => this.logger.error({ error: String(error) }, "checkpoint on stop failed"));
     this.engine = undefined;
     this.#batch = [];
     await engine.close();
