@@ -52,13 +52,14 @@ describeEngineConformance("openai-compatible (embedded upstream in a second proc
 describe("openai-compatible engine", () => {
   let upstream: Upstream;
   let plainUpstream: Upstream;
+  let strictUpstream: Upstream;
   let experimentDir: string;
   beforeAll(async () => {
-    [upstream, plainUpstream] = await Promise.all([startUpstream(), startUpstream(["--without-token-ids"])]);
+    [upstream, plainUpstream, strictUpstream] = await Promise.all([startUpstream(), startUpstream(["--without-token-ids"]), startUpstream(["--strict-openai"])]);
     experimentDir = await mkdtemp(join(tmpdir(), "a3r-openai-compatible-"));
   });
   afterAll(async () => {
-    await Promise.all([upstream?.stop(), plainUpstream?.stop()]);
+    await Promise.all([upstream?.stop(), plainUpstream?.stop(), strictUpstream?.stop()]);
     if (experimentDir) await rm(experimentDir, { recursive: true, force: true });
   });
 
@@ -80,6 +81,14 @@ describe("openai-compatible engine", () => {
     expect(result.completionLogprobs).toBeUndefined();
     expect(result.promptTokenIds).toEqual(engine.encodeChat(messages, { addGenerationPrompt: true }).tokenIds);
     expect(engine.encodeChat([{ role: "assistant", content: result.text }]).tokenIds.slice(1, -1)).toEqual(result.completionTokenIds.filter((id) => id !== 4));
+  });
+
+  it("drops vLLM's token fields for an upstream that refuses unknown fields, and falls back", async () => {
+    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: strictUpstream.baseUrl, model: "base", experimentDir });
+    const first = await engine.generate({ messages, maxTokens: 3, seed: 5 });
+    expect(first.warnings).toEqual(["token_ids"]);
+    const second = await engine.generate({ messages, maxTokens: 3, seed: 5 });
+    expect(second.text).toBe(first.text);
   });
 
   it("writes the batch as JSONL, runs the trainer, and serves the adapter it produced", async () => {

@@ -28,6 +28,8 @@ export class OpenAiCompatibleEngine implements Engine {
   private adapterPath: string | undefined;
   private globalStep = 0;
   private loadCounter = 0;
+  /** Cleared once the upstream refuses vLLM's token fields (a strict OpenAI server answers 400). */
+  private sendTokenFields = true;
   private trainer: ChildProcess | undefined;
   private training: Promise<unknown> = Promise.resolve();
 
@@ -62,11 +64,14 @@ export class OpenAiCompatibleEngine implements Engine {
       ...(request.stop?.length ? { stop: request.stop } : {}),
       ...(request.seed !== undefined ? { seed: request.seed } : {}),
       ...(request.tools?.length ? { tools: request.tools } : {}),
-      logprobs: true,
-      return_tokens_as_token_ids: true,
-      return_token_ids: true,
     };
-    const response = await this.request("POST", `${this.baseUrl}/chat/completions`, body, request.signal);
+    const tokenFields = { logprobs: true, return_tokens_as_token_ids: true, return_token_ids: true };
+    let response = await this.request("POST", `${this.baseUrl}/chat/completions`, this.sendTokenFields ? { ...body, ...tokenFields } : body, request.signal);
+    if (response.status === 400 && this.sendTokenFields) {
+      const retry = await this.request("POST", `${this.baseUrl}/chat/completions`, body, request.signal);
+      if (retry.ok) this.sendTokenFields = false;
+      response = retry.ok ? retry : response;
+    }
     const text = await response.text();
     if (!response.ok) {
       throw new EngineError("ENGINE_UPSTREAM_REJECTED", `POST ${this.baseUrl}/chat/completions answered ${response.status}: ${text.slice(0, 300)}`, "check the upstream's log; the model name sent was " + this.servedModel);
