@@ -15,8 +15,8 @@ export const optimizerConfigSchema = z.strictObject({
 export const embeddedModelOptionsSchema = z.strictObject({
   /** Words the policy can say (lower-case, one word each); defaults to the example tasks' words. */
   vocabulary: z.array(z.string().min(1)).min(1).optional(),
-  /** log2 of the number of hashed feature rows (default 15). */
-  featureBits: z.number().int().min(8).max(22).optional(),
+  /** log2 of the number of hashed feature rows (default 15; each array is 2^bits x (words + 1) floats). */
+  featureBits: z.number().int().min(8).max(20).optional(),
   /** Run the optimizer step in a worker thread (default true; false is for tight in-process loops). */
   trainOffThread: z.boolean().optional(),
 });
