@@ -25,6 +25,12 @@ export interface FailureFacts {
   nonFiniteMetric?: { step: number; key: string };
   /** The supervisor saw no output or step for longer than the stall limit. */
   stalled?: boolean;
+  /**
+   * Whether the kernel's OOM killer fired while the attempt ran (the `oom_kill` counter of
+   * /proc/vmstat moved); undefined when that cannot be known. Needed because the shell
+   * that reports a SIGKILL prints "Killed" whoever sent the signal.
+   */
+  oomKiller?: "seen" | "not_seen";
 }
 
 export interface FailureRule {
@@ -34,6 +40,8 @@ export interface FailureRule {
   logPatterns?: string[];
   exitCodes?: number[];
   signals?: NodeJS.Signals[];
+  /** Skip the rule when the OOM killer is known not to have fired. */
+  needsOomKiller?: boolean;
 }
 
 export interface Classification {
@@ -57,7 +65,7 @@ export const defaultFailureRules: FailureRule[] = [
       String.raw`Cannot allocate memory`,
     ],
   },
-  { id: "oom-killer", failureClass: "out_of_memory", exitCodes: [137], logPatterns: [String.raw`\bKilled\b$`, String.raw`oom[-_ ]kill`] },
+  { id: "oom-killer", failureClass: "out_of_memory", exitCodes: [137], needsOomKiller: true, logPatterns: [String.raw`\bKilled\b$`, String.raw`oom[-_ ]kill`] },
   {
     id: "non-finite-loss",
     failureClass: "nan_loss",
@@ -126,6 +134,7 @@ function findLine(logTail: string, patterns: RegExp[]): string | undefined {
 
 export function classifyFailure(facts: FailureFacts, rules: FailureRule[] = defaultFailureRules): Classification {
   for (const rule of rules) {
+    if (rule.needsOomKiller && facts.oomKiller === "not_seen") continue;
     if (rule.id === "stalled") {
       if (facts.stalled) return { failureClass: rule.failureClass, ruleId: rule.id, evidence: "no new output or step within the stall limit" };
       continue;

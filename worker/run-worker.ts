@@ -19,6 +19,7 @@ import { finalizeRun } from "./finalize-run.ts";
 import { baseValuesOf } from "./overrides.ts";
 import { processEnv, planAttempt } from "./attempt-plan.ts";
 import { a3rBin } from "./attempt-launch.ts";
+import { readOomKillCount } from "./oom-kill-counter.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
@@ -240,7 +241,7 @@ async function reattachSwarm(context: RunContext): Promise<SwarmHooks | undefine
   return swarmHooks(url, clientRelauncher(context.attempt, resultDirPaths(context.resultDir).logs, plan.cwd, processEnv(context.env, plan, context.blueprint.venv)));
 }
 
-async function supervise(context: RunContext, swarm: SwarmHooks | undefined): Promise<AttemptEnd> {
+async function supervise(context: RunContext, swarm: SwarmHooks | undefined, oomKillsAtStart: number | null = null): Promise<AttemptEnd> {
   const metrics = await readMetrics(resultDirPaths(context.resultDir).metrics);
   const ofAttempt = metrics.records.filter((record) => record.attempt === context.attempt);
   let lastStep = ofAttempt.length > 0 ? Math.max(...ofAttempt.map((record) => record.step)) : null;
@@ -258,6 +259,7 @@ async function supervise(context: RunContext, swarm: SwarmHooks | undefined): Pr
     attemptStartedAtMs: context.memory.attemptStartedAt ? Date.parse(context.memory.attemptStartedAt) : Date.now(),
     budgetMs: context.blueprint.timeBudgetMs,
     lastStep,
+    oomKillsAtStart,
     ...(metricName ? { metricName } : {}),
     progress: context.progress,
     saveProcesses: async (records) => {
@@ -279,6 +281,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   memory.attemptStartedAt = new Date().toISOString();
   memory.processes = [];
   memory.swarmUrl = null;
+  const oomKillsAtStart = readOomKillCount();
   const launched = await launchAttempt(
     { blueprint, resultDir: context.resultDir, settings: context.settings, attempt, overrides: memory.overrides, command, resume, configCopy, ...(context.gpus === undefined ? {} : { gpus: context.gpus }) },
     {
@@ -325,7 +328,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   if (memory.swarmUrl) await writer.writeStatus(memoryFields(memory));
   await writer.appendEvent("run.launched", { attempt, pid: launched.processes[0]!.pid, pgid: launched.processes[0]!.pgid, resume, processes: launched.processes.map((record) => ({ role: record.role, pid: record.pid, log: record.logFile })) });
   context.progress.event(`${blueprint.id}: attempt ${attempt} launched (pid ${launched.processes[0]!.pid}${launched.swarm ? `, swarm ${launched.swarm.url}` : ""})`);
-  return supervise(context, launched.swarm);
+  return supervise(context, launched.swarm, oomKillsAtStart);
 }
 
 /** Drives attempts until the run is over: `end` is how the current attempt ended, if one ran. */

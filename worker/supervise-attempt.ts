@@ -6,6 +6,7 @@ import type { MetricPoint } from "./log-metrics.ts";
 import { JsonlMetricSource, LogMetricSource, MetricMerger, nonFiniteValue, SwarmMetricSource, type MetricSource } from "./metric-sources.ts";
 import type { ProgressReporter } from "./progress-reporter.ts";
 import type { WorkerSettings } from "./worker-settings.ts";
+import { oomKillerFact, readOomKillCount } from "./oom-kill-counter.ts";
 
 /**
  * Watches one attempt until it ends, continuously (every poll interval, no backoff): reads
@@ -36,6 +37,8 @@ export interface SuperviseOptions {
   runStartedAtMs: number;
   attemptStartedAtMs: number;
   budgetMs: number;
+  /** /proc/vmstat oom_kill when the attempt was launched; null when unknown (re-attach). */
+  oomKillsAtStart: number | null;
   /** The last step already recorded for this attempt (re-attach), or null. */
   lastStep: number | null;
   metricName?: string;
@@ -100,6 +103,10 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
     return result;
   };
   const tailOf = (source: LogMetricSource) => source.follower.recentText();
+  const exitFacts = (exit: { exitCode: number | null; signal: NodeJS.Signals | null }) => {
+    const oomKiller = oomKillerFact(options.oomKillsAtStart, readOomKillCount());
+    return { exitCode: exit.exitCode, signal: exit.signal, ...(oomKiller ? { oomKiller } : {}) };
+  };
 
   for (;;) {
     const fresh = await readMetrics();
@@ -131,7 +138,7 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
         await readMetrics();
         if (nonFinite) continue;
         if (exit.exitCode === 0) return end({ kind: "succeeded", detail: "the command exited 0", lastStep: merger.lastStep });
-        const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: exit.exitCode, signal: exit.signal };
+        const facts: FailureFacts = { logTail: tailOf(mainLog), ...exitFacts(exit) };
         return end({ kind: "failed", detail: exit.signal ? `the command was killed by ${exit.signal}` : `the command exited ${exit.exitCode}`, facts, lastStep: merger.lastStep });
       }
     } else {
@@ -158,7 +165,7 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
     if (!(await isRecordRunning(main))) {
       const exit = await collectExit(main, settings.gracePeriodMs);
       await stopAll();
-      const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: exit.exitCode, signal: exit.signal ?? (exit.exitCode === 0 ? "SIGTERM" : null) };
+      const facts: FailureFacts = { logTail: tailOf(mainLog), ...exitFacts(exit), ...(exit.signal === null && exit.exitCode === 0 ? { signal: "SIGTERM" as const } : {}) };
       return { kind: "failed", detail: `the swarm server stopped (${exit.signal ?? `exit ${exit.exitCode}`})`, facts, lastStep: merger.lastStep };
     }
     const engine = await swarm.status().catch(() => undefined);
@@ -180,7 +187,7 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
       const tail = (await clientLog(record).poll(), tailOf(clientLog(record)));
       if (used >= settings.maxClientRestarts) {
         await stopAll();
-        const facts: FailureFacts = { logTail: tail, exitCode: exit.exitCode, signal: exit.signal };
+        const facts: FailureFacts = { logTail: tail, ...exitFacts(exit) };
         return { kind: "failed", detail: `swarm ${record.role} failed ${used + 1} times (${exit.signal ?? `exit ${exit.exitCode}`})`, facts, lastStep: merger.lastStep };
       }
       restarts.set(record.role, used + 1);

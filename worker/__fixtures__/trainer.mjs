@@ -6,6 +6,7 @@
 //   --oom-above B                  "CUDA out of memory" when the batch size is above B
 //   --nan-after K --nan-lr-above L loss becomes NaN after K steps while lr is above L
 //   --hang-attempts N              print nothing and hang on attempts 1..N
+//   --stall-after K                on attempt 1, stop making progress after step K
 //   --unknown-error                die with an error no rule knows
 //   --port P                       listen on P (the port override wins) for the whole run
 //   --pid-file F                   append this process's pid to F at start
@@ -105,6 +106,7 @@ for (let step = start + 1; step <= steps; step += 1) {
     mkdirSync(checkpointDir, { recursive: true });
     writeFileSync(checkpointFile, JSON.stringify({ step }));
   }
+  if (attempt === 1 && step === Number(option("stall-after", -1))) await new Promise(() => setInterval(() => {}, 1 << 30));
 }
 server?.close();
 console.log("training finished");
