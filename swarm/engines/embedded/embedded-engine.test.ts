@@ -51,6 +51,23 @@ describe("embedded engine", () => {
     await engine.close();
   });
 
+  it("restores the engine's own random stream, so unseeded sampling continues identically", async () => {
+    const directory = await mkdtemp(join(tmpdir(), "a3r-embedded-checkpoint-"));
+    try {
+      const engine = new EmbeddedEngine({ ...config, embedded: { trainOffThread: false } });
+      await engine.load();
+      const request = { messages: [{ role: "user" as const, content: "What colour is the snow?" }], maxTokens: 5 };
+      await engine.generate(request);
+      const path = await engine.save(directory, 7);
+      const continued = [await engine.generate(request), await engine.generate(request)].map((result) => result.text);
+      expect(continued[0]).not.toBe(continued[1]);
+      expect(await engine.restore(path)).toBe(7);
+      expect([await engine.generate(request), await engine.generate(request)].map((result) => result.text)).toEqual(continued);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
   it("refuses to restore a checkpoint of another vocabulary with a message naming the file", async () => {
     const directory = await mkdtemp(join(tmpdir(), "a3r-embedded-checkpoint-"));
     try {
