@@ -40,6 +40,8 @@ const limitsSchema = z.strictObject({
   max_request_body_bytes: positiveInteger.default(4 * 1024 * 1024),
   /** Chat completions one episode may make; the next one is refused (400). */
   max_episode_calls: positiveInteger.default(256),
+  /** Request bytes one episode may send in all; with max_env_worker it bounds recorded-call memory. */
+  max_episode_bytes: positiveInteger.default(64 * 1024 * 1024),
   /** Finished episodes remembered (pool + history); past it the oldest are dropped and counted. */
   max_cached_episodes: positiveInteger.default(4096),
 });
@@ -71,6 +73,7 @@ export const swarmConfigSchema = z.strictObject({
     max_messages_per_request: 256,
     max_request_body_bytes: 4 * 1024 * 1024,
     max_episode_calls: 256,
+    max_episode_bytes: 64 * 1024 * 1024,
     max_cached_episodes: 4096,
   }),
   /** Required on control endpoints when set (also from --admin-token or A3R_SWARM_ADMIN_TOKEN). */

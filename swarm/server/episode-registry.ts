@@ -26,6 +26,8 @@ export interface Episode {
   /** Chat completions being generated right now; an episode is never idle while > 0. */
   inFlight: number;
   calls: RecordedCall[];
+  /** Request bytes received for this episode (bounded by limits.max_episode_bytes). */
+  receivedBytes: number;
   /** global_step when claimed (the policy version that answered it). */
   claimStep: number;
   closedAt?: number;
@@ -70,6 +72,7 @@ export class EpisodeRegistry {
       discardTimeoutMs: request.discardTimeoutMs,
       inFlight: 0,
       calls: [],
+      receivedBytes: 0,
       claimStep: request.step,
     };
     this.#running.set(episode.episodeUuid, episode);

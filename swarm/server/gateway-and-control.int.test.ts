@@ -28,6 +28,7 @@ beforeAll(async () => {
       "  max_messages_per_request: 4",
       "  max_request_body_bytes: 20000",
       "  max_episode_calls: 3",
+      "  max_episode_bytes: 40000",
       "  max_cached_episodes: 100",
     ].join("\n"),
     { baseDirectory: directory.path },
@@ -150,6 +151,21 @@ describe("the OpenAI-compatible gateway", () => {
     expect(String((overCalls.body.error as { message: string }).message)).toContain("max_episode_calls");
     await client.abortEpisode(episode.episodeUuid);
     await healthy();
+  });
+});
+
+describe("per-episode memory", () => {
+  it("refuses requests once an episode has sent max_episode_bytes in all", async () => {
+    const client = new SwarmClient({ url: server.url });
+    const episode = await client.beginEpisode();
+    const body = JSON.stringify({ messages: [{ role: "user", content: "x".repeat(15_000) }], max_tokens: 1 });
+    const auth = { authorization: `Bearer ${episode.apiKey}` };
+    expect((await rawRequest(`${episode.baseUrl}/chat/completions`, { body, headers: auth })).status).toBe(200);
+    expect((await rawRequest(`${episode.baseUrl}/chat/completions`, { body, headers: auth })).status).toBe(200);
+    const third = await rawRequest(`${episode.baseUrl}/chat/completions`, { body, headers: auth });
+    expect(third.status).toBe(413);
+    expect(String((third.body.error as { message: string }).message)).toContain("max_episode_bytes");
+    await client.abortEpisode(episode.episodeUuid);
   });
 });
 

@@ -66,7 +66,12 @@ export class Gateway {
   async chatCompletions(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const episode = this.#episodeOf(request);
     const { config } = this.coordinator;
-    const body = parseBody(await readBody(request, config.limits.max_request_body_bytes), chatRequestSchema, "chat/completions");
+    const text = await readBody(request, config.limits.max_request_body_bytes);
+    episode.receivedBytes += text.length;
+    if (episode.receivedBytes > config.limits.max_episode_bytes) {
+      throw new HttpError(413, `episode ${episode.episodeUuid} has sent more than limits.max_episode_bytes (${config.limits.max_episode_bytes}) in requests; end it`);
+    }
+    const body = parseBody(text, chatRequestSchema, "chat/completions");
     if (body.messages.length > config.limits.max_messages_per_request) {
       throw new HttpError(400, `${body.messages.length} messages exceed limits.max_messages_per_request (${config.limits.max_messages_per_request})`);
     }
