@@ -35,7 +35,10 @@ function excerpt(text: string, env: NodeJS.ProcessEnv, lines = 12): string {
 
 export async function handleFailure(context: RunContext, ended: Extract<AttemptEnd, { kind: "failed" }>, facts: RecoveryFacts): Promise<FailureNext> {
   const { writer, memory, attempt } = { writer: context.writer, memory: context.memory, attempt: context.attempt };
-  const classification: Classification = classifyFailure(ended.facts);
+  const redact = (text: string) => redactSecrets(text, secretValuesFromEnv(context.env));
+  const classified = classifyFailure(ended.facts);
+  // The evidence is a log line: it goes to status.json, events and attempts.md, so redact it once here.
+  const classification: Classification = { ...classified, evidence: redact(classified.evidence) };
   const label = classification.failureClass.replaceAll("_", " ");
   await writer.writeStatus({ state: "recovering", reason: `${label}: ${classification.evidence}` });
   await writer.appendEvent("failure.classified", { attempt, failureClass: classification.failureClass, rule: classification.ruleId, evidence: classification.evidence, detail: ended.detail, lastStep: ended.lastStep });
@@ -100,7 +103,7 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
 
   if (decision.kind !== "relaunch") {
     const reason = decision.reason;
-    await writer.appendAttempt({ attempt, title: `failed: ${label}; giving up`, body: [...seen, "", ...(diagnosisNote ? [diagnosisNote, ""] : []), `Decision: fail the run. ${reason}`].join("\n") });
+    await writer.appendAttempt({ attempt, title: `failed: ${label}; giving up`, body: redact([...seen, "", ...(diagnosisNote ? [diagnosisNote, ""] : []), `Decision: fail the run. ${reason}`].join("\n")) });
     await writer.appendEvent("recovery.gave-up", { attempt, failureClass: classification.failureClass, reason });
     memory.history.push({ attempt, ending: `${label}: ${ended.detail}`, change: "gave up" });
     await finalizeRun(context, "failed", reason);
@@ -123,7 +126,7 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
   await writer.appendAttempt({
     attempt,
     title: `failed: ${label}; recovering with ${strategy.replaceAll("_", " ")}`,
-    body: [
+    body: redact([
       ...seen,
       "",
       ...(diagnosisNote ? [diagnosisNote, ""] : []),
@@ -132,7 +135,7 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
       "What changes for the next attempt:",
       "",
       diff,
-    ].join("\n"),
+    ].join("\n")),
   });
   await writer.appendEvent("recovery.decided", { attempt, strategy, changed: decision.changed, resume: decision.resumeFromCheckpoint, delayMs: decision.delayMs });
   memory.history.push({ attempt, ending: `${label}: ${ended.detail}`, change: changeLine });

@@ -20,6 +20,7 @@ import { baseValuesOf } from "./overrides.ts";
 import { processEnv, planAttempt } from "./attempt-plan.ts";
 import { a3rBin } from "./attempt-launch.ts";
 import { readOomKillCount } from "./oom-kill-counter.ts";
+import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
@@ -308,7 +309,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   await writer.appendAttempt({
     attempt,
     title: first ? "launched" : resume ? "relaunched, resuming from the last checkpoint" : "relaunched",
-    body: [
+    body: redactSecrets([
       `- Overrides: ${overrides}`,
       `- Config copy: ${configCopy ?? "none (the blueprint has no configuration)"}`,
       `- Resume from checkpoint: ${resume ? "yes (A3R_RESUME=1)" : "no"}`,
@@ -317,7 +318,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
       "```sh",
       ...(commands.length > 0 ? commands : [command]),
       "```",
-    ].join("\n"),
+    ].join("\n"), secretValuesFromEnv(context.env)),
   });
   if ("failed" in launched) {
     await writer.appendEvent("run.launch-failed", { attempt, reason: launched.reason });

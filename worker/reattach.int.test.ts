@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { auditResultDir, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
+import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
+
+/**
+ * The worker itself dies (SIGKILL, as a crashed host agent would) while its run goes on in
+ * its own process group. A worker started again must find the live run through status.json
+ * and the expired lease, supervise it to the end, and never launch it a second time.
+ */
+const cli = fileURLToPath(new URL("../bin/a3r.js", import.meta.url));
+let folder: Awaited<ReturnType<typeof fixtureFolder>>;
+beforeAll(async () => {
+  folder = await fixtureFolder();
+});
+afterAll(async () => {
+  await folder.cleanup();
+});
+
+function startWorker(blueprint: string): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, [cli, "worker", "run", blueprint, "--json", "--no-llm"], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk) => (stdout += chunk));
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("worker re-attach", () => {
+  it("a worker killed mid-run is replaced by one that re-attaches; the run is launched exactly once", async () => {
+    const pidFile = join(folder.dir, "reattach.pids");
+    const { path, resultDir } = await folder.write({ id: "reattach", command: `node trainer.mjs --steps 30 --step-ms 100 --pid-file ${pidFile}` });
+    const first = startWorker(path);
+    await until(async () => (await readMetrics(join(resultDir, "metrics.jsonl"))).records.length >= 3);
+    first.child.kill("SIGKILL");
+    await first.done;
+    const before = (await readRunStatus(join(resultDir, "status.json"))).status!;
+    expect(before.state).toBe("running");
+
+    const second = startWorker(path);
+    const result = await second.done;
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout.trim())).toMatchObject({ state: "succeeded", reattached: true, attempts: 1 });
+    expect((await readFile(pidFile, "utf8")).trim().split("\n")).toHaveLength(1);
+
+    const events = (await readEvents(join(resultDir, "events.jsonl"))).events;
+    expect(events.filter((event) => event.kind === "run.launched")).toHaveLength(1);
+    expect(events.find((event) => event.kind === "worker.reattached")).toMatchObject({ attempt: 1, pid: before.pid });
+    const steps = (await readMetrics(join(resultDir, "metrics.jsonl"))).records.map((record) => record.step);
+    expect(steps).toEqual(Array.from({ length: 30 }, (_, index) => index + 1));
+    expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);
+
+    // A third worker finds finish.flag and does nothing.
+    const third = await startWorker(path).done;
+    expect(JSON.parse(third.stdout.trim())).toMatchObject({ state: "succeeded", alreadyFinished: true });
+    expect((await readFile(pidFile, "utf8")).trim().split("\n")).toHaveLength(1);
+  });
+});
