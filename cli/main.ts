@@ -6,6 +6,7 @@ import { registerBlueprintCommands } from "./blueprint-command.ts";
 import { registerAuditCommand } from "./audit-command.ts";
 import { registerSwarmCommands } from "./swarm-command.ts";
 import { registerWorkerCommands } from "./worker-command.ts";
+import { registerHostsCommands } from "./hosts-command.ts";
 
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerAuditCommand(program);
   registerSwarmCommands(program);
   registerWorkerCommands(program);
+  registerHostsCommands(program);
   for (const command of program.commands) applyExitOverride(command);
   return program;
 }

@@ -60,6 +60,8 @@ export interface RunProgress {
   step: number | null;
   lastMetrics: Record<string, number> | null;
   heartbeatAt: string | null;
+  /** When the current attempt started (status.json startedAt). */
+  startedAt: string | null;
   reason: string | null;
   gpuIndices: number[];
   /** The last metrics records (a few), for progress display. */

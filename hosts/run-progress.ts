@@ -68,6 +68,7 @@ export function describeProgress(ref: RunRef, host: string, raw: RawRunFiles, no
     step: null,
     lastMetrics: null,
     heartbeatAt: null,
+    startedAt: null,
     reason: null,
     gpuIndices: marker?.gpuIndices ?? [],
     metricsTail: parseMetricsTail(raw.metricsTail),
@@ -83,6 +84,7 @@ export function describeProgress(ref: RunRef, host: string, raw: RawRunFiles, no
     step: status?.step ?? base.metricsTail.at(-1)?.step ?? null,
     lastMetrics: status?.lastMetrics ?? null,
     heartbeatAt: status?.heartbeatAt ?? null,
+    startedAt: status?.startedAt ?? null,
     reason: status?.reason ?? null,
   };
   if (!progress.finished && raw.alive === false) {

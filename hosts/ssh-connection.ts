@@ -1,8 +1,13 @@
 import { readFile } from "node:fs/promises";
-import { Client, utils, type ClientChannel, type ConnectConfig, type SFTPWrapper } from "ssh2";
+import ssh2 from "ssh2";
+import type { Client as SshClient, ClientChannel, ConnectConfig, SFTPWrapper } from "ssh2";
 import { A3rError } from "../core/errors.ts";
 import { ChannelLimiter } from "./channel-limiter.ts";
 import { verifyHostKey, type HostKeyVerdict } from "./host-key.ts";
+
+// ssh2 is CommonJS: Node's ESM loader sees only its default export.
+const { Client, utils } = ssh2;
+type Client = SshClient;
 
 /**
  * One ssh2 connection to one host, shared by every run on it: keepalive on, host key

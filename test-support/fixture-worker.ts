@@ -28,6 +28,10 @@ function settingsOf(frontMatter: Record<string, unknown>): FixtureSettings {
 }
 
 export async function runFixtureWorker(argv: string[]): Promise<number> {
+  if (argv[0] === "--version") {
+    process.stdout.write("a3r-fixture 0.0.0\n");
+    return 0;
+  }
   const [verb, action, blueprintFile, flag, resultDir] = argv;
   if (verb !== "worker" || action !== "run" || !blueprintFile || flag !== "--result-dir" || !resultDir) {
     process.stderr.write("usage: fixture-a3r worker run <blueprint.md> --result-dir DIR\n");

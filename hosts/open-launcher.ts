@@ -1,0 +1,41 @@
+import type { HostConfig } from "./hosts-config.ts";
+import type { Launcher } from "./launcher.ts";
+import { LocalLauncher } from "./local-launcher.ts";
+import { QueueLauncher } from "./queue-launcher.ts";
+import { SshConnection } from "./ssh-connection.ts";
+import { SshLauncher } from "./ssh-launcher.ts";
+
+/**
+ * The one place that turns a hosts.yaml entry into a launcher. Opening an ssh launcher
+ * does not connect yet (the first command does, with the reconnect policy); a queue
+ * launcher connects to Redis and checks its eviction policy at once.
+ */
+export interface OpenLauncherOptions {
+  /** How long an ssh host may stay unreachable before a command fails; default 60 s. */
+  reconnectForMs?: number;
+}
+
+export function sshConnectionFor(host: Extract<HostConfig, { kind: "ssh" }>, options: OpenLauncherOptions = {}): SshConnection {
+  return new SshConnection({
+    name: host.name,
+    host: host.host,
+    port: host.port,
+    username: host.user,
+    identityFiles: host.identityFiles,
+    agent: host.agent ? process.env.SSH_AUTH_SOCK : undefined,
+    hostKey: host.host_key,
+    readyTimeoutMs: (host.connect_timeout ?? 10) * 1000,
+    reconnectForMs: options.reconnectForMs ?? 60_000,
+  });
+}
+
+export async function openLauncher(host: HostConfig, options: OpenLauncherOptions = {}): Promise<Launcher> {
+  switch (host.kind) {
+    case "local":
+      return new LocalLauncher({ host: host.name, workdir: host.workdir, a3r: host.a3r });
+    case "ssh":
+      return new SshLauncher({ host: host.name, workdir: host.workdir, a3r: host.a3r, connection: sshConnectionFor(host, options) });
+    case "queue":
+      return QueueLauncher.open({ host: host.name, redisUrl: host.redis, queue: host.queue, prefix: host.prefix });
+  }
+}
