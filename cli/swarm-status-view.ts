@@ -56,13 +56,13 @@ export function renderStatus(snapshot: StatusSnapshot): string {
     const last = rewards[rewards.length - 1]!;
     lines.push(`  reward       ${sparkline(rewards.slice(-60))}  last ${last.toFixed(3)}`);
   }
-  const running = Object.values((pool?.running_episode_details ?? {}) as Record<string, Record<string, unknown>>);
+  const running = Object.entries((pool?.running_episode_details ?? {}) as Record<string, Record<string, string>>);
   if (running.length > 0) {
     lines.push("  running episodes:");
     lines.push(`    ${"episode".padEnd(10)}${"client".padEnd(10)}${"type".padEnd(7)}${"calls".padStart(6)}${"idle s".padStart(9)}`);
-    for (const episode of running.slice(0, 20)) {
+    for (const [uuid, episode] of running.slice(0, 20)) {
       lines.push(
-        `    ${String(episode.episode_uuid).slice(0, 8).padEnd(10)}${String(episode.client_uuid).slice(0, 8).padEnd(10)}${String(episode.episode_type).padEnd(7)}${String(episode.calls).padStart(6)}${Number(episode.idle_seconds).toFixed(1).padStart(9)}`,
+        `    ${uuid.slice(0, 8).padEnd(10)}${String(episode.client_uuid ?? "").slice(0, 8).padEnd(10)}${String(episode.episode_type ?? "").padEnd(7)}${String(episode.llm_call_count ?? "").padStart(6)}${String(episode.time_since_last_activity ?? "").padStart(9)}`,
       );
     }
     if (running.length > 20) lines.push(`    ... and ${running.length - 20} more`);

@@ -121,7 +121,11 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
     sendJson(response, 200, { success: true });
   });
 
-  add("GET /get_current_batch_rollout_pool_information", "open", (_request, response) => sendJson(response, 200, poolInformation(coordinator)));
+  let bootingStartedAt: number | undefined;
+  coordinator.state.onTransition((record) => {
+    if (record.to === "ENGINE.BOOTING") bootingStartedAt = record.at;
+  });
+  add("GET /get_current_batch_rollout_pool_information", "open", (_request, response) => sendJson(response, 200, poolInformation(coordinator, () => bootingStartedAt)));
   add("GET /metrics", "open", (_request, response) => sendJson(response, 200, coordinator.metrics));
   add("GET /metrics/prometheus", "open", (_request, response) =>
     sendText(
@@ -168,33 +172,53 @@ function episodeCounters(coordinator: TrainingCoordinator): Record<string, numbe
   };
 }
 
+/** One entry of get_episode_buffer, with AgentJet's EpisodeStatus field names (keys never included). */
 function episodeView(episode: Episode, now: number): object {
   return {
     episode_uuid: episode.episodeUuid,
-    client_uuid: episode.clientUuid,
+    episode_status: episode.status,
     episode_type: episode.type,
+    openai_base_url: "",
+    openai_api_key: "",
+    client_uuid: episode.clientUuid,
+    latest_activity_timestamp: episode.lastActivityAt / 1000,
+    discard_episode_timeout: episode.discardTimeoutMs / 1000,
+    llm_call_count: episode.calls.length,
+    optional_task_id: episode.taskId ?? "",
+    // a3r additions
     status: episode.status,
     claimed_at: episode.claimedAt / 1000,
     idle_seconds: episode.status === "running" ? (now - episode.lastActivityAt) / 1000 : 0,
-    calls: episode.calls.length,
     claim_step: episode.claimStep,
-    ...(episode.taskId === undefined ? {} : { task_id: episode.taskId }),
     ...(episode.reward === undefined ? {} : { reward: episode.reward }),
     ...(episode.closeReason === undefined ? {} : { close_reason: episode.closeReason }),
   };
 }
 
-function poolInformation(coordinator: TrainingCoordinator): object {
+/** AgentJet's CurrentBatchRolloutPoolInformation (running_episode_details values are strings there) plus a3r fields. */
+function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () => number | undefined): object {
   const now = Date.now();
   const { progress } = coordinator.decision();
-  const running: Record<string, object> = {};
-  for (const episode of coordinator.registry.runningEpisodes()) running[episode.episodeUuid] = episodeView(episode, now);
+  const running: Record<string, Record<string, string>> = {};
+  for (const episode of coordinator.registry.runningEpisodes()) {
+    running[episode.episodeUuid] = {
+      episode_status: episode.status,
+      time_since_last_activity: ((now - episode.lastActivityAt) / 1000).toFixed(1),
+      client_uuid: episode.clientUuid,
+      episode_type: episode.type,
+      llm_call_count: String(episode.calls.length),
+    };
+  }
+  const details = coordinator.pool.taskDetails();
+  const booting = bootingStartedAt();
   return {
     ...progress,
-    completed_tasks_details: coordinator.pool.taskDetails(),
+    completed_tasks_details: details.episodes,
+    completed_task_rewards: details.rewards,
     engine_status: coordinator.state.state,
     engine_status_detail: coordinator.state.detail,
     global_step: coordinator.globalStep,
+    booting_start_time: booting === undefined ? null : booting / 1000,
     running_episodes: coordinator.registry.runningCount,
     max_env_worker: coordinator.config.max_env_worker,
     running_episode_details: running,

@@ -63,15 +63,15 @@ export class SamplePool {
     this.discarded += this.take(episodeUuids).length;
   }
 
-  /** Per task: how many episodes and their rewards (for pool information). */
-  taskDetails(): Record<string, { episodes: number; rewards: number[] }> {
-    const details: Record<string, { episodes: number; rewards: number[] }> = {};
-    for (const episode of this.#episodes.values()) {
-      const entry = (details[episode.taskId] ??= { episodes: 0, rewards: [] });
-      entry.episodes += 1;
-      entry.rewards.push(episode.reward);
+  /** Per task: its episode uuids and their rewards, in completion order (pool information). */
+  taskDetails(): { episodes: Record<string, string[]>; rewards: Record<string, number[]> } {
+    const episodes: Record<string, string[]> = {};
+    const rewards: Record<string, number[]> = {};
+    for (const episode of [...this.#episodes.values()].sort((a, b) => a.sequence - b.sequence)) {
+      (episodes[episode.taskId] ??= []).push(episode.episodeUuid);
+      (rewards[episode.taskId] ??= []).push(episode.reward);
     }
-    return details;
+    return { episodes, rewards };
   }
 
   /** Empties the pool: pooled samples came from the policy before a resume or restart. */
