@@ -2,28 +2,27 @@ import type OpenAI from "openai";
 import { askThroughOpenAI, firstWord, seededIndex, type AskPolicy, type EpisodeOutcome, type SwarmTask, type TaskInstance, type TaskMessage } from "../task-types.ts";
 
 /**
- * Multi-turn: the agent starts facing a compass direction and turns right (clockwise) three
- * times, saying after each turn where it faces. Each user turn is appended to the
+ * Multi-turn: the agent starts facing a compass direction and is told three times to turn
+ * left or right, saying after each turn where it faces. Each user turn is appended to the
  * conversation so far, so the episode's calls extend each other and merge into one sample.
  * The follow-up turns do not repeat the heading: the walk continues from where the agent
- * said it faces, so the right answer of a turn depends on the previous answer, which the
- * policy can only read from its own earlier message. An answer that is not a direction ends
- * the walk (the remaining turns count as wrong). Reward: the fraction of turns right.
- *
- * (Left and right turns mixed would need a conjunction of heading and turn word, which the
- * embedded policy learns far too slowly; this task is sized for it.)
+ * said it faces, so the right answer of a turn depends on the previous answer (which the
+ * policy can only read from its own earlier message) and on the new instruction. An answer
+ * that is not a direction ends the walk (the remaining turns count as wrong). Reward: the
+ * fraction of turns answered right. 4 starts x 8 turn sequences = 32 task ids.
  */
 export const directions = ["north", "east", "south", "west"] as const;
 export type Direction = (typeof directions)[number];
+export type Turn = "left" | "right";
 export const turnsPerEpisode = 3;
 
 export interface CompassWalkTask extends TaskInstance {
   start: Direction;
-  turns: number;
+  turns: Turn[];
 }
 
-export function turnRight(heading: Direction): Direction {
-  return directions[(directions.indexOf(heading) + 1) % 4]!;
+export function turnFrom(heading: Direction, turn: Turn): Direction {
+  return directions[(directions.indexOf(heading) + (turn === "right" ? 1 : 3)) % 4]!;
 }
 
 export function asDirection(word: string): Direction | undefined {
@@ -33,38 +32,39 @@ export function asDirection(word: string): Direction | undefined {
 export function firstMessages(task: CompassWalkTask): TaskMessage[] {
   return [
     { role: "system", content: "You walk on a compass. Answer with one direction." },
-    { role: "user", content: `You face ${task.start}. Turn right. Where do you face?` },
+    { role: "user", content: `You face ${task.start}. Turn ${task.turns[0]}. Where do you face?` },
   ];
 }
 
-export function followUpMessage(): TaskMessage {
-  return { role: "user", content: "Turn right again. Where do you face now?" };
+/** The user message of turn `turnIndex` >= 1; it never repeats the heading. */
+export function followUpMessage(task: CompassWalkTask, turnIndex: number): TaskMessage {
+  return { role: "user", content: `Now turn ${task.turns[turnIndex]}. Where do you face now?` };
 }
 
 /**
  * Per-turn correctness (1/0) and the reward (their mean). Turn k is right when its first word
- * is one step clockwise from the start (k = 0) or from answer k - 1.
+ * is the heading reached by turning from the start (k = 0) or from answer k - 1.
  */
 export function score(task: CompassWalkTask, answers: readonly string[]): { reward: number; correct: number[] } {
   const correct: number[] = [];
   let heading: Direction | undefined = task.start;
-  for (let index = 0; index < task.turns; index++) {
+  task.turns.forEach((turn, index) => {
     const said = asDirection(firstWord(answers[index] ?? ""));
-    correct.push(heading !== undefined && said === turnRight(heading) ? 1 : 0);
+    correct.push(heading !== undefined && said === turnFrom(heading, turn) ? 1 : 0);
     heading = said;
-  }
-  return { reward: correct.reduce((sum, value) => sum + value, 0) / task.turns, correct };
+  });
+  return { reward: correct.reduce((sum, value) => sum + value, 0) / task.turns.length, correct };
 }
 
 async function playEpisode(task: CompassWalkTask, ask: AskPolicy): Promise<EpisodeOutcome> {
   const messages = firstMessages(task);
   const answers: string[] = [];
-  for (let turnIndex = 0; turnIndex < task.turns; turnIndex++) {
+  for (let turnIndex = 0; turnIndex < task.turns.length; turnIndex++) {
     const answer = await ask([...messages], { maxTokens: 3 });
     answers.push(answer);
     messages.push({ role: "assistant", content: answer });
     if (!asDirection(firstWord(answer))) break;
-    if (turnIndex + 1 < task.turns) messages.push(followUpMessage());
+    if (turnIndex + 1 < task.turns.length) messages.push(followUpMessage(task, turnIndex + 1));
   }
   const { reward, correct } = score(task, answers);
   const logMetrics: Record<string, number> = {};
@@ -74,10 +74,11 @@ async function playEpisode(task: CompassWalkTask, ask: AskPolicy): Promise<Episo
 
 const task: SwarmTask<CompassWalkTask> = {
   name: "compass-walk",
-  description: "Multi-turn: turn right three times on a compass and say where you face after each turn.",
+  description: "Multi-turn: turn left or right three times on a compass and say where you face after each turn.",
   sampleTask(seed) {
     const start = directions[seededIndex(seed, 0, 4)]!;
-    return { taskId: `compass-walk-${start}`, start, turns: turnsPerEpisode };
+    const turns = Array.from({ length: turnsPerEpisode }, (_, index): Turn => (seededIndex(seed, index + 1, 2) === 0 ? "left" : "right"));
+    return { taskId: `compass-walk-${start}-${turns.join("-")}`, start, turns };
   },
   runEpisode: (openai: OpenAI, instance) => playEpisode(instance, askThroughOpenAI(openai)),
   playEpisode,
