@@ -1,12 +1,13 @@
-import type { WordTokenizer } from "./tokenizer.ts";
+import { endTokenId, roleTokenIds, type WordTokenizer } from "./tokenizer.ts";
 
 /**
  * What the policy sees when it picks the next token: hashed features of the conversation.
  *
  * The model is log-linear: the logit of each output word is the sum, over the active
  * features, of one weight row per feature (a hashed table of `2^featureBits` rows) times the
- * feature's scale. The main feature is the whole visible context of the turn (system prompt,
- * last user/tool message, previous assistant message) crossed with the position in the
+ * feature's scale. The main feature is the visible context of the turn (the first 16 words of
+ * the system prompt, the last 16 of the last user/tool message, the last 4 of the previous
+ * assistant message) crossed with the position in the
  * answer and the previous token: in effect a lookup table per distinct prompt. Word-level
  * features (each word of the last user message and of the previous assistant message) and a
  * shared "previous token" feature let it generalize a little, at a smaller scale so that they
@@ -47,7 +48,7 @@ interface MessageSlice {
  * the context key first, then the word keys.
  */
 export function turnFeatureKeys(tokens: readonly number[], messages: readonly MessageSlice[], tokenizer: WordTokenizer): number[] {
-  const isAnswerContext = (role: number): boolean => role === 1 || role === 3;
+  const isAnswerContext = (role: number): boolean => role === roleTokenIds.user || role === roleTokenIds.tool;
   let userIndex = -1;
   for (let index = messages.length - 1; index >= 0; index--) {
     if (isAnswerContext(messages[index]!.role)) {
@@ -57,16 +58,16 @@ export function turnFeatureKeys(tokens: readonly number[], messages: readonly Me
   }
   let assistantIndex = -1;
   for (let index = userIndex - 1; index >= 0; index--) {
-    if (messages[index]!.role === 2) {
+    if (messages[index]!.role === roleTokenIds.assistant) {
       assistantIndex = index;
       break;
     }
   }
-  const systemIndex = messages.findIndex((message) => message.role === 0);
+  const systemIndex = messages.findIndex((message) => message.role === roleTokenIds.system);
   const contentOf = (index: number, limit: number, fromEnd: boolean): number[] => {
     if (index < 0) return [];
     const { start, end } = messages[index]!;
-    const words = tokens.slice(start + 1, end).filter((id) => !tokenizer.isRoleToken(id) && id !== 4);
+    const words = tokens.slice(start + 1, end).filter((id) => !tokenizer.isRoleToken(id) && id !== endTokenId);
     return fromEnd ? words.slice(-limit) : words.slice(0, limit);
   };
   const user = contentOf(userIndex, maxUserWords, true);
@@ -109,12 +110,12 @@ export function forEachAssistantToken(
   let turnKeys: number[] | undefined;
   for (let index = 0; index < tokens.length; index++) {
     const token = tokens[index]!;
-    if (open?.role === 2 && turnKeys) visit(index, turnKeys, index - open.start - 1);
+    if (open?.role === roleTokenIds.assistant && turnKeys) visit(index, turnKeys, index - open.start - 1);
     if (tokenizer.isRoleToken(token)) {
       if (open) messages.push({ ...open, end: index });
       open = { role: token, start: index, end: index };
-      turnKeys = token === 2 ? turnFeatureKeys(tokens, messages, tokenizer) : undefined;
-    } else if (token === 4 && open) {
+      turnKeys = token === roleTokenIds.assistant ? turnFeatureKeys(tokens, messages, tokenizer) : undefined;
+    } else if (token === endTokenId && open) {
       messages.push({ ...open, end: index + 1 });
       open = undefined;
       turnKeys = undefined;
@@ -125,7 +126,7 @@ export function forEachAssistantToken(
 /** The features of the turn a generation prompt (ending in the assistant role token) opens. */
 export function promptTurnKeys(promptTokens: readonly number[], tokenizer: WordTokenizer): number[] {
   let keys: number[] = [];
-  forEachAssistantToken([...promptTokens, 4], tokenizer, (index, turnKeys) => {
+  forEachAssistantToken([...promptTokens, endTokenId], tokenizer, (index, turnKeys) => {
     if (index === promptTokens.length) keys = [...turnKeys];
   });
   return keys;
