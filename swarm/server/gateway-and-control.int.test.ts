@@ -207,6 +207,8 @@ describe("the episode protocol under bad input", () => {
     const refused = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "x", episode_type: "train", discard_episode_timeout: 60 }) });
     expect(refused.body.success).toBe(false);
     expect(String(refused.body.fail_cause)).toContain("max_env_worker");
+    // The phrase AgentJet's client matches to retry soon.
+    expect(String(refused.body.fail_cause)).toContain("No available episodes to claim.");
     for (const claim of claims) await client.abortEpisode(claim.episodeUuid);
     const again = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "x" }) });
     expect(again.body.success).toBe(true);

@@ -207,6 +207,7 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
       client_uuid: episode.clientUuid,
       episode_type: episode.type,
       llm_call_count: String(episode.calls.length),
+      optional_task_id: episode.taskId ?? "",
     };
   }
   const details = coordinator.pool.taskDetails();
@@ -214,6 +215,7 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
   return {
     ...progress,
     completed_tasks_details: details.episodes,
+    completed_tasks_client_uuids: details.clients,
     completed_task_rewards: details.rewards,
     engine_status: coordinator.state.state,
     engine_status_detail: coordinator.state.detail,

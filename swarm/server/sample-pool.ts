@@ -64,14 +64,16 @@ export class SamplePool {
   }
 
   /** Per task: its episode uuids and their rewards, in completion order (pool information). */
-  taskDetails(): { episodes: Record<string, string[]>; rewards: Record<string, number[]> } {
+  taskDetails(): { episodes: Record<string, string[]>; clients: Record<string, string[]>; rewards: Record<string, number[]> } {
     const episodes: Record<string, string[]> = {};
+    const clients: Record<string, string[]> = {};
     const rewards: Record<string, number[]> = {};
     for (const episode of [...this.#episodes.values()].sort((a, b) => a.sequence - b.sequence)) {
       (episodes[episode.taskId] ??= []).push(episode.episodeUuid);
+      (clients[episode.taskId] ??= []).push(episode.clientUuid);
       (rewards[episode.taskId] ??= []).push(episode.reward);
     }
-    return { episodes, rewards };
+    return { episodes, clients, rewards };
   }
 
   /** Empties the pool: pooled samples came from the policy before a resume or restart. */

@@ -45,7 +45,7 @@ describe("TrainingCoordinator", () => {
     expect(instance.pool.size).toBe(0);
     const refused = instance.claim({ clientUuid: "c2", type: "train", discardTimeoutSeconds: 60 });
     expect(refused.ok).toBe(false);
-    if (!refused.ok) expect(refused.failCause).toContain("ENGINE.ROLLING_POST");
+    if (!refused.ok) expect(refused.failCause).toContain("ENGINE.ROLLING_POST: Engine is in post-rolling phase.");
 
     end(instance, late.episodeUuid, "c", 1);
     // The late episode joined the pool of the next step, not this batch.

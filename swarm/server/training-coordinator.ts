@@ -190,10 +190,13 @@ export class TrainingCoordinator {
   claim(request: { clientUuid: string; type: EpisodeType; discardTimeoutSeconds: number | undefined }): { ok: true; episode: Episode } | { ok: false; failCause: string } {
     this.clients.seen(request.clientUuid);
     if (this.state.state !== "ENGINE.ROLLING") {
-      return { ok: false, failCause: `${this.state.state}: ${this.state.detail}; claims are accepted only while ENGINE.ROLLING, retry later` };
+      // The phrases after the state are the ones AgentJet's client matches to pick its retry delay.
+      const phrase = this.state.state === "ENGINE.ROLLING_POST" ? "Engine is in post-rolling phase. " : this.state.state === "ENGINE.WEIGHT_SYNCING" ? "Engine is syncing weights. " : "";
+      return { ok: false, failCause: `${this.state.state}: ${phrase}${this.state.detail}; claims are accepted only while ENGINE.ROLLING, retry later` };
     }
     const discardTimeoutMs = (request.discardTimeoutSeconds ?? this.config.episode_idle_timeout) * 1000;
-    return this.registry.claim({ clientUuid: request.clientUuid, type: request.type, discardTimeoutMs, step: this.globalStep });
+    const result = this.registry.claim({ clientUuid: request.clientUuid, type: request.type, discardTimeoutMs, step: this.globalStep });
+    return result.ok ? result : { ok: false, failCause: `No available episodes to claim. ${result.failCause}` };
   }
 
   /** Ends a running episode with its reward; train episodes go to the pool as samples. */
