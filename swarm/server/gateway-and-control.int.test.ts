@@ -190,7 +190,12 @@ describe("the episode protocol under bad input", () => {
     expect(badReward.status).toBe(400);
     expect(String(badReward.body.error)).toContain("workflow_output.reward");
 
-    await owner.endEpisode("a", episode.episodeUuid, { reward: 0.5 });
+    const noReward = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: null, metadata: { task_id: "a" } } }) });
+    expect(noReward.status).toBe(400);
+    // AgentJet clients may send a list of rewards: their mean counts.
+    const listed = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: [0, 1], metadata: { task_id: "a" }, log_metrics: { turns: [1, 3] } } }) });
+    expect(listed.status).toBe(200);
+    expect((await owner.episodeBuffer()).find((entry) => entry.episode_uuid === episode.episodeUuid)?.reward).toBe(0.5);
     const twice = await owner.endEpisode("a", episode.episodeUuid, { reward: 0.5 }).catch((error: unknown) => error);
     expect(twice).toBeInstanceOf(SwarmRequestError);
     expect((twice as SwarmRequestError).status).toBe(409);

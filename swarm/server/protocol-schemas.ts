@@ -14,11 +14,15 @@ export const claimEpisodeSchema = z.looseObject({
   throttle_policy: z.unknown().optional(),
 });
 
+const finite = z.number().refine(Number.isFinite, "must be a finite number");
+/** AgentJet allows a list of numbers where a number is expected; a3r takes their mean. */
+const numberOrList = z.union([finite, z.array(finite).min(1, "give at least one number")]).transform((value) => (Array.isArray(value) ? value.reduce((sum, item) => sum + item, 0) / value.length : value));
+
 export const workflowOutputSchema = z.looseObject({
-  reward: z.number().refine(Number.isFinite, "must be a finite number"),
+  reward: numberOrList,
   is_success: z.boolean().nullable().optional(),
   metadata: z.looseObject({ task_id: z.string().optional() }).nullable().optional(),
-  log_metrics: z.record(z.string(), z.number().refine(Number.isFinite, "must be a finite number")).nullable().optional(),
+  log_metrics: z.record(z.string(), numberOrList).nullable().optional(),
 });
 
 export const endEpisodeSchema = z.looseObject({
