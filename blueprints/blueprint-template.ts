@@ -1,5 +1,6 @@
 import type { Blueprint, BlueprintMode } from "./blueprint.ts";
 import { renderBlueprint } from "./render-blueprint.ts";
+import { stripTrailing } from "./section-values.ts";
 import { blueprintVersion } from "./front-matter-schema.ts";
 
 export interface BlueprintTemplateOptions {
@@ -18,7 +19,7 @@ export function blueprintTemplate(options: BlueprintTemplateOptions = {}): strin
   const id = options.id ?? "new-experiment";
   const mode = options.mode ?? "swarm";
   const codebase = "/opt/a3r/examples/grpo-arithmetic";
-  const resultDir = `${(options.resultRoot ?? "/tmp/a3r-runs").replace(/\/+$/, "")}/${id}`;
+  const resultDir = `${stripTrailing(options.resultRoot ?? "/tmp/a3r-runs", "/")}/${id}`;
   const command =
     mode === "swarm"
       ? `cd ${codebase}\nnpx a3r swarm server --config configs/grpo-base.yaml &\n.venv/bin/python clients/arithmetic_client.py --episodes 2000`

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isA3rError } from "../core/errors.ts";
-import { checkCommand, defaultCommandRules, mergeCommandPolicy } from "./command-policy.ts";
+import { checkCommand, defaultCommandRules, maxCheckedLineLength, mergeCommandPolicy } from "./command-policy.ts";
 import type { CommandRule } from "./command-policy.ts";
 
 const forbidden: [command: string, rule: string][] = [
@@ -106,6 +106,17 @@ describe("the default command policy", () => {
     const violations = checkCommand(command);
     expect(violations).toHaveLength(1);
     expect(violations[0]).toMatchObject({ ruleId: "rm-recursive-root", line: 3 });
+  });
+
+  it("refuses to check a line too long to check quickly, and stays fast", () => {
+    const started = performance.now();
+    const violations = checkCommand(`echo ok\n${"curl ".repeat(40_000)}\nrm -rf /`);
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(violations.map((violation) => [violation.ruleId, violation.line])).toEqual([["line-too-long", 1], ["rm-recursive-root", 2]]);
+    const worst = `${"bash -c curl ".repeat(Math.floor(maxCheckedLineLength / 13))}`;
+    const start = performance.now();
+    checkCommand(worst);
+    expect(performance.now() - start).toBeLessThan(2000);
   });
 
   it("warns about sudo without forbidding it", () => {

@@ -148,13 +148,31 @@ function compile(rule: CommandRule): RegExp {
   return pattern;
 }
 
+/**
+ * Longest logical line the rules are run on. Some patterns are quadratic on pathological
+ * input, and no real launch command is this long: longer content belongs in a script file.
+ */
+export const maxCheckedLineLength = 8192;
+
 /** Every rule the command breaks, in rule order, at most once per rule and logical line. */
 export function checkCommand(command: string, rules: readonly CommandRule[] = defaultCommandRules): CommandViolation[] {
   const violations: CommandViolation[] = [];
   const lines = logicalLines(command);
+  for (const { text, line } of lines) {
+    if (text.length > maxCheckedLineLength) {
+      violations.push({
+        ruleId: "line-too-long",
+        reason: `a command line over ${maxCheckedLineLength} characters cannot be checked; put long content in a script file`,
+        severity: "error",
+        match: `${text.slice(0, 40)}...`,
+        line,
+      });
+    }
+  }
+  const checked = lines.filter(({ text }) => text.length <= maxCheckedLineLength);
   for (const rule of rules) {
     const pattern = compile(rule);
-    for (const { text, line } of lines) {
+    for (const { text, line } of checked) {
       const match = pattern.exec(text);
       if (match) violations.push({ ruleId: rule.id, reason: rule.reason, severity: rule.severity, match: match[0].trim(), line });
     }

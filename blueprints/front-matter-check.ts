@@ -35,7 +35,7 @@ export function checkFrontMatter(
     const path = issue.path.map(String).join(".");
     const top = String(issue.path[0] ?? "");
     const line = lineOfPath(issue.path.map(String), fieldLines);
-    const missing = issue.code === "invalid_type" && !hasPath(data, issue.path.map(String));
+    const missing = !hasPath(data, issue.path.map(String));
     const message = missing
       ? `front matter lacks the required field "${path}"`
       : `front matter field "${path}" is invalid: ${issue.message}`;

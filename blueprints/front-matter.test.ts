@@ -64,6 +64,29 @@ describe("front matter safety", () => {
     expect(result.data.day).not.toBeInstanceOf(Date);
   });
 
+  it("never builds Dates, Buffers or Sets from explicit tags, and warns instead", () => {
+    const result = readFrontMatter("---\nday: !!timestamp 2026-01-01\nblob: !!binary aGVsbG8=\nset: !!set { a, b }\nfn: !!js/function 'function () {}'\n---\n");
+    expect(result.data).toEqual({ day: "2026-01-01", blob: "aGVsbG8=", set: { a: null, b: null }, fn: "function () {}" });
+    expect(result.problems.map((item) => [item.code, item.line, item.severity])).toEqual([
+      ["YAML_WARNING", 2, "warning"],
+      ["YAML_WARNING", 3, "warning"],
+      ["YAML_WARNING", 4, "warning"],
+      ["YAML_WARNING", 5, "warning"],
+    ]);
+  });
+
+  it("turns alias bombs, absurd nesting and huge front matter into findings, never a throw", () => {
+    const levels = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+    for (const [name, previous] of [["b", "a"], ["c", "b"], ["d", "c"], ["e", "d"]]) levels.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(", ")}]`);
+    expect(readFrontMatter(`---\n${levels.join("\n")}\n---\n`).problems.map((item) => item.code)).toEqual(["YAML_INVALID"]);
+    const nested = readFrontMatter(`---\nx: ${"[".repeat(60_000)}\n---\n`);
+    expect(nested.problems.length).toBeGreaterThan(0);
+    expect(nested.problems.every((item) => item.code === "YAML_INVALID")).toBe(true);
+    const huge = readFrontMatter(`---\nx: "${"y".repeat(70_000)}"\n---\n# t\n`);
+    expect(huge.problems.map((item) => [item.code, item.line])).toEqual([["FRONT_MATTER_TOO_LARGE", 1]]);
+    expect(huge.body).toBe("# t\n");
+  });
+
   it("gives YAML errors the line of the file they are on", () => {
     const result = readFrontMatter("---\na3r: blueprint/v1\nid: x\nbad: [1, 2\nmode: swarm\n---\n# t\n");
     expect(result.problems[0]).toMatchObject({ code: "YAML_INVALID" });

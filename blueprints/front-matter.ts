@@ -21,6 +21,9 @@ export interface FrontMatter {
 
 const yamlLanguages = new Set(["", "yaml", "yml"]);
 
+/** Machine fields fit in a few lines; a front matter this large is a mistake or an attack. */
+export const maxFrontMatterChars = 64 * 1024;
+
 function refuseEngine(language: string): () => never {
   return () => {
     throw new Error(`front matter in ${language} is never evaluated`);
@@ -67,11 +70,31 @@ export function readFrontMatter(text: string): FrontMatter {
     };
   }
 
+  const block = text.slice(firstNewline, closing);
+  if (block.length > maxFrontMatterChars) {
+    return {
+      ...fallback,
+      problems: [
+        problem("FRONT_MATTER_TOO_LARGE", 1, `the front matter is ${block.length} characters, over the ${maxFrontMatterChars} limit`, "keep the front matter to the machine fields; put long text in the sections"),
+      ],
+    };
+  }
+
   const lineCounter = new LineCounter();
   let document: Document.Parsed | undefined;
+  let failure: unknown;
   const parseYaml = (source: string): object => {
-    document = parseDocument(source, { version: "1.2", schema: "core", lineCounter, prettyErrors: true, uniqueKeys: true });
-    return document.errors.length > 0 ? {} : document.toJS({ maxAliasCount: 100 });
+    try {
+      // resolveKnownTags off: an explicit !!timestamp, !!binary or !!set stays plain text
+      // (with a warning) instead of becoming a Date, Buffer or Set.
+      document = parseDocument(source, { version: "1.2", schema: "core", resolveKnownTags: false, lineCounter, prettyErrors: true, uniqueKeys: true });
+      return document.errors.length > 0 ? {} : (document.toJS({ maxAliasCount: 100 }) as object);
+    } catch (error) {
+      // The alias-count guard and stack overflows on absurd nesting throw instead of
+      // reporting: they are still just invalid YAML to the person who wrote it.
+      failure = error;
+      return {};
+    }
   };
   const parsed = matter(text, {
     language: "yaml",
@@ -89,19 +112,24 @@ export function readFrontMatter(text: string): FrontMatter {
   const body = parsed.content;
   const bodyStartLine = lineOfOffset(text, text.length - body.length);
   const result: FrontMatter = { present: true, data: {}, body, bodyStartLine, fieldLines: {}, problems: [] };
+  const yamlHint = "fix the YAML syntax on that line (quote values holding ': ' or '#', indent nested keys)";
+  if (failure !== undefined) {
+    const message = failure instanceof Error ? failure.message : String(failure);
+    result.problems = [problem("YAML_INVALID", 1, `front matter cannot be read: ${firstMessageLine(message)}`, "write plain fields: no deep nesting, no alias expansion tricks")];
+    return result;
+  }
   if (document === undefined) return result;
 
   if (document.errors.length > 0) {
-    result.problems = document.errors.map((error) =>
-      problem(
-        "YAML_INVALID",
-        error.linePos?.[0]?.line ?? 1,
-        `front matter is not valid YAML: ${firstMessageLine(error.message)}`,
-        "fix the YAML syntax on that line (quote values holding ': ' or '#', indent nested keys)",
-      ),
+    // The first few are enough to fix; the rest usually follow from them.
+    result.problems = document.errors.slice(0, 5).map((error) =>
+      problem("YAML_INVALID", error.linePos?.[0]?.line ?? 1, `front matter is not valid YAML: ${firstMessageLine(error.message)}`, yamlHint),
     );
     return result;
   }
+  result.problems = document.warnings.slice(0, 5).map((warning) =>
+    problem("YAML_WARNING", warning.linePos?.[0]?.line ?? 1, `front matter: ${firstMessageLine(warning.message)}`, "drop the !tag: blueprint fields are plain text, numbers, lists and mappings", "warning"),
+  );
   const contents = document.contents;
   const data = parsed.data as unknown;
   if (contents !== null && !isMap(contents)) {

@@ -60,14 +60,12 @@ export const a3rSectionTitles: Record<SectionKey, string> = {
 export function classifyHeading(heading: string): { key: SectionKey | undefined; agentjet: boolean } {
   const bracket = /\[\s*(exp_[a-z_]+|other_notes)\s*\]/i.exec(heading);
   if (bracket) return { key: agentjetHeadings[bracket[1]!.toLowerCase()], agentjet: true };
-  // "Time Budget (hard kill)" and "1. Purpose:" still name their section.
-  const plain = heading
-    .replace(/^\d+[.)]\s*/, "")
-    .replace(/\(.*\)\s*$/, "")
-    .replace(/[:.]\s*$/, "")
-    .trim()
-    .toLowerCase()
-    .replace(/\s+/g, " ");
+  // "Time Budget (hard kill)" and "1. Purpose:" still name their section. Plain string
+  // steps, no backtracking regex: a heading line can be as long as the file.
+  let plain = heading.trim().replace(/^\d+[.)]\s*/, "");
+  if (plain.endsWith(")") && plain.includes("(")) plain = plain.slice(0, plain.indexOf("(")).trimEnd();
+  if (plain.endsWith(":") || plain.endsWith(".")) plain = plain.slice(0, -1).trimEnd();
+  plain = plain.toLowerCase().split(/\s+/).join(" ");
   return { key: a3rHeadings[plain], agentjet: false };
 }
 
@@ -111,15 +109,14 @@ export function splitSections(body: string, firstLine: number): SplitBody {
       current?.lines.push(text);
       return;
     }
-    const section = /^##(?!#)\s*(.*?)\s*#*\s*$/.exec(text);
-    if (section) {
+    const level = headingLevel(text);
+    if (level === 2) {
       close();
-      current = { heading: section[1] ?? "", line: lineNumber, lines: [], startLine: lineNumber + 1 };
+      current = { heading: headingText(text, 2), line: lineNumber, lines: [], startLine: lineNumber + 1 };
       return;
     }
-    const heading = /^#(?!#)\s+(.*?)\s*#*\s*$/.exec(text);
-    if (heading && title === undefined && current === undefined) {
-      title = { text: heading[1] ?? "", line: lineNumber };
+    if (level === 1 && title === undefined && current === undefined) {
+      title = { text: headingText(text, 1), line: lineNumber };
       return;
     }
     current?.lines.push(text);
@@ -139,5 +136,23 @@ function trimBlankLines(lines: string[]): { content: string; offset: number } {
   let end = lines.length;
   while (start < end && lines[start]!.trim() === "") start += 1;
   while (end > start && lines[end - 1]!.trim() === "") end -= 1;
-  return { content: lines.slice(start, end).join("\n").replace(/\s+$/, ""), offset: start };
+  return { content: lines.slice(start, end).join("\n").trimEnd(), offset: start };
+}
+
+/** 1 for `# x`, 2 for `## x`, 0 otherwise (three or more #, or no space after them). */
+function headingLevel(line: string): number {
+  let count = 0;
+  while (line.charAt(count) === "#") count += 1;
+  if (count === 0 || count > 2) return 0;
+  const next = line.charAt(count);
+  return next === "" || next === " " || next === "\t" || (count === 2 && next !== "") ? count : 0;
+}
+
+/** The heading's text without the #s and an optional closing `##` sequence. */
+function headingText(line: string, level: number): string {
+  let text = line.slice(level).trim();
+  let end = text.length;
+  while (end > 0 && text.charAt(end - 1) === "#") end -= 1;
+  if (end < text.length && (end === 0 || text.charAt(end - 1) === " ")) text = text.slice(0, end).trimEnd();
+  return text;
 }

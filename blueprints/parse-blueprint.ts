@@ -10,7 +10,7 @@ import { checkFrontMatter } from "./front-matter-check.ts";
 import { blueprintIdMaxLength, isSafeBlueprintId } from "./front-matter-schema.ts";
 import { a3rSectionTitles, splitSections } from "./markdown-sections.ts";
 import type { RawSection } from "./markdown-sections.ts";
-import { extractCommand, extractPath, extractTimeBudgetText, fencedBlockOffset, parseTimeBudget, saysNone } from "./section-values.ts";
+import { extractCommand, extractPath, stripTrailing, extractTimeBudgetText, fencedBlockOffset, parseTimeBudget, saysNone } from "./section-values.ts";
 import { guardText, normalizeNewlines } from "./text-guards.ts";
 
 export interface BlueprintAnalysis {
@@ -74,7 +74,7 @@ export function analyzeBlueprint(input: string, file?: string): BlueprintAnalysi
 
   if (!frontMatter.present && format === "a3r") {
     problems.push(problem("FRONT_MATTER_MISSING", 1, "an a3r blueprint needs YAML front matter (a3r, id, mode ...)", "start the file with --- , a3r: blueprint/v1, id: ..., mode: ..., then ---"));
-  } else if (frontMatter.problems.length === 0) {
+  } else if (!hasErrors(frontMatter.problems)) {
     problems.push(...checkFrontMatter(frontMatter.data, format, frontMatter.fieldLines));
   }
 
@@ -135,7 +135,7 @@ function errorCodeOf(code: Problem["code"]): ErrorCode {
 
 function chooseId(declared: unknown, resultDir: string, file: string | undefined): string {
   if (typeof declared === "string" && declared !== "") return declared;
-  const fromResult = toSafeId(basename(resultDir.replace(/\/+$/, "")));
+  const fromResult = toSafeId(basename(stripTrailing(resultDir, "/")));
   if (fromResult !== "") return fromResult;
   const fromFile = toSafeId(basename(file ?? "").replace(/\.md$/i, "").replace(/\.agentjet$/i, "").replace(/^blueprint$/i, ""));
   return fromFile !== "" ? fromFile : "blueprint";

@@ -1,37 +1,96 @@
 import { parseDuration } from "../core/duration.ts";
 
+/** Removes trailing characters of `set` (a loop: `/[.:]+$/` is quadratic on long runs). */
+export function stripTrailing(text: string, set: string): string {
+  let end = text.length;
+  while (end > 0 && set.includes(text.charAt(end - 1))) end -= 1;
+  return text.slice(0, end);
+}
+
 /**
  * Reading one value out of a section's text. Authors write paths in backticks (a3r), as
  * `- dir: ...` bullets (AgentJet) or inside a sentence; these functions accept all three and
  * return the value alone. Pure: they never look at the file system.
  */
 
-const bulletLine = /^\s*[-*+]\s+(?:\*\*|__)?([A-Za-z_][\w ]*?)(?:\*\*|__)?\s*[:：]\s*(.*?)\s*$/;
+/** `- key: value` split by hand: a regular expression here backtracks badly on long lines. */
+function splitBullet(line: string): { key: string; value: string } | undefined {
+  const trimmed = line.trimStart();
+  if (!"-*+".includes(trimmed.charAt(0)) || !/\s/.test(trimmed.charAt(1))) return undefined;
+  const rest = trimmed.slice(2);
+  const colon = [rest.indexOf(":"), rest.indexOf("：")].filter((index) => index !== -1).sort((a, b) => a - b)[0];
+  if (colon === undefined) return undefined;
+  const key = stripEmphasis(rest.slice(0, colon).trim()).trim();
+  if (!/^[A-Za-z_][\w ]*$/.test(key)) return undefined;
+  return { key: key.toLowerCase().split(" ").filter(Boolean).join("_"), value: rest.slice(colon + 1).trim() };
+}
+
+function stripEmphasis(text: string): string {
+  for (const mark of ["**", "__"]) if (text.startsWith(mark) && text.endsWith(mark) && text.length >= 4) return text.slice(2, -2);
+  return text;
+}
 
 /** The value of the first `- key: value` bullet whose key is one of `keys` (any key when empty). */
 export function bulletValue(content: string, keys: readonly string[] = []): string | undefined {
   for (const line of content.split("\n")) {
-    const match = bulletLine.exec(line);
-    if (!match) continue;
-    const key = match[1]!.trim().toLowerCase().replace(/\s+/g, "_");
-    if (keys.length === 0 || keys.includes(key)) return match[2]!;
+    const bullet = splitBullet(line);
+    if (bullet && (keys.length === 0 || keys.includes(bullet.key))) return bullet.value;
   }
   return undefined;
 }
 
-/** The text of the first inline code span (`like this`), or undefined. */
+/**
+ * The text of the first inline code span (`like this`), or undefined. Scanned by hand in one
+ * pass: an opening run of n backticks is closed by the next run of exactly n.
+ */
 export function firstCodeSpan(content: string): string | undefined {
-  const match = /(`+)(?!`)([\s\S]*?[^`])\1(?!`)/.exec(content);
-  if (!match) return undefined;
-  const inner = match[2]!;
-  // Markdown strips one space on each side when both are present (`` `x` ``).
-  return inner.startsWith(" ") && inner.endsWith(" ") && inner.trim() !== "" ? inner.slice(1, -1) : inner;
+  const runs: { start: number; length: number }[] = [];
+  for (let index = 0; index < content.length; ) {
+    if (content.charCodeAt(index) !== 96) {
+      index += 1;
+      continue;
+    }
+    const start = index;
+    while (index < content.length && content.charCodeAt(index) === 96) index += 1;
+    runs.push({ start, length: index - start });
+  }
+  const nextOfLength = new Map<number, number[]>();
+  runs.forEach((run, position) => {
+    const list = nextOfLength.get(run.length) ?? [];
+    list.push(position);
+    nextOfLength.set(run.length, list);
+  });
+  const cursor = new Map<number, number>();
+  for (let position = 0; position < runs.length; position += 1) {
+    const run = runs[position]!;
+    const list = nextOfLength.get(run.length)!;
+    let at = cursor.get(run.length) ?? 0;
+    while (at < list.length && list[at]! <= position) at += 1;
+    cursor.set(run.length, at);
+    const closing = list[at];
+    if (closing === undefined) continue;
+    const inner = content.slice(run.start + run.length, runs[closing]!.start);
+    // Markdown strips one space on each side when both are present (`` `x` ``).
+    const span = inner.startsWith(" ") && inner.endsWith(" ") && inner.trim() !== "" ? inner.slice(1, -1) : inner;
+    return span;
+  }
+  return undefined;
 }
 
 function unwrap(value: string): string {
-  const span = firstCodeSpan(value);
-  if (span !== undefined && value.trim().replace(/^`+|`+$/g, "").trim() === span.trim()) return span.trim();
-  return value.trim().replace(/^["']|["']$/g, "").trim();
+  const trimmed = value.trim();
+  const span = firstCodeSpan(trimmed);
+  if (span !== undefined && trimmed.startsWith("`") && trimmed.endsWith("`") && stripEnds(trimmed, "`").trim() === span.trim()) return span.trim();
+  return stripEnds(trimmed, "\"'", 1).trim();
+}
+
+/** Removes characters of `set` from both ends (at most `limit` from each); no regex backtracking. */
+export function stripEnds(text: string, set: string, limit = Number.POSITIVE_INFINITY): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && start < limit && set.includes(text.charAt(start))) start += 1;
+  while (end > start && text.length - end < limit && set.includes(text.charAt(end - 1))) end -= 1;
+  return text.slice(start, end);
 }
 
 const pathKeys = ["dir", "path", "directory", "exe", "python", "venv", "file", "location"];
@@ -47,7 +106,7 @@ export function extractPath(content: string): string {
   const bullet = bulletValue(content, pathKeys) ?? bulletValue(content);
   if (bullet !== undefined && bullet !== "") return unwrap(bullet);
   const absolute = /(?:^|[\s(:：])((?:\/|~\/)[^\s`'"),;]*)/.exec(content);
-  if (absolute) return absolute[1]!.replace(/[.:]+$/, "");
+  if (absolute) return stripTrailing(absolute[1]!, ".:");
   const firstLine = content.split("\n").find((line) => line.trim() !== "") ?? "";
   return unwrap(firstLine.replace(/^\s*[-*+]\s+/, ""));
 }
@@ -56,10 +115,13 @@ const noneWords = new Set(["none", "n/a", "na", "null", "-"]);
 
 /** True when a configuration section says there is no file ("none", "N/A", "None (defaults)"). */
 export function saysNone(content: string): boolean {
-  const value = extractPath(content).toLowerCase().replace(/[.!]+$/, "");
+  const value = stripTrailing(extractPath(content).toLowerCase(), ".!");
   if (noneWords.has(value)) return true;
   if (/(?:^|\s)\/\S/.test(content) || firstCodeSpan(content) !== undefined) return false;
-  const firstWord = /^\s*(?:[-*+]\s+(?:[\w ]+[:：]\s*)?)?([A-Za-z/]+)/.exec(content)?.[1]?.toLowerCase();
+  const firstLine = (content.split("\n").find((line) => line.trim() !== "") ?? "").trim();
+  const bullet = splitBullet(firstLine);
+  const lead = bullet ? bullet.value : "-*+".includes(firstLine.charAt(0)) ? firstLine.slice(1).trim() : firstLine;
+  const firstWord = /^[A-Za-z/]+/.exec(lead)?.[0]?.toLowerCase();
   return firstWord !== undefined && noneWords.has(firstWord);
 }
 
@@ -121,6 +183,8 @@ export function extractTimeBudgetText(content: string): string {
  */
 export function parseTimeBudget(text: string): number | undefined {
   const direct = text.trim();
+  // No real budget is longer; the cap also keeps the scan below linear on hostile input.
+  if (direct.length > 200) return undefined;
   if (direct === "" || /^\d+(?:\.\d+)?$/.test(direct)) return undefined;
   const exact = parseDuration(direct);
   if (exact !== undefined && exact > 0) return exact;
