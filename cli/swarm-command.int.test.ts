@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
@@ -66,5 +66,22 @@ describe("a3r swarm", () => {
     const down = await a3r("swarm", "status", "--url", server.url);
     expect(down.code).toBe(1);
     expect(down.stdout).toContain("ENGINE.CANNOT_CONNECT");
+  });
+
+  it("exits 0 by itself after max_steps with --exit-when-finished, after a checkpoint", async () => {
+    directory ??= await temporaryDirectory("swarm-cli");
+    const experimentDir = join(directory.path, "finishing");
+    const finishing = await startServerProcess(directory.path, `port: 0\ntrain_batch_size: 1\nnum_repeat: 1\nmax_steps: 1\nexperiment_dir: ${experimentDir}\n`, ["--exit-when-finished"]);
+    const client = new SwarmClient({ url: finishing.url });
+    await waitForState(client, "ENGINE.ROLLING");
+    const episode = await client.beginEpisode();
+    await client.endEpisode("only", episode.episodeUuid, { reward: 1 });
+    const finished = await client.beginEpisode({ maxWaitMs: 10_000 }).catch((error: unknown) => error);
+    expect((finished as Error).name).toBe("SwarmFinishedError");
+    const started = Date.now();
+    expect(await finishing.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const latest = JSON.parse(await readFile(join(experimentDir, "checkpoints", "latest.json"), "utf8")) as { step: number };
+    expect(latest.step).toBe(1);
   });
 });

@@ -51,7 +51,8 @@ export function registerSwarmCommands(program: Command): void {
     .option("--admin-token <token>", "token required on control endpoints (or A3R_SWARM_ADMIN_TOKEN)")
     .option("--resume", "resume from the latest checkpoint in experiment_dir when there is one")
     .option("--no-start", "wait for start_engine instead of starting the engine at once")
-    .action(async (options: { config: string; port?: number; host?: string; adminToken?: string; resume?: boolean; start: boolean }) => {
+    .option("--exit-when-finished", "exit (code 0) a few seconds after max_steps is reached, once clients have seen it")
+    .action(async (options: ServeOptions) => {
       await serve(options);
     });
 
@@ -81,7 +82,20 @@ export function registerSwarmCommands(program: Command): void {
     });
 }
 
-async function serve(options: { config: string; port?: number; host?: string; adminToken?: string; resume?: boolean; start: boolean }): Promise<void> {
+interface ServeOptions {
+  config: string;
+  port?: number;
+  host?: string;
+  adminToken?: string;
+  resume?: boolean;
+  start: boolean;
+  exitWhenFinished?: boolean;
+}
+
+/** Clients back off for at most 2 s between claims: this lets them all see "finished". */
+const finishedGraceMs = 5000;
+
+async function serve(options: ServeOptions): Promise<void> {
   let config;
   try {
     config = await loadSwarmConfig(options.config);
@@ -111,6 +125,13 @@ async function serve(options: { config: string; port?: number; host?: string; ad
     };
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     process.once("SIGINT", () => shutdown("SIGINT"));
+    if (options.exitWhenFinished) {
+      server.coordinator.state.onTransition((record) => {
+        if (record.to === "ENGINE.OFFLINE" && record.reason.startsWith("finished")) {
+          setTimeout(() => shutdown(`${record.reason}; exiting`), finishedGraceMs).unref();
+        }
+      });
+    }
   });
 }
 

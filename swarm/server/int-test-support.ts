@@ -18,6 +18,8 @@ export interface ServerProcess {
   url: string;
   child: ChildProcess;
   output(): string;
+  /** Resolves with the exit code when the process ends by itself or is stopped. */
+  exited: Promise<number | null>;
   /** SIGTERM and wait for the exit (checkpoint on stop). */
   stop(): Promise<number | null>;
   kill(): Promise<void>;
@@ -55,6 +57,7 @@ export async function startServerProcess(directory: string, configText: string, 
     url,
     child,
     output: () => output,
+    exited,
     stop: async () => {
       if (child.exitCode === null) child.kill("SIGTERM");
       return exited;
