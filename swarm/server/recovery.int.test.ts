@@ -4,8 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
-import { SwarmClient, runEpisodes } from "../client/index.ts";
-import itemColor from "../../examples/tasks/item-color/task.ts";
+import { SwarmClient, runEpisodes, type EpisodeTask } from "../client/index.ts";
 import { startServerProcess, temporaryDirectory, waitFor, waitForState, type ServerProcess } from "./int-test-support.ts";
 
 /**
@@ -17,6 +16,20 @@ import { startServerProcess, temporaryDirectory, waitFor, waitForState, type Ser
 const fixture = fileURLToPath(new URL("./__fixtures__/hanging-client.ts", import.meta.url));
 const config = (experimentDir: string): string =>
   ["port: 0", "train_batch_size: 2", "num_repeat: 2", "save_freq: 2", "max_env_worker: 16", `experiment_dir: ${experimentDir}`, "episode_idle_timeout: 30"].join("\n");
+
+/** A one-call task defined here, so swarm/ stays free of the rest of a3r. */
+const itemColor: EpisodeTask<{ taskId: string; item: string }> = {
+  name: "colour",
+  sampleTask: (seed) => {
+    const item = ["sky", "apple", "grass", "snow"][seed % 4]!;
+    return { taskId: `colour-${item}`, item };
+  },
+  async runEpisode(openai, task) {
+    const answer = await openai.chat.completions.create({ model: "m", messages: [{ role: "user", content: `What colour is the ${task.item}?` }], max_tokens: 3 });
+    const reward = (answer.choices[0]?.message.content ?? "").length % 3 === 0 ? 1 : 0;
+    return { reward, isSuccess: reward === 1 };
+  },
+};
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
