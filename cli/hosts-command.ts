@@ -9,6 +9,7 @@ import { resolveCapacity } from "../hosts/host-capacity.ts";
 import { loadHostsFile, type HostsFile } from "../hosts/hosts-config.ts";
 import { dispatchBlueprints, isDone, type DispatchHost, type DispatchItem, type DispatchRow } from "../hosts/dispatcher.ts";
 import { openLauncher } from "../hosts/open-launcher.ts";
+import { SshLauncher } from "../hosts/ssh-launcher.ts";
 import { dispatchChanges, formatTable, renderDispatchTable, renderHostChecks } from "../hosts/run-table.ts";
 import { registerWorkerDaemonCommand } from "../hosts/worker-daemon-command.ts";
 import type { Launcher, RunProgress } from "../hosts/launcher.ts";
@@ -70,6 +71,8 @@ async function openHosts(file: HostsFile): Promise<{ hosts: DispatchHost[]; prob
     let launcher: Launcher | undefined;
     try {
       launcher = await openLauncher(config, { reconnectForMs: 5000 });
+      // Connect now, so an unreachable host is left out with its reason instead of failing later.
+      if (launcher instanceof SshLauncher) await launcher.connection.connect();
       hosts.push({ config, launcher, capacity: await resolveCapacity(config, launcher) });
     } catch (error) {
       await launcher?.close().catch(() => undefined);

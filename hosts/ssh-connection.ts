@@ -193,12 +193,18 @@ export class SshConnection {
   /** Runs a shell command on the host and collects its output. */
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     for (;;) {
+      let connected = false;
       try {
-        return await this.limiter.run(async () => this.execOnce(await this.ensureClient(), command, options.timeoutMs ?? 30_000));
+        return await this.limiter.run(async () => {
+          const client = await this.ensureClient();
+          connected = true;
+          return this.execOnce(client, command, options.timeoutMs ?? 30_000);
+        });
       } catch (error) {
-        const dropped = error instanceof A3rError && error.code === "HOST_UNREACHABLE" && !this.closed;
+        // Only a drop under a running command is retried; a failed (re)connect has already
+        // had its backoff and is final.
+        const dropped = connected && error instanceof A3rError && error.code === "HOST_UNREACHABLE" && !this.closed;
         if (!dropped || !options.idempotent) throw error;
-        // The connection dropped under an idempotent command: reconnect (with backoff) and run it again.
       }
     }
   }
@@ -245,9 +251,11 @@ export class SshConnection {
   /** Runs `task` with an SFTP session (one channel), retried after a drop when `idempotent`. */
   async withSftp<T>(task: (sftp: SFTPWrapper) => Promise<T>, options: { idempotent?: boolean } = {}): Promise<T> {
     for (;;) {
+      let connected = false;
       try {
         return await this.limiter.run(async () => {
           const client = await this.ensureClient();
+          connected = true;
           const sftp = await new Promise<SFTPWrapper>((resolve, reject) => {
             client.sftp((error, session) => (error ? reject(this.channelError(error)) : resolve(session)));
           });
@@ -261,7 +269,7 @@ export class SshConnection {
           }
         });
       } catch (error) {
-        const dropped = error instanceof A3rError && error.code === "HOST_UNREACHABLE" && !this.closed;
+        const dropped = connected && error instanceof A3rError && error.code === "HOST_UNREACHABLE" && !this.closed;
         if (!dropped || !options.idempotent) throw error;
       }
     }
