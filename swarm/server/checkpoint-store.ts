@@ -13,6 +13,9 @@ import type { StepMetrics } from "./step-metrics.ts";
  * metrics.jsonl                                 one StepMetrics per line, appended per step
  * ```
  *
+ * metrics.jsonl is append-only: after a resume, the steps redone after the checkpoint
+ * appear again further down (a reader keeps the last line of each step).
+ *
  * JSON files are written atomically (temp file + rename) so a SIGKILL mid-write leaves the
  * previous checkpoint usable. Not stored: the pool and running episodes (they belong to
  * the policy of before the restart and are collected again).
