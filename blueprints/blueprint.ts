@@ -47,9 +47,10 @@ export interface Blueprint {
   format: BlueprintFormat;
   file?: string;
   /**
-   * 1-based line numbers: sections under their field name (`command`, `resultDir` ...),
-   * front-matter fields under their dotted path (`id`, `metric.goal`), `title` for the
-   * `#` heading and `frontMatter` for the opening `---`.
+   * 1-based line numbers: section headings under their field name (`command`,
+   * `resultDir` ...), where each value starts under `<field>.value` (for the command, its
+   * first line inside the code block), front-matter fields under their dotted path (`id`,
+   * `metric.goal`), `title` for the `#` heading and `frontMatter` for the opening `---`.
    */
   lines: Record<string, number>;
 }

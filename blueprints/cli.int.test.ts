@@ -63,6 +63,15 @@ describe("a3r blueprint validate", () => {
     expect(findings).toEqual([expect.objectContaining({ file, code: "RESULT_DIR_OUTSIDE_ROOTS", line: 39, severity: "error" })]);
   });
 
+  it("takes --allowed-root more than once, before or after the files, relative roots from the current folder", async () => {
+    const file = join(broken, "result-outside-root.md");
+    const inside = await a3r("blueprint", "validate", "--allowed-root", "/srv/runs", "--allowed-root", "/etc", file);
+    expect(inside).toMatchObject({ code: 0, stdout: "1 file checked: no findings\n" });
+    const outside = await a3r("blueprint", "validate", file, "--allowed-root", "/srv/runs", "--allowed-root", "runs");
+    expect(outside.code).toBe(1);
+    expect(outside.stdout).toContain(`outside the allowed roots (/srv/runs, ${join(root, "runs")})`);
+  });
+
   it("checks paths only with --check-paths", async () => {
     const file = join(examples, "grpo-lr-3e-6.md");
     const result = await a3r("blueprint", "validate", "--json", "--check-paths", file);

@@ -24,7 +24,9 @@ const optionalSections = new Set<SectionKey>(["notes"]);
 
 /**
  * Reads a blueprint leniently: every structural problem becomes a Problem with a line, and
- * a best-effort Blueprint is built anyway so an audit can go on to check its values.
+ * a best-effort Blueprint is built anyway so an audit can go on to check its values. A
+ * missing section is reported on the line where it belongs: the heading of the next
+ * section present, or the end of the file. Notes are optional (a warning when missing).
  */
 export function analyzeBlueprint(input: string, file?: string): BlueprintAnalysis {
   const refused = guardText(input);

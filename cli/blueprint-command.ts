@@ -46,11 +46,11 @@ export function registerBlueprintCommands(program: Command): void {
     .argument("<files...>", "blueprint files")
     .option("--json", "print the findings as a JSON array")
     .option("--check-paths", "also report codebase, interpreter and config paths that do not exist here")
-    .option("--allowed-root <dirs...>", "folders the result directory must lie in")
-    .action(async (files: string[], options: { json?: boolean; checkPaths?: boolean; allowedRoot?: string[] }) => {
+    .option("--allowed-root <dir>", "a folder the result directory must lie in (repeat for several)", collect, [] as string[])
+    .action(async (files: string[], options: { json?: boolean; checkPaths?: boolean; allowedRoot: string[] }) => {
       const findings = await auditBlueprintFiles(files, {
         checkPaths: options.checkPaths === true,
-        ...(options.allowedRoot ? { allowedRoots: options.allowedRoot.map((root) => resolve(root)) } : {}),
+        ...(options.allowedRoot.length > 0 ? { allowedRoots: options.allowedRoot.map((root) => resolve(root)) } : {}),
       });
       if (options.json) process.stdout.write(`${JSON.stringify(findings, null, 2)}\n`);
       else printFindings(findings, files.length);
@@ -66,6 +66,10 @@ export function registerBlueprintCommands(program: Command): void {
       const parsed = await readBlueprintFile(file);
       process.stdout.write(options.json ? `${JSON.stringify(parsed, null, 2)}\n` : describeBlueprint(parsed));
     });
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
 function printFindings(findings: readonly Finding[], fileCount: number): void {
