@@ -1,0 +1,31 @@
+/**
+ * The worker: executes ONE blueprint on a host, from prepare to finish.flag, with a
+ * deterministic supervisor, a data-driven failure classifier and recovery playbook, and a
+ * language model only for failures nothing else can classify. Entry point: `runWorker`
+ * (or `a3r worker run`). Pure parts (classifier, playbook, plans, predictions, reports)
+ * are exported for the leader and for tests.
+ */
+export type { RunWorkerOptions, WorkerOutcome } from "./run-worker.ts";
+export { hasCheckpoint, loadBlueprintForRun, runWorker } from "./run-worker.ts";
+export { describeRun } from "./dry-run.ts";
+export type { WorkerSettings } from "./worker-settings.ts";
+export { defaultWorkerSettings, workerSettingsOf } from "./worker-settings.ts";
+export type { AttemptPlan, AttemptPlanInput } from "./attempt-plan.ts";
+export { checkpointDirOf, clientCommands, configCopyPath, planAttempt } from "./attempt-plan.ts";
+export type { Classification, FailureClass, FailureFacts, FailureRule } from "./failure-classifier.ts";
+export { classifyFailure, defaultFailureRules } from "./failure-classifier.ts";
+export type { Overrides, PlaybookEntry, RecoveryDecision, RecoveryStrategy } from "./recovery-playbook.ts";
+export { decideRecovery, defaultPlaybook } from "./recovery-playbook.ts";
+export type { LogMetricPattern, MetricPoint } from "./log-metrics.ts";
+export { defaultLogMetricPatterns, parseMetricLine } from "./log-metrics.ts";
+export type { ParsedPrediction, Verdict } from "./prediction.ts";
+export { judgePrediction, parsePrediction } from "./prediction.ts";
+export type { AttemptSummary, ResultReportInput } from "./result-report.ts";
+export { renderCurves, renderResultMarkdown } from "./result-report.ts";
+export type { Diagnosis, DiagnosisOutcome } from "./diagnose.ts";
+export { diagnoseFailure, diagnosisSchema } from "./diagnose.ts";
+export type { ProgressReporter, ProgressSnapshot } from "./progress-reporter.ts";
+export { createProgressReporter, silentProgress } from "./progress-reporter.ts";
+export { agentJetBackoffMs, backoffDetectionDelayMs, backoffLooksWithin } from "./backoff-polling.ts";
+export type { LaunchedProcessRecord } from "./launched-process.ts";
+export { isRecordRunning, processStartTime } from "./launched-process.ts";
