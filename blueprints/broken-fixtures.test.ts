@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { existsSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { auditBlueprintFile, auditBlueprintFiles } from "./blueprint-file.ts";
 
@@ -36,6 +37,15 @@ describe("broken blueprint fixtures", () => {
     expect(errors.map(({ code: found, line: at }) => ({ code: found, line: at }))).toEqual([{ code, line }]);
     expect(errors[0]!.file).toBe(fixture(name));
     expect(errors[0]!.hint).not.toBe("");
+  });
+
+  it("never runs the JavaScript front matter of the js fixture", async () => {
+    // The fixture's payload writes this file and sets a global when evaluated.
+    const proof = "/tmp/a3r-js-front-matter-ran";
+    rmSync(proof, { force: true });
+    await auditBlueprintFile(fixture("js-front-matter.md"));
+    expect(existsSync(proof)).toBe(false);
+    expect((globalThis as Record<string, unknown>).a3rJsFrontMatterRan).toBeUndefined();
   });
 
   it("names the field of a schema error and the rule of a forbidden command", async () => {
