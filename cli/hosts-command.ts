@@ -4,16 +4,16 @@ import { readBlueprintFile } from "../blueprints/index.ts";
 import { assertCampaignId, campaignPaths } from "../campaign/index.ts";
 import { parseDuration } from "../core/duration.ts";
 import { A3rError } from "../core/errors.ts";
-import { checkHost } from "../hosts/host-check.ts";
-import { resolveCapacity } from "../hosts/host-capacity.ts";
 import { loadHostsFile, type HostsFile } from "../hosts/hosts-config.ts";
-import { dispatchBlueprints, isDone, type DispatchHost, type DispatchItem, type DispatchRow } from "../hosts/dispatcher.ts";
-import { openLauncher } from "../hosts/open-launcher.ts";
-import { SshLauncher } from "../hosts/ssh-launcher.ts";
+import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/dispatcher.ts";
 import { dispatchChanges, formatTable, renderDispatchTable, renderHostChecks } from "../hosts/run-table.ts";
 import { registerWorkerDaemonCommand } from "../hosts/worker-daemon-command.ts";
 import type { Launcher, RunProgress } from "../hosts/launcher.ts";
 import { exitCode } from "./exit-codes.ts";
+
+// Launchers pull in ssh2 and BullMQ (half a second to load): loaded only by the commands
+// that use them, so every other `a3r` command starts as fast as before.
+const launchers = () => import("../hosts/open-launcher.ts");
 
 /**
  * `a3r hosts check`, `a3r hosts daemon`, `a3r dispatch` and `a3r runs`: thin wrappers
@@ -34,6 +34,7 @@ export function registerHostsCommands(program: Command): void {
     .option("--json", "print JSON instead of a table")
     .action(async (flags: { hosts: string; json?: boolean }) => {
       const file = await loadHostsFile(flags.hosts);
+      const { checkHost } = await import("../hosts/host-check.ts");
       const checks = await Promise.all(file.hosts.map((host) => checkHost(host)));
       process.stdout.write(flags.json ? `${JSON.stringify(checks, null, 2)}\n` : `${renderHostChecks(checks)}\n`);
       if (!checks.every((check) => check.ok)) process.exitCode = exitCode.failure;
@@ -65,6 +66,9 @@ export function registerHostsCommands(program: Command): void {
 }
 
 async function openHosts(file: HostsFile): Promise<{ hosts: DispatchHost[]; problems: string[] }> {
+  const { openLauncher } = await launchers();
+  const { resolveCapacity } = await import("../hosts/host-capacity.ts");
+  const { SshLauncher } = await import("../hosts/ssh-launcher.ts");
   const hosts: DispatchHost[] = [];
   const problems: string[] = [];
   for (const config of file.hosts) {
@@ -84,6 +88,7 @@ async function openHosts(file: HostsFile): Promise<{ hosts: DispatchHost[]; prob
 
 async function dispatch(files: string[], flags: { hosts: string; campaign?: string; runsDir: string; wait?: boolean; interval: number; json?: boolean }): Promise<void> {
   const hostsFile = await loadHostsFile(flags.hosts);
+  const { dispatchBlueprints, isDone } = await import("../hosts/dispatcher.ts");
   const items: DispatchItem[] = [];
   const seen = new Set<string>();
   for (const file of files) {
@@ -143,6 +148,7 @@ async function dispatch(files: string[], flags: { hosts: string; campaign?: stri
 
 async function listRuns(flags: { hosts: string; json?: boolean }): Promise<void> {
   const hostsFile = await loadHostsFile(flags.hosts);
+  const { openLauncher } = await launchers();
   const found: Array<RunProgress | { host: string; error: string }> = [];
   for (const config of hostsFile.hosts) {
     let launcher: Launcher | undefined;

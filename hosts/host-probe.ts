@@ -19,7 +19,7 @@ export interface ProbeResult {
 
 export function probeScript(a3r: string, workdir: string): string {
   return [
-    `echo @@a3r; if out=$(timeout 60 ${a3r} --version 2>&1 </dev/null); then echo "ok $out" | tail -n 1; else echo "fail $(echo "$out" | tail -n 2 | tr '\\n' ' ')"; fi`,
+    `echo @@a3r; if out=$(timeout 60 ${a3r} --version 2>&1 </dev/null); then echo "ok $(echo "$out" | tail -n 1)"; else echo "fail $(echo "$out" | tail -n 2 | tr '\\n' ' ')"; fi`,
     `echo @@gpus; if command -v nvidia-smi >/dev/null 2>&1; then timeout 30 nvidia-smi --query-gpu=index,name --format=csv,noheader 2>&1 || echo "nvidia-smi failed"; else echo "no nvidia-smi"; fi`,
     `echo @@disk; p=${shellQuote(workdir)}; case "$p" in "~/"*) p="$HOME/\${p#"~/"}";; esac; while [ ! -e "$p" ]; do p=$(dirname "$p"); done; df -Pk "$p" | tail -n 1`,
   ].join("\n");

@@ -1,6 +1,5 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { fileURLToPath } from "node:url";
-import { WorkerDaemon } from "./worker-daemon.ts";
 
 /**
  * Adds `daemon` to a commander command: `a3r hosts daemon` today, `a3r worker daemon` once
@@ -41,6 +40,7 @@ export function registerWorkerDaemonCommand(parent: Command): Command {
     .option("--a3r <command>", "how to call a3r for `worker run`", checkoutA3r)
     .option("--report-interval <ms>", "milliseconds between progress reports", wholeNumber("--report-interval"), 1000)
     .action(async (flags: DaemonFlags) => {
+      const { WorkerDaemon } = await import("./worker-daemon.ts");
       const daemon = await WorkerDaemon.start({
         redisUrl: flags.redis,
         queue: flags.queue,

@@ -1,0 +1,74 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { A3rError } from "../core/errors.ts";
+import { findHost, loadHostsFile, parseHostsText } from "./hosts-config.ts";
+
+function errorOf(action: () => unknown): A3rError {
+  try {
+    action();
+  } catch (error) {
+    if (error instanceof A3rError) return error;
+    throw error;
+  }
+  throw new Error("expected an A3rError");
+}
+
+describe("parseHostsText", () => {
+  it("names the file, line and field of a schema error, and the host it belongs to", () => {
+    const text = "hosts:\n  - name: here\n    kind: local\n    workdir: /tmp/a\n  - name: gpu\n    kind: ssh\n    gpus: lots\n    workdir: /data\n";
+    const error = errorOf(() => parseHostsText(text, "hosts.yaml"));
+    expect(error.code).toBe("CONFIG_INVALID");
+    expect(error.where).toBe("hosts.yaml:7");
+    expect(error.message).toContain('hosts.1.gpus (host "gpu")');
+    expect(error.hint).toMatch(/detect/);
+  });
+
+  it("points a missing field at its host entry and an unknown kind at its line", () => {
+    expect(errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: local\n", "h.yaml")).where).toBe("h.yaml:2");
+    const kind = errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: slurm\n    workdir: /x\n", "h.yaml"));
+    expect(kind.where).toBe("h.yaml:3");
+    expect(kind.hint).toContain("local, ssh or queue");
+  });
+
+  it("reports YAML syntax errors with their line, duplicate names, and a malformed host key", () => {
+    const syntax = errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: local\n   workdir: /tmp\n", "h.yaml"));
+    expect(syntax.code).toBe("YAML_INVALID");
+    expect(syntax.where).toMatch(/^h\.yaml:\d+$/);
+    const twice = errorOf(() => parseHostsText("hosts:\n  - {name: a, kind: local, workdir: /a}\n  - {name: a, kind: local, workdir: /b}\n", "h.yaml"));
+    expect(twice.message).toContain("used twice");
+    expect(twice.where).toBe("h.yaml:3");
+    const key = errorOf(() => parseHostsText("hosts:\n  - name: b\n    kind: ssh\n    workdir: /w\n    host_key: abc\n", "h.yaml"));
+    expect(key.where).toBe("h.yaml:5");
+    expect(key.hint).toContain("ssh-keygen -l");
+  });
+
+  it("accepts the three kinds with their defaults", () => {
+    const parsed = parseHostsText(
+      "hosts:\n  - {name: a, kind: local, workdir: /a}\n  - {name: b, kind: ssh, workdir: /b, gpus: 2}\n  - {name: c, kind: queue, redis: 'redis://h:6379', gpus: 8}\n",
+      "h.yaml",
+    );
+    expect(parsed.hosts.map((host) => [host.name, host.kind, host.gpus])).toEqual([["a", "local", "detect"], ["b", "ssh", 2], ["c", "queue", 8]]);
+  });
+});
+
+describe("loadHostsFile", () => {
+  it("resolves ssh aliases through the ssh config the file names, explicit fields winning", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "a3r-hosts-config-"));
+    try {
+      await writeFile(join(folder, "ssh_config"), "Host gpu\n  HostName 10.1.2.3\n  Port 2200\n  User ml\n  IdentityFile ~/.ssh/gpu_key\n");
+      await writeFile(join(folder, "hosts.yaml"), "ssh_config: ./ssh_config\nhosts:\n  - {name: gpu, kind: ssh, workdir: ~/a3r, gpus: 1}\n  - {name: other, kind: ssh, host: gpu, user: root, workdir: /w, gpus: 1, a3r: 'node /x/bin/a3r.js'}\n");
+      const file = await loadHostsFile(join(folder, "hosts.yaml"), { home: "/home/me" });
+      expect(findHost(file, "gpu")).toMatchObject({ host: "10.1.2.3", port: 2200, user: "ml", identityFiles: ["/home/me/.ssh/gpu_key"], a3r: "a3r", workdir: "~/a3r" });
+      expect(findHost(file, "other")).toMatchObject({ host: "10.1.2.3", user: "root", a3r: "node /x/bin/a3r.js" });
+      expect(() => findHost(file, "nope")).toThrow(/no host named "nope".*/);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("says FILE_NOT_FOUND with a hint for a missing file", async () => {
+    await expect(loadHostsFile("/nonexistent/hosts.yaml")).rejects.toMatchObject({ code: "FILE_NOT_FOUND", where: "/nonexistent/hosts.yaml" });
+  });
+});
