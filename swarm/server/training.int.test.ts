@@ -36,7 +36,24 @@ describe("swarm training end to end", () => {
     const clients = [1, 2].map((seed) =>
       run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "600", "--concurrency", "8", "--seed", String(seed * 1000), "--json"], { env: { ...process.env, NO_COLOR: "1" } }),
     );
-    const summaries = (await Promise.all(clients)).map((result) => JSON.parse(result.stdout) as { completed: number; failed: number; rewardMean: number });
+    // The optimizer step runs off the event loop: status keeps answering during training.
+    let polling = true;
+    let slowestStatusMs = 0;
+    const states = new Set<string>();
+    const poller = (async () => {
+      while (polling) {
+        const sent = Date.now();
+        states.add((await client.status()).engine_status);
+        slowestStatusMs = Math.max(slowestStatusMs, Date.now() - sent);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    const finished = await Promise.all(clients);
+    polling = false;
+    await poller;
+    expect(slowestStatusMs).toBeLessThan(2000);
+    expect(states.has("ENGINE.ROLLING")).toBe(true);
+    const summaries = finished.map((result) => JSON.parse(result.stdout) as { completed: number; failed: number; rewardMean: number });
     for (const summary of summaries) {
       expect(summary.failed).toBe(0);
       expect(summary.completed).toBe(600);
@@ -60,5 +77,5 @@ describe("swarm training end to end", () => {
 
     // Checkpoint on stop (save_freq 0 means no periodic checkpoint).
     expect(await server.stop()).toBe(0);
-  });
+  }, 240_000);
 });
