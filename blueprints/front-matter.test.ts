@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { readFrontMatter } from "./front-matter.ts";
+import { matterWithSafeEngines, readFrontMatter } from "./front-matter.ts";
 import { analyzeBlueprint, parseBlueprint } from "./parse-blueprint.ts";
 import { blueprintTemplate } from "./blueprint-template.ts";
 
@@ -31,6 +31,14 @@ describe("front matter safety", () => {
     const result = readFrontMatter(payload(language));
     expect(result.problems.map((item) => [item.code, item.line])).toEqual([["FRONT_MATTER_NOT_YAML", 1]]);
     expect(result.data).toEqual({});
+    expect(existsSync(proof)).toBe(false);
+    expect(globals.a3rFrontMatterRan).toBeUndefined();
+  });
+
+  it("configures gray-matter so that even a direct ---js parse throws instead of evaluating", () => {
+    for (const language of ["js", "javascript", "coffee"]) {
+      expect(() => matterWithSafeEngines(payload(language), () => ({}))).toThrow(/never evaluated/);
+    }
     expect(existsSync(proof)).toBe(false);
     expect(globals.a3rFrontMatterRan).toBeUndefined();
   });

@@ -96,18 +96,13 @@ export function readFrontMatter(text: string): FrontMatter {
       return {};
     }
   };
-  const parsed = matter(text, {
-    language: "yaml",
-    engines: {
-      yaml: parseYaml,
-      yml: parseYaml,
-      js: refuseEngine("JavaScript"),
-      javascript: refuseEngine("JavaScript"),
-      coffee: refuseEngine("CoffeeScript"),
-      coffeescript: refuseEngine("CoffeeScript"),
-      cson: refuseEngine("CSON"),
-    },
-  });
+  let parsed: { content: string; data: unknown };
+  try {
+    parsed = matterWithSafeEngines(text, parseYaml);
+  } catch (error) {
+    // Only reachable if the language check above is ever bypassed: a refusing engine threw.
+    return { ...fallback, problems: [problem("FRONT_MATTER_NOT_YAML", 1, `front matter refused: ${error instanceof Error ? error.message : String(error)}`, "write the front matter in YAML")] };
+  }
 
   const body = parsed.content;
   const bodyStartLine = lineOfOffset(text, text.length - body.length);
@@ -141,6 +136,22 @@ export function readFrontMatter(text: string): FrontMatter {
   result.data = data !== null && typeof data === "object" && !Array.isArray(data) ? (data as Record<string, unknown>) : {};
   if (contents) collectFieldLines(contents, "", lineCounter, result.fieldLines);
   return result;
+}
+
+export function matterWithSafeEngines(text: string, parseYaml: (source: string) => object): { content: string; data: unknown } {
+  // A fresh options object on every call: gray-matter caches by text only without one.
+  return matter(text, {
+    language: "yaml",
+    engines: {
+      yaml: parseYaml,
+      yml: parseYaml,
+      js: refuseEngine("JavaScript"),
+      javascript: refuseEngine("JavaScript"),
+      coffee: refuseEngine("CoffeeScript"),
+      coffeescript: refuseEngine("CoffeeScript"),
+      cson: refuseEngine("CSON"),
+    },
+  });
 }
 
 function skipLine(text: string, start: number): number {
