@@ -30,7 +30,7 @@ function startWorker(blueprint: string): { child: ChildProcess; done: Promise<{ 
   return { child, done };
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+async function until(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("condition not reached in time");

@@ -30,6 +30,7 @@ beforeAll(async () => {
     "max_steps: 6",
     "experiment_dir: ./ignored-the-worker-sets-it",
     "port: 10086",
+    "episode_idle_timeout: 3",
   ].join("\n"));
 });
 afterAll(async () => {
@@ -38,7 +39,7 @@ afterAll(async () => {
 
 const client = `node bin/a3r.js swarm client item-color --url {swarm_url} --episodes 1000 --concurrency 2`;
 
-async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+async function until(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("condition not reached in time");
@@ -51,46 +52,45 @@ async function processesOf(resultDir: string) {
 }
 
 describe("worker in swarm mode", () => {
-  it("runs server and client to max_steps, restarting a crashed client alone", async () => {
-    const { path, resultDir } = await folder.write({ id: "swarm-client-crash", mode: "swarm", config, command: client, codebase: repository, frontMatter: { overrides: { lr: 0.1 }, first_signal_timeout: "30s" }, worker: { stall_timeout: "30s" } });
+  it("runs server and client to max_steps; a crashed client is restarted alone, a crashed server resumes from its checkpoint", async () => {
+    const { path, resultDir } = await folder.write({ id: "swarm-crashes", mode: "swarm", config, command: client, codebase: repository, frontMatter: { overrides: { lr: 0.1 }, first_signal_timeout: "45s" }, worker: { stall_timeout: "45s" } });
     const running = runWorker({ blueprintPath: path, progress: silentProgress });
-    await until(async () => (await readMetrics(join(resultDir, "metrics.jsonl"))).records.length >= 1);
+    const metricsPath = join(resultDir, "metrics.jsonl");
+    await until(async () => (await readMetrics(metricsPath)).records.length >= 1);
     const [server, firstClient] = await processesOf(resultDir);
     process.kill(-firstClient!.pgid, "SIGKILL");
-    const outcome = await running;
-    expect(outcome).toMatchObject({ state: "succeeded", attempts: 1 });
+    await until(async () => (await readEvents(join(resultDir, "events.jsonl"))).events.some((event) => event.kind === "client.restarted"));
+    const [serverAfterClientCrash, restartedClient] = await processesOf(resultDir);
+    expect(serverAfterClientCrash!.pid).toBe(server!.pid);
+    expect(restartedClient!.pid).not.toBe(firstClient!.pid);
+    expect(restartedClient!.logFile).toMatch(/attempt-1-client-1\.r1\.log$/);
+
+    await until(async () => (await readMetrics(metricsPath)).records.some((record) => record.step >= 3));
+    process.kill(-server!.pgid, "SIGKILL");
+    expect(await running).toMatchObject({ state: "succeeded", attempts: 2 });
+
     const events = (await readEvents(join(resultDir, "events.jsonl"))).events;
-    expect(events.find((event) => event.kind === "client.restarted")).toMatchObject({ role: "client-1", restart: 1 });
-    expect(events.filter((event) => event.kind === "run.launched")).toHaveLength(1);
-    const [serverAfter] = await processesOf(resultDir);
-    expect(serverAfter!.pid).toBe(server!.pid);
-    const metrics = (await readMetrics(join(resultDir, "metrics.jsonl"))).records;
-    expect(metrics.map((record) => record.step)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(events.find((event) => event.kind === "client.restarted")).toMatchObject({ role: "client-1", restart: 1, attempt: 1 });
+    expect(events.find((event) => event.kind === "failure.classified")).toMatchObject({ failureClass: "killed", attempt: 1 });
+    expect(events.find((event) => event.kind === "run.launched" && event.attempt === 2)).toMatchObject({ resume: true });
+    expect((await processesOf(resultDir))[0]!.command).toContain("--resume");
+
+    const metrics = (await readMetrics(metricsPath)).records;
+    const first = metrics.filter((record) => record.attempt === 1).map((record) => record.step);
+    const resumed = metrics.filter((record) => record.attempt === 2).map((record) => record.step);
+    expect(first.slice(0, 3)).toEqual([1, 2, 3]);
+    // The checkpoint is every 2 steps: attempt 2 continues after it, to max_steps.
+    expect(resumed[0]).toBeGreaterThan(2);
+    expect(resumed[resumed.length - 1]).toBe(6);
     expect(typeof metrics[0]!.reward_mean).toBe("number");
-    const copy = await readFile(join(resultDir, "config", "attempt-1.yaml"), "utf8");
+
+    const copy = await readFile(join(resultDir, "config", "attempt-2.yaml"), "utf8");
     expect(copy).toContain("lr: 0.1");
     expect(copy).toContain(`experiment_dir: ${join(resultDir, "swarm")}`);
     const result = await readFile(join(resultDir, "result.md"), "utf8");
     expect(result).toMatch(/Verdict: \*\*(supported|refuted)\*\* — reward_mean = [\d.]+ \(last, step 6\)/);
-    expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);
-  });
-
-  it("restarts a crashed server with --resume from its last checkpoint", async () => {
-    const { path, resultDir } = await folder.write({ id: "swarm-server-crash", mode: "swarm", config, command: client, codebase: repository, frontMatter: { first_signal_timeout: "30s" }, worker: { stall_timeout: "30s" } });
-    const running = runWorker({ blueprintPath: path, progress: silentProgress });
-    await until(async () => (await readMetrics(join(resultDir, "metrics.jsonl"))).records.some((record) => record.step >= 3));
-    const [server] = await processesOf(resultDir);
-    process.kill(-server!.pgid, "SIGKILL");
-    expect((await running).state).toBe("succeeded");
-    const events = (await readEvents(join(resultDir, "events.jsonl"))).events;
-    expect(events.find((event) => event.kind === "failure.classified")).toMatchObject({ failureClass: "killed", attempt: 1 });
-    expect(events.find((event) => event.kind === "run.launched" && event.attempt === 2)).toMatchObject({ resume: true });
-    const attempt2 = (await processesOf(resultDir))[0]!;
-    expect(attempt2.command).toContain("--resume");
-    const metrics = (await readMetrics(join(resultDir, "metrics.jsonl"))).records;
-    const resumedSteps = metrics.filter((record) => record.attempt === 2).map((record) => record.step);
-    expect(resumedSteps[resumedSteps.length - 1]).toBe(6);
-    expect(resumedSteps[0]).toBeGreaterThan(2);
+    const attempts = await readFile(join(resultDir, "attempts.md"), "utf8");
+    expect(attempts).toContain("## Attempt 2: relaunched, resuming from the last checkpoint");
     expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);
   });
 });
