@@ -6,21 +6,19 @@ import { auditBlueprint, readBlueprintFile, type Blueprint, type CommandRule } f
 import { readRunStatus, readMetrics, resultDirPaths, ResultDirWriter, type RunState, type RunStatus } from "../campaign/index.ts";
 import { A3rError, isA3rError } from "../core/errors.ts";
 import { formatDuration } from "../core/duration.ts";
+import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
-import { configCopyPath, checkpointDirOf } from "./attempt-plan.ts";
-import { latestSwarmCheckpointStep, launchAttempt, readConfigFile, readyUrlOf, swarmHooks, clientRelauncher } from "./attempt-launch.ts";
+import { checkpointDirOf, configCopyPath, planAttempt, processEnv } from "./attempt-plan.ts";
+import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readConfigFile, readyUrlOf, swarmHooks } from "./attempt-launch.ts";
+import { handleFailure } from "./failure-handling.ts";
+import { finalizeRun } from "./finalize-run.ts";
 import { isRecordRunning } from "./launched-process.ts";
+import { readOomKillCount } from "./oom-kill-counter.ts";
+import { baseValuesOf } from "./overrides.ts";
 import { createProgressReporter, type ProgressReporter } from "./progress-reporter.ts";
 import { emptyMemory, memoryFields, memoryFromStatus, type RunMemory } from "./run-memory.ts";
 import { superviseAttempt, type AttemptEnd, type SwarmHooks } from "./supervise-attempt.ts";
 import { workerSettingsOf, type WorkerSettings } from "./worker-settings.ts";
-import { handleFailure } from "./failure-handling.ts";
-import { finalizeRun } from "./finalize-run.ts";
-import { baseValuesOf } from "./overrides.ts";
-import { processEnv, planAttempt } from "./attempt-plan.ts";
-import { a3rBin } from "./attempt-launch.ts";
-import { readOomKillCount } from "./oom-kill-counter.ts";
-import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
