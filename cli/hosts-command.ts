@@ -154,7 +154,7 @@ async function listRuns(flags: { hosts: string; json?: boolean }): Promise<void>
     let launcher: Launcher | undefined;
     try {
       launcher = await openLauncher(config, { reconnectForMs: 5000 });
-      for (const ref of await launcher.list()) found.push(await launcher.poll(ref));
+      found.push(...(await launcher.pollMany(await launcher.list())));
     } catch (error) {
       found.push({ host: config.name, error: error instanceof A3rError ? `[${error.code}] ${error.message}` : String(error) });
     } finally {

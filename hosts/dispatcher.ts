@@ -180,12 +180,24 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
   const interval = options.intervalMs ?? 2000;
   while (!rows.every(isDone) && !options.signal?.aborted) {
     await new Promise((resolve) => setTimeout(resolve, interval));
-    for (const [index, row] of rows.entries()) {
-      if (row.host === null || isDone(row)) continue;
-      const item = options.items[index]!;
-      const host = hostsByName.get(row.host)!;
+    // One pollMany per host: over ssh a whole cycle is one command.
+    const followed = rows.flatMap((row, index) => (row.host === null || isDone(row) ? [] : [{ row, item: options.items[index]!, host: hostsByName.get(row.host)! }]));
+    const latest = new Map<DispatchRow, RunProgress>();
+    for (const host of options.hosts) {
+      const mine = followed.filter((entry) => entry.host === host);
+      if (mine.length === 0) continue;
       try {
-        applyProgress(row, await host.launcher.poll(refOf(item)));
+        const answers = await host.launcher.pollMany(mine.map((entry) => refOf(entry.item)));
+        answers.forEach((progress, index) => latest.set(mine[index]!.row, progress));
+      } catch (error) {
+        for (const entry of mine) entry.row.note = `poll failed (will retry): ${error instanceof Error ? error.message : String(error)}`;
+      }
+    }
+    for (const { row, item, host } of followed) {
+      const progress = latest.get(row);
+      if (!progress) continue;
+      try {
+        applyProgress(row, progress);
         const fetched = await host.launcher.fetch(refOf(item), item.resultDir);
         if (row.finished && fetched.complete) {
           const findings = await auditResultDir(item.resultDir);

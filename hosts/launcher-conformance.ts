@@ -110,6 +110,20 @@ export function describeLauncherConformance(name: string, setup: () => Promise<L
       expect(progress.reason).toMatch(/SIGTERM/);
     });
 
+    it("polls many runs at once with the same answers as one by one, in order", async () => {
+      const refs = [
+        { campaign, blueprintId: "runs-to-end" },
+        { campaign, blueprintId: "never-launched" },
+        { campaign, blueprintId: "launch-once" },
+      ];
+      const many = await subject.launcher.pollMany(refs);
+      const single = await Promise.all(refs.map((ref) => subject.launcher.poll(ref)));
+      expect(many.map((progress) => [progress.ref.blueprintId, progress.state, progress.finished, progress.step])).toEqual(
+        single.map((progress) => [progress.ref.blueprintId, progress.state, progress.finished, progress.step]),
+      );
+      expect(many.map((progress) => progress.state)).toEqual(["succeeded", "unknown", "succeeded"]);
+    });
+
     it("answers unknown for a run it never launched, and lists the ones it did", async () => {
       const unknown = await subject.launcher.poll({ campaign, blueprintId: "never-launched" });
       expect(unknown.state).toBe("unknown");

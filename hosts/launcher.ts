@@ -80,6 +80,8 @@ export interface Launcher {
   readonly kind: "local" | "ssh" | "queue";
   launch(request: LaunchRequest): Promise<LaunchOutcome>;
   poll(ref: RunRef): Promise<RunProgress>;
+  /** `poll` for many runs at once, in the same order; ssh answers them with one command. */
+  pollMany(refs: RunRef[]): Promise<RunProgress[]>;
   fetch(ref: RunRef, destination: string): Promise<FetchOutcome>;
   cancel(ref: RunRef): Promise<boolean>;
   /** The runs this host knows (launched through any launcher instance). */

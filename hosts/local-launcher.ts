@@ -121,6 +121,10 @@ export class LocalLauncher implements Launcher {
     });
   }
 
+  pollMany(refs: RunRef[]): Promise<RunProgress[]> {
+    return Promise.all(refs.map((ref) => this.poll(ref)));
+  }
+
   async fetch(ref: RunRef, destination: string): Promise<FetchOutcome> {
     const marker = await this.readMarker(ref);
     if (!marker) return { files: [], complete: false };

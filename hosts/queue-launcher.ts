@@ -79,6 +79,10 @@ export class QueueLauncher implements Launcher {
     return { ...base, state: "launching", reason: state === "completed" ? "launched; waiting for the first report" : `queued (${state})` };
   }
 
+  pollMany(refs: RunRef[]): Promise<RunProgress[]> {
+    return Promise.all(refs.map((ref) => this.poll(ref)));
+  }
+
   async fetch(ref: RunRef, destination: string): Promise<FetchOutcome> {
     const record = await this.redis.hgetall(this.keys.run(ref));
     const files: string[] = [];

@@ -34,6 +34,15 @@ export interface SshLauncherOptions {
 
 const sections = ["launch", "status", "finish", "metrics", "alive"] as const;
 
+/** Prints, for the run folder in $d, each file a poll reads under an @@ marker. */
+const pollBody = [
+  `echo @@launch; cat "$d/launch.json" 2>/dev/null`,
+  `echo; echo @@status; cat "$d/result/status.json" 2>/dev/null`,
+  `echo; echo @@finish; cat "$d/result/finish.flag" 2>/dev/null`,
+  `echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null`,
+  `echo; echo @@alive; pg=$(cat "$d/pgid" 2>/dev/null); if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
+].join("; ");
+
 export class SshLauncher implements Launcher {
   readonly kind = "ssh" as const;
   readonly host: string;
@@ -106,20 +115,25 @@ export class SshLauncher implements Launcher {
 
   /** The shell snippet that prints everything a poll needs, in marked sections. */
   private pollScript(runDir: string): string {
-    const q = shellQuote(runDir);
-    return [
-      `d=${q}`,
-      `echo @@launch; cat "$d/launch.json" 2>/dev/null`,
-      `echo; echo @@status; cat "$d/result/status.json" 2>/dev/null`,
-      `echo; echo @@finish; cat "$d/result/finish.flag" 2>/dev/null`,
-      `echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null`,
-      `echo; echo @@alive; pg=$(cat "$d/pgid" 2>/dev/null); if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
-    ].join("; ");
+    return `d=${shellQuote(runDir)}; ${pollBody}`;
   }
 
-  async poll(ref: RunRef): Promise<RunProgress> {
-    const result = await this.exec(this.pollScript(await this.runDir(ref)), true);
-    const parts = splitSections(result.stdout);
+  /** One command for many runs: a poll cycle over 200 runs costs one channel, not 200. */
+  async pollMany(refs: RunRef[]): Promise<RunProgress[]> {
+    const progress: RunProgress[] = [];
+    for (let start = 0; start < refs.length; start += 400) {
+      const chunk = refs.slice(start, start + 400);
+      const dirs = await Promise.all(chunk.map((ref) => this.runDir(ref)));
+      const script = `for d in ${dirs.map(shellQuote).join(" ")}; do echo @@run; ${pollBody}; echo; done`;
+      const result = await this.exec(script, true, 60_000);
+      const blocks = result.stdout.split(/^@@run$/m).slice(1);
+      chunk.forEach((ref, index) => progress.push(this.progressFrom(ref, blocks[index] ?? "")));
+    }
+    return progress;
+  }
+
+  private progressFrom(ref: RunRef, stdout: string): RunProgress {
+    const parts = splitSections(stdout);
     const alive = parts.alive?.trim();
     return describeProgress(ref, this.host, {
       launch: nonEmpty(parts.launch),
@@ -128,6 +142,11 @@ export class SshLauncher implements Launcher {
       metricsTail: nonEmpty(parts.metrics),
       alive: alive === "yes" ? true : alive === "no" ? false : undefined,
     });
+  }
+
+  async poll(ref: RunRef): Promise<RunProgress> {
+    const result = await this.exec(this.pollScript(await this.runDir(ref)), true);
+    return this.progressFrom(ref, result.stdout);
   }
 
   async fetch(ref: RunRef, destination: string): Promise<FetchOutcome> {
