@@ -7,7 +7,7 @@ import { diffOverrides, formatOverrideDiff } from "./overrides.ts";
 import { decideRecovery, type Overrides } from "./recovery-playbook.ts";
 import { finalizeRun } from "./finalize-run.ts";
 import { memoryFields } from "./run-memory.ts";
-import type { RunContext } from "./run-worker.ts";
+import type { RunContext } from "./run-context.ts";
 import type { AttemptEnd } from "./supervise-attempt.ts";
 
 /**

@@ -2,7 +2,7 @@ import { readMetrics, readRunStatus, resultDirPaths, type RunState } from "../ca
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import { memoryFields } from "./run-memory.ts";
 import { judgeResult, renderCurves, renderResultMarkdown, type ResultReportInput } from "./result-report.ts";
-import type { RunContext } from "./run-worker.ts";
+import type { RunContext } from "./run-context.ts";
 
 /**
  * The end of a run, in the order readers rely on: final status (with reason), result.md

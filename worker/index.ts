@@ -6,6 +6,7 @@
  * are exported for the leader and for tests.
  */
 export type { RunWorkerOptions, WorkerOutcome } from "./run-worker.ts";
+export type { RunContext } from "./run-context.ts";
 export { hasCheckpoint, loadBlueprintForRun, runWorker } from "./run-worker.ts";
 export { describeRun } from "./dry-run.ts";
 export type { WorkerSettings } from "./worker-settings.ts";

@@ -16,9 +16,10 @@ import { isRecordRunning } from "./launched-process.ts";
 import { readOomKillCount } from "./oom-kill-counter.ts";
 import { baseValuesOf } from "./overrides.ts";
 import { createProgressReporter, type ProgressReporter } from "./progress-reporter.ts";
-import { emptyMemory, memoryFields, memoryFromStatus, type RunMemory } from "./run-memory.ts";
+import { emptyMemory, memoryFields, memoryFromStatus } from "./run-memory.ts";
 import { superviseAttempt, type AttemptEnd, type SwarmHooks } from "./supervise-attempt.ts";
 import { workerSettingsOf, type WorkerSettings } from "./worker-settings.ts";
+import type { RunContext } from "./run-context.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
@@ -56,20 +57,6 @@ export interface WorkerOutcome {
   reason: string | null;
 }
 
-export interface RunContext {
-  blueprint: Blueprint;
-  resultDir: string;
-  settings: WorkerSettings;
-  writer: ResultDirWriter;
-  memory: RunMemory;
-  env: NodeJS.ProcessEnv;
-  model: ChatModel | null;
-  progress: ProgressReporter;
-  gpus?: string;
-  commandRules?: readonly CommandRule[];
-  runStartedAtMs: number;
-  attempt: number;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,0 +1,26 @@
+import type { Blueprint, CommandRule } from "../blueprints/index.ts";
+import type { ResultDirWriter } from "../campaign/index.ts";
+import type { ChatModel } from "../llm/index.ts";
+import type { ProgressReporter } from "./progress-reporter.ts";
+import type { RunMemory } from "./run-memory.ts";
+import type { WorkerSettings } from "./worker-settings.ts";
+
+/**
+ * Everything one worker knows about the run it owns while it drives it: the blueprint and
+ * its knobs, the lease-holding writer, the memory mirrored into status.json, and the
+ * attempt in progress. Left out: anything another worker needs (that is in status.json).
+ */
+export interface RunContext {
+  blueprint: Blueprint;
+  resultDir: string;
+  settings: WorkerSettings;
+  writer: ResultDirWriter;
+  memory: RunMemory;
+  env: NodeJS.ProcessEnv;
+  model: ChatModel | null;
+  progress: ProgressReporter;
+  gpus?: string;
+  commandRules?: readonly CommandRule[];
+  runStartedAtMs: number;
+  attempt: number;
+}
