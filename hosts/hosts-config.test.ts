@@ -72,3 +72,13 @@ describe("loadHostsFile", () => {
     await expect(loadHostsFile("/nonexistent/hosts.yaml")).rejects.toMatchObject({ code: "FILE_NOT_FOUND", where: "/nonexistent/hosts.yaml" });
   });
 });
+
+describe("examples/hosts", () => {
+  it("every example hosts file is valid", async () => {
+    const folder = new URL("../examples/hosts/", import.meta.url).pathname;
+    for (const name of ["hosts.yaml", "local-only.yaml"]) {
+      const file = await loadHostsFile(join(folder, name), { sshConfigFile: "/nonexistent" });
+      expect(file.hosts.length).toBeGreaterThan(0);
+    }
+  });
+});
