@@ -171,7 +171,7 @@ describe("worker fault injection", () => {
   });
 });
 
-async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+async function until(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("condition not reached in time");
