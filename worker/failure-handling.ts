@@ -64,6 +64,7 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
     baseValues: facts.baseValues,
     hasCheckpoint: facts.hasCheckpoint,
     freePort: () => facts.freePort,
+    playbook: context.settings.playbook,
   });
   let command = memory.command ?? context.blueprint.command;
   let strategy = decision.kind === "relaunch" ? decision.strategy : decision.kind;

@@ -146,6 +146,20 @@ describe("worker fault injection", () => {
     expect(run.result).toContain("Verdict: **inconclusive**");
   });
 
+  it("external API rate limit: backs off and retries; an auth error fails with the exact reason", async () => {
+    const limited = await folder.write({ id: "rate-limit", command: "node trainer.mjs --steps 2 --rate-limited-attempts 1", worker: { api_backoff: ["300ms"] } });
+    expect((await runWorker({ blueprintPath: limited.path, progress: silentProgress })).state).toBe("succeeded");
+    const run = await expectComplete(limited.resultDir, "succeeded");
+    expect(run.events.find((event) => event.kind === "recovery.decided")).toMatchObject({ strategy: "back_off_and_retry", delayMs: 300 });
+    expect(run.attempts).toContain("Waiting 300ms first.");
+
+    const denied = await folder.write({ id: "auth", command: "node trainer.mjs --auth-error", worker: { api_backoff: ["200ms"] } });
+    expect((await runWorker({ blueprintPath: denied.path, progress: silentProgress })).state).toBe("failed");
+    const failed = await expectComplete(denied.resultDir, "failed");
+    expect(failed.status.attempt).toBe(2);
+    expect(failed.status.reason).toContain("external api auth: openai.AuthenticationError: Error code: 401 - invalid api key provided (gave up after 1 recoveries of this kind)");
+  });
+
   it("missing module: fails fast without retrying", async () => {
     const { path, resultDir } = await folder.write({ id: "missing", command: "node no-such-trainer.mjs" });
     expect((await runWorker({ blueprintPath: path, progress: silentProgress })).state).toBe("failed");

@@ -4,7 +4,8 @@ import type { Blueprint } from "../blueprints/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { parseDuration } from "../core/duration.ts";
 import { defaultLogMetricPatterns, type LogMetricPattern } from "./log-metrics.ts";
-import type { Overrides } from "./recovery-playbook.ts";
+import { defaultPlaybook, type Overrides, type PlaybookEntry } from "./recovery-playbook.ts";
+import type { FailureClass } from "./failure-classifier.ts";
 
 /**
  * Every timing knob of the supervisor, read from the blueprint's front matter so a test or
@@ -22,6 +23,7 @@ import type { Overrides } from "./recovery-playbook.ts";
  *   lease_ttl: 2m                    # a dead worker's lease expires after this
  *   swarm_ready_timeout: 2m          # swarm server must print its URL by then
  *   max_client_restarts: 5           # per swarm client, per attempt
+ *   api_backoff: [30s, 2m, 8m]        # waits before retrying after an external API rate limit or auth error
  *   log_metric_patterns: [{ name, line, pair }]   # added before the defaults
  * ```
  *
@@ -43,6 +45,8 @@ export interface WorkerSettings {
   env: Record<string, string>;
   /** The blueprint's starting overrides (front matter `overrides`). */
   overrides: Overrides;
+  /** The recovery playbook, with `api_backoff` applied to the external-API entries. */
+  playbook: Record<FailureClass, PlaybookEntry>;
 }
 
 export const defaultWorkerSettings = {
@@ -66,6 +70,7 @@ const workerBlockSchema = z.strictObject({
   lease_ttl: duration.optional(),
   swarm_ready_timeout: duration.optional(),
   max_client_restarts: z.int().nonnegative().optional(),
+  api_backoff: z.array(duration).min(1).optional(),
   log_metric_patterns: z.array(z.strictObject({ name: z.string().min(1), line: z.string().min(1), pair: z.string().min(1) })).optional(),
 });
 
@@ -123,5 +128,15 @@ export function workerSettingsOf(blueprint: Blueprint, resultDir: string): Worke
     logMetricPatterns: [...(worker.log_metric_patterns ?? []), ...defaultLogMetricPatterns],
     env: Object.fromEntries(Object.entries(front.env ?? {}).map(([key, value]) => [key, String(value)])),
     overrides: { ...(front.overrides ?? {}) },
+    playbook: withApiBackoff(worker.api_backoff?.map((value) => parseDuration(value)!)),
+  };
+}
+
+function withApiBackoff(delaysMs: number[] | undefined): Record<FailureClass, PlaybookEntry> {
+  if (!delaysMs) return defaultPlaybook;
+  return {
+    ...defaultPlaybook,
+    external_api_rate_limit: { ...defaultPlaybook.external_api_rate_limit, delaysMs },
+    external_api_auth: { ...defaultPlaybook.external_api_auth, delaysMs },
   };
 }

@@ -8,6 +8,8 @@
 //   --hang-attempts N              print nothing and hang on attempts 1..N
 //   --stall-after K                on attempt 1, stop making progress after step K
 //   --unknown-error                die with an error no rule knows
+//   --rate-limited-attempts N      on attempts 1..N die with an external API 429
+//   --auth-error                   die with an external API 401 (every attempt)
 //   --port P                       listen on P (the port override wins) for the whole run
 //   --pid-file F                   append this process's pid to F at start
 //   --children N                   start N grandchildren that ignore SIGTERM
@@ -43,6 +45,14 @@ for (let index = 0; index < children; index += 1) {
 if (attempt <= Number(option("hang-attempts", 0))) {
   setInterval(() => {}, 1 << 30);
   await new Promise(() => {});
+}
+if (attempt <= Number(option("rate-limited-attempts", 0))) {
+  console.error("openai.RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit reached for requests'}}");
+  process.exit(1);
+}
+if (flag("auth-error")) {
+  console.error("openai.AuthenticationError: Error code: 401 - invalid api key provided");
+  process.exit(1);
 }
 if (flag("unknown-error")) {
   console.error("quux engine: the flux capacitor reported state 0x2A during warm-up");
