@@ -5,7 +5,7 @@ import { writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "./launcher.ts";
-import { describeProgress, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
+import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
 import { workerRunCommand } from "./shell-quote.ts";
 
 /**
@@ -117,7 +117,8 @@ export class LocalLauncher implements Launcher {
       status,
       finish,
       metricsTail: metrics,
-      alive: marker.pgid === null ? undefined : isGroupAlive(marker.pgid),
+      // No pgid: the launcher died between the marker and the start; lost once past the grace.
+      alive: marker.pgid === null ? (Date.now() - Date.parse(marker.launchedAt) > launchGraceMs ? false : undefined) : isGroupAlive(marker.pgid),
     });
   }
 

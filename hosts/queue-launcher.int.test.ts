@@ -3,12 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
+import { Queue } from "bullmq";
 import { auditResultDir, readEvents } from "../campaign/index.ts";
 import { isA3rError } from "../core/errors.ts";
 import { fixtureA3rCommand, writeFixtureBlueprint } from "../test-support/fixture-blueprint.ts";
 import { startRedisServer, type RedisServerHandle } from "../test-support/redis-server.ts";
 import { describeLauncherConformance, waitForProgress } from "./launcher-conformance.ts";
 import { QueueLauncher } from "./queue-launcher.ts";
+import { recordKeys } from "./queue-records.ts";
 import { WorkerDaemon } from "./worker-daemon.ts";
 
 // One real redis-server for the file; every test uses its own queue name (a fresh namespace).
@@ -94,6 +96,35 @@ describe("queue backend with real redis and worker daemons", () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(daemon.launchesStarted).toBe(1);
     } finally {
+      await launcher.close();
+      await daemon.stop();
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("never launches a run another daemon has claimed (a job redelivered after its daemon died mid-launch)", async () => {
+    const queue = freshQueue();
+    const folder = await mkdtemp(join(tmpdir(), "a3r-queue-claim-"));
+    const admin = new Redis(redis.url);
+    // node-a claimed the run, then died before completing the BullMQ job.
+    await admin.set(recordKeys({ queue, prefix: "bull" }).claim({ campaign: "claims", blueprintId: "claimed" }), "node-a");
+    const launcher = await QueueLauncher.open({ host: "cluster", redisUrl: redis.url, queue });
+    const daemon = await WorkerDaemon.start({ redisUrl: redis.url, queue, name: "node-b", gpus: 1, workdir: join(folder, "node-b"), a3r: fixtureA3rCommand, reportIntervalMs: 150 });
+    try {
+      const blueprintFile = await writeFixtureBlueprint(folder, { id: "claimed", campaign: "claims", gpus: 1 });
+      const { ref } = await launcher.launch({ campaign: "claims", blueprintId: "claimed", blueprintFile, gpuIndices: [], resultDir: join(folder, "unused") });
+      const queueHandle = new Queue(queue, { connection: { url: redis.url } });
+      const deadline = Date.now() + 15_000;
+      while (Date.now() < deadline && (await (await queueHandle.getJob(`${ref.campaign}+${ref.blueprintId}`))?.getState()) !== "completed") {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const job = await queueHandle.getJob(`${ref.campaign}+${ref.blueprintId}`);
+      expect(job?.returnvalue).toEqual({ daemon: "node-a", duplicate: true });
+      await queueHandle.close();
+      expect(daemon.launchesStarted).toBe(0);
+      expect(daemon.activeRuns).toEqual([]);
+    } finally {
+      admin.disconnect();
       await launcher.close();
       await daemon.stop();
       await rm(folder, { recursive: true, force: true });

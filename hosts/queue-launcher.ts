@@ -39,7 +39,7 @@ export class QueueLauncher implements Launcher {
   }
 
   static async open(options: QueueLauncherOptions): Promise<QueueLauncher> {
-    const redis = openRedis(options.redisUrl, "launcher");
+    const redis = openRedis(options.redisUrl);
     await connectRedis(redis, options.redisUrl);
     try {
       await assertNoEviction(redis, options.redisUrl);

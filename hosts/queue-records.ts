@@ -46,12 +46,13 @@ export type LaunchJob = z.infer<typeof launchJobSchema>;
 /** Largest file carried in the bundle; a longer metrics.jsonl keeps its last lines. */
 export const bundleFileLimit = 512 * 1024;
 
-export function openRedis(url: string, purpose: string): Redis {
-  const redis = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, connectTimeout: 5000, retryStrategy: (times) => Math.min(times * 200, 2000) });
+export function openRedis(url: string): Redis {
+  // Commands time out instead of waiting forever for a Redis that went away; BullMQ's own
+  // connections keep BullMQ's settings.
+  const redis = new Redis(url, { maxRetriesPerRequest: 3, commandTimeout: 10_000, lazyConnect: true, connectTimeout: 5000, retryStrategy: (times) => Math.min(times * 200, 2000) });
   redis.on("error", () => {
     // Reported through the failing command; ioredis keeps reconnecting meanwhile.
   });
-  void purpose;
   return redis;
 }
 

@@ -5,7 +5,7 @@ import { writeFileAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "./launcher.ts";
-import { describeProgress, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
+import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
 import { inlineEnvironment, shellQuote, workerRunCommand } from "./shell-quote.ts";
 import type { SshConnection } from "./ssh-connection.ts";
 
@@ -32,7 +32,7 @@ export interface SshLauncherOptions {
   commandTimeoutMs?: number;
 }
 
-const sections = ["launch", "status", "finish", "metrics", "alive"] as const;
+const sections = ["launch", "status", "finish", "metrics", "alive", "claimed"] as const;
 
 /** Prints, for the run folder in $d, each file a poll reads under an @@ marker. */
 const pollBody = [
@@ -41,6 +41,8 @@ const pollBody = [
   `echo; echo @@finish; cat "$d/result/finish.flag" 2>/dev/null`,
   `echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null`,
   `echo; echo @@alive; pg=$(cat "$d/pgid" 2>/dev/null); if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
+  // Seconds since the launch claimed the run folder: a claim without a start is lost later.
+  `echo @@claimed; if [ -d "$d/.launched" ]; then echo $(( $(date +%s) - $(stat -c %Y "$d/.launched") )); fi`,
 ].join("; ");
 
 export class SshLauncher implements Launcher {
@@ -135,6 +137,14 @@ export class SshLauncher implements Launcher {
   private progressFrom(ref: RunRef, stdout: string): RunProgress {
     const parts = splitSections(stdout);
     const alive = parts.alive?.trim();
+    const claimedSeconds = Number(parts.claimed?.trim() || Number.NaN);
+    if (nonEmpty(parts.launch) === undefined && nonEmpty(parts.status) === undefined && Number.isFinite(claimedSeconds)) {
+      // Claimed by a launch that never wrote launch.json: starting, or dropped mid-launch.
+      const base = describeProgress(ref, this.host, {});
+      return claimedSeconds * 1000 < launchGraceMs
+        ? { ...base, state: "launching" }
+        : { ...base, state: "lost", reason: "the launch claimed the run folder but never started the worker (connection dropped mid-launch?)" };
+    }
     return describeProgress(ref, this.host, {
       launch: nonEmpty(parts.launch),
       status: nonEmpty(parts.status),

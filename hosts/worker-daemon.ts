@@ -82,7 +82,7 @@ export class WorkerDaemon {
   /** Checks Redis (reachable, noeviction), re-attaches to live runs, then starts pulling. */
   static async start(options: WorkerDaemonOptions): Promise<WorkerDaemon> {
     if (!Number.isInteger(options.gpus) || options.gpus < 0) throw new A3rError("USAGE", `--gpus must be a whole number >= 0, got ${options.gpus}`, { where: "--gpus" });
-    const redis = openRedis(options.redisUrl, "daemon");
+    const redis = openRedis(options.redisUrl);
     await connectRedis(redis, options.redisUrl);
     try {
       await assertNoEviction(redis, options.redisUrl);
