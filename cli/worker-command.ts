@@ -33,7 +33,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("--result-dir <dir>", "write the result directory here instead of the blueprint's Result Directory")
     .option("--dry-run", "print what would be prepared, launched and watched; change nothing")
     .option("--gpus <list>", "GPU slots for CUDA_VISIBLE_DEVICES, e.g. 0,1", gpuList)
-    .option("--ledger <file>", "LLM ledger (the campaign's ledger.jsonl); default <result dir>/ledger.jsonl")
+    .option("--ledger <file>", "ledger for LLM tokens and GPU-hours (the campaign's ledger.jsonl); default <result dir>/ledger.jsonl")
     .option("--no-llm", "never consult a language model, even when one is configured")
     .option("--quiet", "no progress output")
     .option("--json", "print the outcome as JSON on stdout")
@@ -46,13 +46,15 @@ export function registerWorkerCommands(program: Command): void {
         process.stdout.write(await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }));
         return;
       }
+      const ledger = new JsonlLedger(resolve(flags.ledger ?? join(resultDir, "ledger.jsonl")));
       let model: ChatModel | null = null;
-      if (choice) model = await chatModelFromEnv(process.env, { sink: new JsonlLedger(resolve(flags.ledger ?? join(resultDir, "ledger.jsonl"))) });
+      if (choice) model = await chatModelFromEnv(process.env, { sink: ledger });
       const progress = createProgressReporter(process.stderr, { quiet: flags.quiet === true });
       const outcome = await runWorker({
         blueprintPath,
         resultDir,
         model,
+        ledger,
         progress,
         ...(flags.gpus ? { gpus: flags.gpus } : {}),
       });

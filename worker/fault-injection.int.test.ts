@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
-import { auditResultDir, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
+import { auditResultDir, JsonlLedger, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
 import { isGroupAlive } from "./process-group.ts";
 import { runWorker } from "./run-worker.ts";
 import { silentProgress } from "./progress-reporter.ts";
@@ -38,14 +38,19 @@ async function expectComplete(resultDir: string, state: string) {
 
 describe("worker fault injection", () => {
   it("runs a healthy trainer to success and judges the prediction with numbers", async () => {
-    const { path, resultDir } = await folder.write({ id: "healthy", command: "node trainer.mjs --steps 5" });
-    const outcome = await runWorker({ blueprintPath: path, progress: silentProgress, env: process.env });
+    const { path, resultDir } = await folder.write({ id: "healthy", command: "node trainer.mjs --steps 5", frontMatter: { gpus: 2 } });
+    const ledger = new JsonlLedger(join(folder.dir, "ledger.jsonl"));
+    const outcome = await runWorker({ blueprintPath: path, progress: silentProgress, env: process.env, ledger });
     expect(outcome).toMatchObject({ state: "succeeded", attempts: 1, reattached: false });
     const run = await expectComplete(resultDir, "succeeded");
     expect(run.metrics.map((record) => record.step)).toEqual([1, 2, 3, 4, 5]);
     expect(run.status.step).toBe(5);
     expect(run.result).toContain("Verdict: **supported** — reward_mean = 0.55 (last, step 5) vs predicted >= 0.5");
     expect(run.events.map((event) => event.kind)).toEqual(expect.arrayContaining(["run.preparing", "run.launched", "run.finished"]));
+    const booked = await ledger.summarize();
+    expect(booked.gpu.entries).toBe(1);
+    expect(booked.gpu.byBlueprint.healthy).toBeGreaterThan(0);
+    expect(booked.llm.calls).toBe(0);
   });
 
   it("reads metrics from the JSONL file the run writes (A3R_METRICS_FILE)", async () => {

@@ -1,4 +1,5 @@
 import { readMetrics, readRunStatus, resultDirPaths, type RunState } from "../campaign/index.ts";
+import { hostname } from "node:os";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import { memoryFields } from "./run-memory.ts";
 import { judgeResult, renderCurves, renderResultMarkdown, type ResultReportInput } from "./result-report.ts";
@@ -36,6 +37,10 @@ export async function finalizeRun(context: RunContext, state: RunState, reason: 
   await writer.writeResult(redactSecrets(renderResultMarkdown(input), secrets));
   await writer.writeCurves(renderCurves(metrics.records, `${blueprint.id}: ${metric?.name ?? "metrics"}`, metric?.name));
   const verdict = judgeResult(input);
+  const gpus = Number(blueprint.frontMatter.gpus ?? 0);
+  if (context.ledger && !options.alreadyTerminal && Number.isInteger(gpus) && gpus > 0 && input.elapsedMs > 0) {
+    await context.ledger.record({ kind: "gpu", blueprintId: blueprint.id, host: status?.host ?? hostname(), gpus, hours: input.elapsedMs / 3_600_000 });
+  }
   await writer.appendEvent("run.finished", { state, reason, attempts: context.attempt, verdict: verdict.verdict, observed: verdict.observed ?? null });
   await writer.finish();
   context.progress.event(`${blueprint.id}: ${state}${reason ? ` — ${reason}` : ""} (verdict: ${verdict.verdict})`);

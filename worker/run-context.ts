@@ -1,5 +1,5 @@
 import type { Blueprint, CommandRule } from "../blueprints/index.ts";
-import type { ResultDirWriter } from "../campaign/index.ts";
+import type { LedgerSink, ResultDirWriter } from "../campaign/index.ts";
 import type { ChatModel } from "../llm/index.ts";
 import type { ProgressReporter } from "./progress-reporter.ts";
 import type { RunMemory } from "./run-memory.ts";
@@ -20,6 +20,8 @@ export interface RunContext {
   model: ChatModel | null;
   progress: ProgressReporter;
   gpus?: string;
+  /** Where the run's GPU-hours are booked when it ends (the campaign ledger). */
+  ledger?: LedgerSink;
   commandRules?: readonly CommandRule[];
   runStartedAtMs: number;
   attempt: number;

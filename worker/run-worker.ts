@@ -3,7 +3,7 @@ import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { auditBlueprint, readBlueprintFile, type Blueprint, type CommandRule } from "../blueprints/index.ts";
-import { readRunStatus, readMetrics, resultDirPaths, ResultDirWriter, type RunState, type RunStatus } from "../campaign/index.ts";
+import { readRunStatus, readMetrics, resultDirPaths, ResultDirWriter, type LedgerSink, type RunState, type RunStatus } from "../campaign/index.ts";
 import { A3rError, isA3rError } from "../core/errors.ts";
 import { formatDuration } from "../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
@@ -42,6 +42,8 @@ export interface RunWorkerOptions {
   /** The model for unknown failures; null = none. */
   model?: ChatModel | null;
   gpus?: string;
+  /** Books the run's GPU-hours when it ends (blueprints with `gpus` > 0). */
+  ledger?: LedgerSink;
   progress?: ProgressReporter;
   commandRules?: readonly CommandRule[];
   /** Who owns the lease; defaults to host:pid. */
@@ -144,6 +146,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
       model: options.model ?? null,
       progress,
       ...(options.gpus === undefined ? {} : { gpus: options.gpus }),
+      ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
       ...(options.commandRules === undefined ? {} : { commandRules: options.commandRules }),
       runStartedAtMs: status?.startedAt ? Date.parse(status.startedAt) : Date.now(),
       attempt: status?.attempt ?? 0,
