@@ -54,5 +54,7 @@ describe("workerSettingsOf", () => {
   it("names the field and the fix when a knob is wrong", () => {
     const bp = blueprint({ file: "/b.md", lines: { worker: 9 }, frontMatter: { a3r: "blueprint/v1", id: "b1", mode: "classic", worker: { stall_timeout: "soon" } } });
     expect(() => workerSettingsOf(bp, "/runs/b1")).toThrow(/front matter field worker\.stall_timeout: a duration such as/);
+    const lapsing = blueprint({ frontMatter: { a3r: "blueprint/v1", id: "b1", mode: "classic", worker: { heartbeat_interval: "10s", lease_ttl: "15s" } } });
+    expect(() => workerSettingsOf(lapsing, "/runs/b1")).toThrow(/lease_ttl .* must be at least twice/);
   });
 });

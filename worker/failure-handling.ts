@@ -6,6 +6,7 @@ import { classifyFailure, type Classification } from "./failure-classifier.ts";
 import { diffOverrides, formatOverrideDiff } from "./overrides.ts";
 import { decideRecovery, type Overrides } from "./recovery-playbook.ts";
 import { finalizeRun } from "./finalize-run.ts";
+import { withHeartbeat } from "./keep-alive.ts";
 import { memoryFields } from "./run-memory.ts";
 import type { RunContext } from "./run-context.ts";
 import type { AttemptEnd } from "./supervise-attempt.ts";
@@ -74,9 +75,10 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
     if (!context.model) {
       decision = { kind: "fail", reason: `${decision.reason} (unknown failure, and no language model is configured to diagnose it: set A3R_LLM_PROVIDER)` };
     } else {
-      await writer.appendEvent("diagnosis.requested", { attempt, provider: context.model.provider, model: context.model.model });
-      const diagnosis = await diagnoseFailure({
-        model: context.model,
+      const model = context.model;
+      await writer.appendEvent("diagnosis.requested", { attempt, provider: model.provider, model: model.model });
+      const diagnosis = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () => diagnoseFailure({
+        model,
         blueprintId: context.blueprint.id,
         command,
         overrides: memory.overrides,
@@ -84,7 +86,7 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
         exit: ended.detail,
         env: context.env,
         ...(context.commandRules ? { rules: context.commandRules } : {}),
-      });
+      }));
       await writer.appendEvent(diagnosis.kind === "apply" ? "diagnosis.applied" : "diagnosis.refused", {
         attempt,
         diagnosis: diagnosis.diagnosis ?? null,

@@ -13,6 +13,7 @@ import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, rea
 import { handleFailure } from "./failure-handling.ts";
 import { finalizeRun } from "./finalize-run.ts";
 import { isRecordRunning } from "./launched-process.ts";
+import { withHeartbeat } from "./keep-alive.ts";
 import { readOomKillCount } from "./oom-kill-counter.ts";
 import { baseValuesOf } from "./overrides.ts";
 import { createProgressReporter, type ProgressReporter } from "./progress-reporter.ts";
@@ -271,7 +272,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   memory.processes = [];
   memory.swarmUrl = null;
   const oomKillsAtStart = readOomKillCount();
-  const launched = await launchAttempt(
+  const launched = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () => launchAttempt(
     { blueprint, resultDir: context.resultDir, settings: context.settings, attempt, overrides: memory.overrides, command, resume, configCopy, ...(context.gpus === undefined ? {} : { gpus: context.gpus }) },
     {
       baseEnv: context.env,
@@ -291,7 +292,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
         });
       },
     },
-  );
+  ));
   const commands = "failed" in launched ? [] : [...(launched.plan.serverCommand ? [`server: ${launched.plan.serverCommand}`] : []), ...launched.plan.commands];
   const overrides = Object.entries(memory.overrides).map(([key, value]) => `${key}=${String(value)}`).join(", ") || "none";
   await writer.appendAttempt({

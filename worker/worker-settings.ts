@@ -112,16 +112,25 @@ export function workerSettingsOf(blueprint: Blueprint, resultDir: string): Worke
       }
     }
   }
+  const heartbeatIntervalMs = ms(worker.heartbeat_interval, defaultWorkerSettings.heartbeatIntervalMs);
+  const leaseTtlMs = ms(worker.lease_ttl, defaultWorkerSettings.leaseTtlMs);
+  if (leaseTtlMs < 2 * heartbeatIntervalMs) {
+    // A lease that can lapse between two heartbeats would let a second worker take a live run.
+    throw new A3rError("CONFIG_INVALID", `worker.lease_ttl (${leaseTtlMs} ms) must be at least twice worker.heartbeat_interval (${heartbeatIntervalMs} ms)`, {
+      where: `${blueprint.file ?? "<blueprint>"}:${blueprint.lines.worker ?? 1}`,
+      hint: "raise lease_ttl or lower heartbeat_interval",
+    });
+  }
   const metricsFile = front.metrics_file === undefined
     ? resolve(resultDir, "logs", "run-metrics.jsonl")
     : isAbsolute(front.metrics_file) ? front.metrics_file : resolve(blueprint.codebase, front.metrics_file);
   return {
     pollIntervalMs: ms(worker.poll_interval, defaultWorkerSettings.pollIntervalMs),
-    heartbeatIntervalMs: ms(worker.heartbeat_interval, defaultWorkerSettings.heartbeatIntervalMs),
+    heartbeatIntervalMs,
     firstSignalTimeoutMs: ms(front.first_signal_timeout, defaultWorkerSettings.firstSignalTimeoutMs),
     stallTimeoutMs: ms(worker.stall_timeout, defaultWorkerSettings.stallTimeoutMs),
     gracePeriodMs: ms(worker.grace_period, defaultWorkerSettings.gracePeriodMs),
-    leaseTtlMs: ms(worker.lease_ttl, defaultWorkerSettings.leaseTtlMs),
+    leaseTtlMs,
     swarmReadyTimeoutMs: ms(worker.swarm_ready_timeout, defaultWorkerSettings.swarmReadyTimeoutMs),
     maxClientRestarts: worker.max_client_restarts ?? defaultWorkerSettings.maxClientRestarts,
     metricsFile,
