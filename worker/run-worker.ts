@@ -302,7 +302,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
       `- Overrides: ${overrides}`,
       `- Config copy: ${configCopy ?? "none (the blueprint has no configuration)"}`,
       `- Resume from checkpoint: ${resume ? "yes (A3R_RESUME=1)" : "no"}`,
-      `- Log: logs/attempt-${attempt}.log`,
+      blueprint.mode === "swarm" ? `- Logs: logs/attempt-${attempt}.log (server), logs/attempt-${attempt}-client-K.log (clients)` : `- Log: logs/attempt-${attempt}.log`,
       "",
       "```sh",
       ...(commands.length > 0 ? commands : [command]),
