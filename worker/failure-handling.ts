@@ -1,3 +1,4 @@
+import { renderBlueprint } from "../blueprints/index.ts";
 import type { RunState } from "../campaign/index.ts";
 import { formatDuration } from "../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
@@ -140,6 +141,8 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
       diff,
     ].join("\n")),
   });
+  // blueprint.md is the blueprint as executed: it follows the adaptations.
+  await writer.writeBlueprint(renderBlueprint({ ...context.blueprint, command, frontMatter: { ...context.blueprint.frontMatter, overrides: memory.overrides } }));
   await writer.appendEvent("recovery.decided", { attempt, strategy, changed: decision.changed, resume: decision.resumeFromCheckpoint, delayMs: decision.delayMs });
   memory.history.push({ attempt, ending: `${label}: ${ended.detail}`, change: changeLine });
   await writer.writeStatus(memoryFields(memory));

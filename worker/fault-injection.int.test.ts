@@ -71,6 +71,8 @@ describe("worker fault injection", () => {
     expect(run.attempts).toContain("- train_batch_size: 64\n+ train_batch_size: 32");
     expect(JSON.parse(await readFile(join(resultDir, "config", "attempt-2.json"), "utf8"))).toEqual({ train_batch_size: 32, lr: 0.001 });
     expect(run.result).toContain("train_batch_size 64 → 32");
+    // blueprint.md is the blueprint as executed, with the adapted overrides.
+    expect(await readFile(join(resultDir, "blueprint.md"), "utf8")).toMatch(/overrides:\s*\n?\s*train_batch_size: 32/);
   });
 
   it("NaN loss: stops the run, halves the learning rate and resumes from the checkpoint", async () => {
