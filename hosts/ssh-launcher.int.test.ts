@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -77,6 +77,25 @@ describe("ssh launcher against a real sshd", () => {
     } finally {
       await launcher.close();
       await rm(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("reports a run whose launch claimed the folder but never started as launching, then lost", async () => {
+    const launcher = makeLauncher();
+    try {
+      const fresh = join(workdir, "claims", "fresh");
+      const stale = join(workdir, "claims", "stale");
+      await mkdir(join(fresh, ".launched"), { recursive: true });
+      await mkdir(join(stale, ".launched"), { recursive: true });
+      const past = new Date(Date.now() - 120_000);
+      await utimes(join(stale, ".launched"), past, past);
+      const [young, old] = await launcher.pollMany([{ campaign: "claims", blueprintId: "fresh" }, { campaign: "claims", blueprintId: "stale" }]);
+      expect(young!.state).toBe("launching");
+      expect(old!.state).toBe("lost");
+      expect(old!.reason).toMatch(/never started/);
+      expect((await launcher.launch({ campaign: "claims", blueprintId: "stale", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started).toBe(false);
+    } finally {
+      await launcher.close();
     }
   });
 

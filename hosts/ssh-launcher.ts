@@ -34,15 +34,18 @@ export interface SshLauncherOptions {
 
 const sections = ["launch", "status", "finish", "metrics", "alive", "claimed"] as const;
 
-/** Prints, for the run folder in $d, each file a poll reads under an @@ marker. */
+/**
+ * Prints, for the run folder in $d, the files a poll reads: the small ones through one
+ * `tail -v` (its "==> file <==" headers separate them), then the metrics tail, then
+ * whether the group lives. Two processes per run, the rest shell builtins, because a
+ * poll cycle over hundreds of runs is one script and forks are its cost.
+ */
 const pollBody = [
-  `echo @@launch; cat "$d/launch.json" 2>/dev/null`,
-  `echo; echo @@status; cat "$d/result/status.json" 2>/dev/null`,
-  `echo; echo @@finish; cat "$d/result/finish.flag" 2>/dev/null`,
+  `tail -v -n +1 "$d/launch.json" "$d/result/status.json" "$d/result/finish.flag" 2>/dev/null`,
   `echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null`,
-  `echo; echo @@alive; pg=$(cat "$d/pgid" 2>/dev/null); if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
+  `echo; echo @@alive; pg=; read pg < "$d/pgid" 2>/dev/null; if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
   // Seconds since the launch claimed the run folder: a claim without a start is lost later.
-  `echo @@claimed; if [ -d "$d/.launched" ]; then echo $(( $(date +%s) - $(stat -c %Y "$d/.launched") )); fi`,
+  `echo @@claimed; if [ ! -f "$d/launch.json" ] && [ -d "$d/.launched" ]; then echo $(( $(date +%s) - $(stat -c %Y "$d/.launched") )); fi`,
 ].join("; ");
 
 export class SshLauncher implements Launcher {
@@ -221,12 +224,15 @@ function remoteFailure(host: string, what: string, stderr: string): A3rError {
 
 function splitSections(stdout: string): Partial<Record<(typeof sections)[number], string>> {
   const result: Partial<Record<(typeof sections)[number], string>> = {};
+  const byFile: Record<string, (typeof sections)[number]> = { "launch.json": "launch", "status.json": "status", "finish.flag": "finish" };
   let current: (typeof sections)[number] | undefined;
   for (const line of stdout.split("\n")) {
+    const header = /^==> .*\/([^/]+) <==$/.exec(line);
     const marker = /^@@(\w+)$/.exec(line);
-    if (marker && (sections as readonly string[]).includes(marker[1]!)) {
-      current = marker[1] as (typeof sections)[number];
-      result[current] = "";
+    const next = header ? byFile[header[1]!] : marker && (sections as readonly string[]).includes(marker[1]!) ? (marker[1] as (typeof sections)[number]) : undefined;
+    if (header || marker) {
+      current = next;
+      if (current) result[current] = "";
       continue;
     }
     if (current) result[current] += `${line}\n`;
