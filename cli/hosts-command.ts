@@ -58,7 +58,7 @@ export function registerHostsCommands(program: Command): void {
   program
     .command("runs")
     .description("what runs where: every run the hosts of hosts.yaml know")
-    .requiredOption("--hosts <file>", "hosts.yaml")
+    .option("--hosts <file>", "hosts.yaml", "hosts.yaml")
     .option("--json", "print JSON instead of a table")
     .action(async (flags: { hosts: string; json?: boolean }) => {
       await listRuns(flags);
