@@ -7,6 +7,7 @@ import type { OpenAiCompatibleEngineConfig } from "../engine-config.ts";
 import { EngineError } from "../engine-error.ts";
 import { defaultVocabulary } from "../embedded/default-vocabulary.ts";
 import { createWordTokenizer, endTokenId, type WordTokenizer } from "../embedded/tokenizer.ts";
+import { UpstreamHttp, type UpstreamResponse } from "./upstream-http.ts";
 import { chatCompletionResponseSchema, lastJsonLine, tokenIdsFromLogprobs, trainerOutputSchema } from "./upstream-response.ts";
 
 /**
@@ -24,6 +25,9 @@ export class OpenAiCompatibleEngine implements Engine {
   readonly kind = "openai-compatible";
   private readonly tokenizer: WordTokenizer = createWordTokenizer(defaultVocabulary);
   private readonly baseUrl: string;
+  /** Parsed once: generate() is the hot path of every proxied completion. */
+  private readonly completionsUrl: URL;
+  private readonly upstream: UpstreamHttp;
   private servedModel: string;
   private adapterPath: string | undefined;
   private globalStep = 0;
@@ -35,6 +39,8 @@ export class OpenAiCompatibleEngine implements Engine {
 
   constructor(private readonly config: OpenAiCompatibleEngineConfig) {
     this.baseUrl = config.baseUrl.replace(/\/+$/, "");
+    this.completionsUrl = new URL(`${this.baseUrl}/chat/completions`);
+    this.upstream = new UpstreamHttp({ apiKey: config.apiKey });
     this.servedModel = config.model;
   }
 
@@ -66,9 +72,9 @@ export class OpenAiCompatibleEngine implements Engine {
       ...(request.tools?.length ? { tools: request.tools } : {}),
     };
     const tokenFields = { logprobs: true, return_tokens_as_token_ids: true, return_token_ids: true };
-    let response = await this.request("POST", `${this.baseUrl}/chat/completions`, this.sendTokenFields ? { ...body, ...tokenFields } : body, request.signal);
+    let response = await this.request("POST", this.completionsUrl, this.sendTokenFields ? { ...body, ...tokenFields } : body, request.signal);
     if (response.status === 400 && this.sendTokenFields) {
-      const retry = await this.request("POST", `${this.baseUrl}/chat/completions`, body, request.signal);
+      const retry = await this.request("POST", this.completionsUrl, body, request.signal);
       if (retry.ok) this.sendTokenFields = false;
       response = retry.ok ? retry : response;
     }
@@ -187,20 +193,12 @@ export class OpenAiCompatibleEngine implements Engine {
 
   async close(): Promise<void> {
     this.trainer?.kill("SIGTERM");
+    this.upstream.close();
   }
 
-  private async request(method: string, url: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
-    try {
-      return await fetch(url, {
-        method,
-        headers: { "content-type": "application/json", ...(this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        ...(signal ? { signal } : {}),
-      });
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", `${method} ${url} failed: ${error instanceof Error ? error.message : String(error)}`, "is the upstream server running and reachable?", { cause: error });
-    }
+  /** Connection failures are EngineError ENGINE_UPSTREAM_UNAVAILABLE (see upstream-http.ts). */
+  private request(method: string, url: URL | string, body?: unknown, signal?: AbortSignal): Promise<UpstreamResponse> {
+    return this.upstream.request(method, typeof url === "string" ? new URL(url) : url, body, signal);
   }
 }
 

@@ -1,0 +1,100 @@
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { EngineError } from "../engine-error.ts";
+
+/** What the engine reads of an upstream answer; the body is already fully received. */
+export interface UpstreamResponse {
+  status: number;
+  ok: boolean;
+  text(): Promise<string>;
+}
+
+/**
+ * JSON over node:http(s) to the upstream, on keep-alive connections. Node's built-in
+ * `fetch` (undici, web streams, a Request clone and an AbortController per call) cost
+ * about half the swarm server's CPU per proxied completion; a plain ClientRequest on a
+ * pooled socket costs a fraction of that.
+ *
+ * A connection failure is EngineError ENGINE_UPSTREAM_UNAVAILABLE; an abort through the
+ * signal rejects with the signal's reason, as fetch does. A request that meets a pooled
+ * connection the upstream closed while it sat idle (the keep-alive race) is sent once more
+ * on a fresh one: the upstream never saw it. No silence limit of its own beyond
+ * `idleTimeoutMs` (fetch's was 300 s for headers and between body chunks).
+ *
+ * Not part of it: retries of requests the upstream did receive, redirects, compressed
+ * bodies (no accept-encoding is sent), streaming bodies, and proxies from the environment.
+ */
+export class UpstreamHttp {
+  readonly #httpAgent: HttpAgent;
+  readonly #httpsAgent: HttpsAgent;
+
+  constructor(private readonly options: { apiKey?: string | undefined; maxSockets?: number; idleTimeoutMs?: number } = {}) {
+    // Generous: every concurrent episode may hold one completion in flight.
+    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 1024, scheduling: "lifo" as const };
+    this.#httpAgent = new HttpAgent(agentOptions);
+    this.#httpsAgent = new HttpsAgent(agentOptions);
+  }
+
+  async request(method: string, url: URL, body?: unknown, signal?: AbortSignal): Promise<UpstreamResponse> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    try {
+      return await this.#send(method, url, payload, signal).catch((error: unknown) => {
+        if (isStaleConnection(error) && !signal?.aborted) return this.#send(method, url, payload, signal);
+        throw error;
+      });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason ?? error;
+      throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", `${method} ${url.href} failed: ${error instanceof Error ? error.message : String(error)}`, "is the upstream server running and reachable?", { cause: error });
+    }
+  }
+
+  /** Closes pooled connections; requests in flight fail. */
+  close(): void {
+    this.#httpAgent.destroy();
+    this.#httpsAgent.destroy();
+  }
+
+  #send(method: string, url: URL, payload: string | undefined, signal: AbortSignal | undefined): Promise<UpstreamResponse> {
+    const https = url.protocol === "https:";
+    const headers: Record<string, string | number> = payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    return new Promise((resolve, reject) => {
+      const request: ClientRequest = (https ? httpsRequest : httpRequest)(
+        {
+          agent: https ? this.#httpsAgent : this.#httpAgent,
+          protocol: url.protocol,
+          hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
+          port: url.port || (https ? 443 : 80),
+          path: `${url.pathname}${url.search}`,
+          method,
+          headers,
+          timeout: this.options.idleTimeoutMs ?? 300_000,
+          ...(signal ? { signal } : {}),
+        },
+        (response: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("end", () => {
+            const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+            const status = response.statusCode ?? 0;
+            resolve({ status, ok: status >= 200 && status < 300, text: () => Promise.resolve(text) });
+          });
+          const cut = (): void => reject(new Error(`the upstream closed the connection in the middle of its answer (status ${response.statusCode})`));
+          response.on("error", cut);
+          response.on("close", () => {
+            if (!response.complete) cut();
+          });
+        },
+      );
+      request.on("error", (error: Error) => reject(Object.assign(error, { reusedSocket: request.reusedSocket })));
+      request.on("timeout", () => request.destroy(new Error(`no data from the upstream for ${(this.options.idleTimeoutMs ?? 300_000) / 1000} s`)));
+      request.end(payload);
+    });
+  }
+}
+
+/** The upstream closed a pooled idle connection just as it was reused; nothing reached it. */
+function isStaleConnection(error: unknown): boolean {
+  const failure = error as { code?: string; reusedSocket?: boolean };
+  return failure.reusedSocket === true && (failure.code === "ECONNRESET" || failure.code === "EPIPE");
+}
