@@ -129,12 +129,17 @@ describe("ssh launcher against a real sshd", () => {
     await connection.close();
   });
 
-  it("fails fast and clearly on an unreachable port and on a bad key file", async () => {
+  it("fails fast and clearly on an unreachable port, an unknown address and a bad key file", async () => {
     const started = Date.now();
     const unreachable = new SshConnection(connectionOptions({ port: 1, reconnectForMs: 500 }));
     const refused = await unreachable.connect().then(() => undefined, (caught: unknown) => caught);
     expect(isA3rError(refused, "HOST_UNREACHABLE")).toBe(true);
     expect(Date.now() - started).toBeLessThan(5000);
+
+    const nowhere = new SshConnection(connectionOptions({ host: "a3r-no-such-host.invalid" }));
+    const unknown = await nowhere.connect().then(() => undefined, (caught: unknown) => caught);
+    expect(isA3rError(unknown, "HOST_UNKNOWN")).toBe(true);
+    expect((unknown as Error).message).toContain("a3r-no-such-host.invalid");
 
     const folder = await mkdtemp(join(tmpdir(), "a3r-badkey-"));
     const badKey = join(folder, "id_bad");
