@@ -7,6 +7,7 @@
 //   --nan-after K --nan-lr-above L loss becomes NaN after K steps while lr is above L
 //   --hang-attempts N              print nothing and hang on attempts 1..N
 //   --stall-after K                on attempt 1, stop making progress after step K
+//   --pause-after K --until-file F after step K, wait (silently) until file F exists
 //   --unknown-error                die with an error no rule knows
 //   --rate-limited-attempts N      on attempts 1..N die with an external API 429
 //   --auth-error                   die with an external API 401 (every attempt)
@@ -15,7 +16,7 @@
 //   --children N                   start N grandchildren that ignore SIGTERM
 //   --metrics jsonl                write metrics to $A3R_METRICS_FILE instead of the log
 //   --say TEXT                     print TEXT once at start (prompt-injection tests)
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -115,6 +116,9 @@ for (let step = start + 1; step <= steps; step += 1) {
   if (checkpointFile) {
     mkdirSync(checkpointDir, { recursive: true });
     writeFileSync(checkpointFile, JSON.stringify({ step }));
+  }
+  if (step === Number(option("pause-after", -1))) {
+    while (!existsSync(option("until-file"))) await sleep(50);
   }
   if (attempt === 1 && step === Number(option("stall-after", -1))) await new Promise(() => setInterval(() => {}, 1 << 30));
 }
