@@ -92,11 +92,11 @@ describe("worker fault injection", () => {
   });
 
   it("hangs without output: the first-signal timeout stops it and the relaunch succeeds", async () => {
-    const { path, resultDir } = await folder.write({ id: "hang", command: "node trainer.mjs --steps 2 --hang-attempts 1", frontMatter: { first_signal_timeout: "1s" } });
+    const { path, resultDir } = await folder.write({ id: "hang", command: "node trainer.mjs --steps 2 --hang-attempts 1", frontMatter: { first_signal_timeout: "2s" } });
     expect((await runWorker({ blueprintPath: path, progress: silentProgress })).state).toBe("succeeded");
     const run = await expectComplete(resultDir, "succeeded");
     expect(run.events.find((event) => event.kind === "failure.classified")).toMatchObject({ failureClass: "hang" });
-    expect(run.attempts).toContain("no training signal within the first-signal timeout (1s)");
+    expect(run.attempts).toContain("no training signal within the first-signal timeout (2s)");
   });
 
   it("stalls after some steps: stall detection stops it and it resumes", async () => {
@@ -128,7 +128,9 @@ describe("worker fault injection", () => {
 
   it("SIGKILLed from outside: resumes from the checkpoint within seconds", async () => {
     const pidFile = join(folder.dir, "killed.pids");
-    const { path, resultDir } = await folder.write({ id: "killed", command: `node trainer.mjs --steps 12 --step-ms 150 --pid-file ${pidFile}` });
+    const gate = join(folder.dir, "killed.gate");
+    // The trainer pauses after step 3 (the gate never opens), so the kill lands mid-run.
+    const { path, resultDir } = await folder.write({ id: "killed", command: `node trainer.mjs --steps 8 --step-ms 50 --pause-after 3 --until-file ${gate} --pid-file ${pidFile}`, worker: { stall_timeout: "1m" } });
     const running = runWorker({ blueprintPath: path, progress: silentProgress });
     await until(async () => ((await readMetrics(join(resultDir, "metrics.jsonl"))).records.length >= 3));
     const pid = Number((await readFile(pidFile, "utf8")).trim().split("\n")[0]);
@@ -139,7 +141,7 @@ describe("worker fault injection", () => {
     expect(run.events.find((event) => event.kind === "failure.classified")).toMatchObject({ failureClass: "killed", evidence: "terminated by SIGKILL" });
     const relaunched = run.events.find((event) => event.kind === "run.launched" && event.attempt === 2)!;
     expect(Date.parse(relaunched.time) - killedAt).toBeLessThan(5_000);
-    expect(await readFile(join(resultDir, "logs", "attempt-2.log"), "utf8")).toMatch(/resuming from checkpoint at step [3-9]/);
+    expect(await readFile(join(resultDir, "logs", "attempt-2.log"), "utf8")).toContain("resuming from checkpoint at step 3");
   });
 
   it("time budget: TERM then KILL to the whole group, no orphans, timed_out with partial results", async () => {

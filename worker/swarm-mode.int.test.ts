@@ -27,7 +27,7 @@ beforeAll(async () => {
     "optimizer: { lr: 0.05, kl_coef: 0.001, clip: 0.2 }",
     "sampling: { temperature: 1, top_p: 1, max_tokens: 8 }",
     "save_freq: 2",
-    "max_steps: 6",
+    "max_steps: 8",
     "experiment_dir: ./ignored-the-worker-sets-it",
     "port: 10086",
     "episode_idle_timeout: 3",
@@ -81,14 +81,14 @@ describe("worker in swarm mode", () => {
     expect(first.slice(0, 3)).toEqual([1, 2, 3]);
     // The checkpoint is every 2 steps: attempt 2 continues after it, to max_steps.
     expect(resumed[0]).toBeGreaterThan(2);
-    expect(resumed[resumed.length - 1]).toBe(6);
+    expect(resumed[resumed.length - 1]).toBe(8);
     expect(typeof metrics[0]!.reward_mean).toBe("number");
 
     const copy = await readFile(join(resultDir, "config", "attempt-2.yaml"), "utf8");
     expect(copy).toContain("lr: 0.1");
     expect(copy).toContain(`experiment_dir: ${join(resultDir, "swarm")}`);
     const result = await readFile(join(resultDir, "result.md"), "utf8");
-    expect(result).toMatch(/Verdict: \*\*(supported|refuted)\*\* — reward_mean = [\d.]+ \(last, step 6\)/);
+    expect(result).toMatch(/Verdict: \*\*(supported|refuted)\*\* — reward_mean = [\d.]+ \(last, step 8\)/);
     const attempts = await readFile(join(resultDir, "attempts.md"), "utf8");
     expect(attempts).toContain("## Attempt 2: relaunched, resuming from the last checkpoint");
     expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);

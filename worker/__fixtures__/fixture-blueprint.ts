@@ -8,7 +8,7 @@ import { renderBlueprint, type Blueprint } from "../../blueprints/index.ts";
 export const fixturesDir = fileURLToPath(new URL(".", import.meta.url)).replace(/\/$/, "");
 
 /** Timing knobs that make a fault-injection case take seconds, not minutes. */
-export const fastWorker = { poll_interval: "100ms", heartbeat_interval: "500ms", stall_timeout: "1500ms", grace_period: "300ms", lease_ttl: "2s" };
+export const fastWorker = { poll_interval: "100ms", heartbeat_interval: "500ms", stall_timeout: "3s", grace_period: "300ms", lease_ttl: "2s" };
 
 export interface FixtureBlueprintOptions {
   id: string;
