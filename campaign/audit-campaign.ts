@@ -2,7 +2,7 @@ import { readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Finding } from "./finding.ts";
 import { campaignAt, listStages } from "./campaign-store.ts";
-import { isSafeBlueprintId } from "./campaign-id.ts";
+import { isSafeBlueprintId } from "../blueprints/front-matter-schema.ts";
 import { readEvents, type CampaignEvent } from "./event-log.ts";
 import { readLedger } from "./ledger.ts";
 import { auditResultDir, problemToFinding, type ResultDirAuditOptions } from "./audit-result-dir.ts";

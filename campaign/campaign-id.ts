@@ -1,4 +1,6 @@
 import { A3rError } from "../core/errors.ts";
+import { isSafeBlueprintId } from "../blueprints/front-matter-schema.ts";
+import { toSafeId } from "../blueprints/parse-blueprint.ts";
 
 /**
  * Campaign ids and blueprint ids become folder names (`runs/<campaign>/`,
@@ -6,7 +8,6 @@ import { A3rError } from "../core/errors.ts";
  * slashes, no `..`, nothing a shell or another filesystem would mangle.
  */
 export const campaignIdPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
-export const blueprintIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** Turns free text ("GRPO batching, v2!") into a valid campaign id ("grpo-batching-v2"). */
 export function slugifyCampaignId(text: string): string {
@@ -33,15 +34,12 @@ export function assertCampaignId(id: string): void {
   });
 }
 
-export function isSafeBlueprintId(id: string): boolean {
-  return blueprintIdPattern.test(id);
-}
-
 export function assertSafeBlueprintId(id: string): void {
   if (isSafeBlueprintId(id)) return;
-  const suggestion = id.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[^A-Za-z0-9]+/, "").slice(0, 128) || "blueprint-1";
+  // The blueprint contract owns what a valid id is; this only guards folder names built from one.
+  const suggestion = toSafeId(id) || "blueprint-1";
   throw new A3rError("BLUEPRINT_ID_UNSAFE", `blueprint id ${JSON.stringify(id)} cannot be a folder name`, {
     where: "blueprint id",
-    hint: `use letters, digits, dots, dashes and underscores, starting with a letter or digit, e.g. "${suggestion}"`,
+    hint: `use lower-case letters, digits, dots, dashes and underscores, starting with a letter or digit, e.g. "${suggestion}"`,
   });
 }

@@ -41,7 +41,7 @@ export { appendJsonLine, parseJsonLines, readJsonLines } from "./jsonl-file.ts";
 export type { GpuLedgerEntry, KnownLedgerRole, LedgerEntry, LedgerEntryInput, LedgerRead, LedgerRole, LedgerSink, LedgerSummary, LlmLedgerEntry, RoleTotals } from "./ledger.ts";
 export { JsonlLedger, ledgerEntrySchema, ledgerRoles, parseLedgerEntry, readLedger, summarizeLedger } from "./ledger.ts";
 
-export { assertCampaignId, assertSafeBlueprintId, blueprintIdPattern, campaignIdPattern, isCampaignId, isSafeBlueprintId, slugifyCampaignId } from "./campaign-id.ts";
+export { assertCampaignId, assertSafeBlueprintId, campaignIdPattern, isCampaignId, slugifyCampaignId } from "./campaign-id.ts";
 export type { CampaignPaths, StagePaths } from "./campaign-paths.ts";
 export { campaignFileNames, campaignPaths, campaignPathsAt, stagePaths } from "./campaign-paths.ts";
 export type { Campaign, CampaignListing, StageListing } from "./campaign-store.ts";
