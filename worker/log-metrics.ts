@@ -11,6 +11,8 @@
 export interface MetricPoint {
   step: number;
   values: Record<string, number>;
+  /** When the step happened (ISO), when the source says; otherwise the moment it was read. */
+  time?: string;
 }
 
 export interface LogMetricPattern {

@@ -12,6 +12,10 @@ describe("MetricMerger", () => {
     expect(merger.lastStep).toBe(3);
   });
 
+  it("keeps the time a source gives for a step", () => {
+    expect(new MetricMerger().accept([{ step: 1, values: { a: 1 }, time: "2026-11-29T10:00:00.000Z" }, { step: 1, values: { b: 2 } }])).toEqual([{ step: 1, values: { a: 1, b: 2 }, time: "2026-11-29T10:00:00.000Z" }]);
+  });
+
   it("starts after the last recorded step when re-attaching", () => {
     expect(new MetricMerger(5).accept([{ step: 5, values: { a: 1 } }, { step: 6, values: { a: 2 } }])).toEqual([{ step: 6, values: { a: 2 } }]);
   });

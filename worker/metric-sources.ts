@@ -73,7 +73,9 @@ export class SwarmMetricSource implements MetricSource {
       if (typeof step !== "number" || !Number.isInteger(step) || step < 0) continue;
       const values: Record<string, number> = {};
       for (const [key, value] of Object.entries(record)) if (key !== "step" && key !== "time" && typeof value === "number") values[key] = value;
-      points.push({ step, values });
+      // The server stamps each step in Unix seconds: keep it, so a re-attached worker records true times.
+      const time = typeof record.time === "number" && Number.isFinite(record.time) ? new Date(record.time * 1000).toISOString() : undefined;
+      points.push({ step, values, ...(time ? { time } : {}) });
     }
     return points;
   }
@@ -87,12 +89,14 @@ export class MetricMerger {
   constructor(public lastStep: number | null = null) {}
 
   accept(points: MetricPoint[]): MetricPoint[] {
-    const byStep = new Map<number, Record<string, number>>();
+    const byStep = new Map<number, MetricPoint>();
     for (const point of points) {
       if (this.lastStep !== null && point.step <= this.lastStep) continue;
-      byStep.set(point.step, { ...(byStep.get(point.step) ?? {}), ...point.values });
+      const seen = byStep.get(point.step);
+      const time = seen?.time ?? point.time;
+      byStep.set(point.step, { step: point.step, values: { ...(seen?.values ?? {}), ...point.values }, ...(time ? { time } : {}) });
     }
-    const fresh = [...byStep.entries()].sort((a, b) => a[0] - b[0]).map(([step, values]) => ({ step, values }));
+    const fresh = [...byStep.values()].sort((a, b) => a.step - b.step);
     const last = fresh[fresh.length - 1];
     if (last) this.lastStep = last.step;
     return fresh;

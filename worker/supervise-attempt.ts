@@ -86,7 +86,7 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
     for (const record of options.processes.slice(1)) await clientLog(record).poll();
     const fresh = merger.accept(points);
     for (const point of fresh) {
-      await writer.appendMetrics({ step: point.step, attempt, ...point.values });
+      await writer.appendMetrics({ step: point.step, attempt, ...point.values, ...(point.time ? { time: point.time } : {}) });
       lastMetrics = Object.fromEntries(Object.entries(point.values).filter(([, value]) => Number.isFinite(value)));
       lastProgressAt = now();
       nonFinite ??= nonFiniteValue(point);
