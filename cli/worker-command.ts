@@ -50,12 +50,21 @@ export function registerWorkerCommands(program: Command): void {
       let model: ChatModel | null = null;
       if (choice) model = await chatModelFromEnv(process.env, { sink: ledger });
       const progress = createProgressReporter(process.stderr, { quiet: flags.quiet === true });
+      // TERM or INT cancels the run (its process groups too); only a SIGKILLed worker leaves it running.
+      const cancel = new AbortController();
+      const onSignal = (signal: NodeJS.Signals) => {
+        progress.event(`${signal}: cancelling the run (TERM, then KILL to its process groups)`);
+        cancel.abort(signal);
+      };
+      process.once("SIGTERM", onSignal);
+      process.once("SIGINT", onSignal);
       const outcome = await runWorker({
         blueprintPath,
         resultDir,
         model,
         ledger,
         progress,
+        signal: cancel.signal,
         ...(flags.gpus ? { gpus: flags.gpus } : {}),
       });
       if (flags.json) process.stdout.write(`${JSON.stringify(outcome)}\n`);

@@ -155,8 +155,8 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
     }
     context.progress.event(`${context.blueprint.id}: backing off ${formatDuration(decision.delayMs)} before attempt ${attempt + 1}`);
     // Heartbeat while waiting, so the lease does not lapse during a long back-off.
-    for (const until = Date.now() + decision.delayMs; Date.now() < until; ) {
-      await sleep(Math.min(context.settings.heartbeatIntervalMs, until - Date.now()));
+    for (const until = Date.now() + decision.delayMs; Date.now() < until && !context.signal?.aborted; ) {
+      await sleep(Math.min(context.settings.heartbeatIntervalMs, 500, until - Date.now()));
       await writer.heartbeat();
     }
   }

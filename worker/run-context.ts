@@ -20,6 +20,8 @@ export interface RunContext {
   model: ChatModel | null;
   progress: ProgressReporter;
   gpus?: string;
+  /** Aborted to cancel the run (SIGTERM or SIGINT to the worker). */
+  signal?: AbortSignal;
   /** Where the run's GPU-hours are booked when it ends (the campaign ledger). */
   ledger?: LedgerSink;
   commandRules?: readonly CommandRule[];

@@ -43,6 +43,13 @@ export interface RunWorkerOptions {
   /** The model for unknown failures; null = none. */
   model?: ChatModel | null;
   gpus?: string;
+  /**
+   * Aborting it cancels the run: its process groups get TERM then KILL and the run ends
+   * `cancelled` with a complete result directory. The CLI aborts on SIGTERM and SIGINT, so
+   * a launcher's cancel (TERM to the worker) stops the training too; a SIGKILLed worker
+   * leaves the run going, for the next worker to re-attach.
+   */
+  signal?: AbortSignal;
   /** Books the run's GPU-hours when it ends (blueprints with `gpus` > 0). */
   ledger?: LedgerSink;
   progress?: ProgressReporter;
@@ -148,6 +155,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
       progress,
       ...(options.gpus === undefined ? {} : { gpus: options.gpus }),
       ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
       ...(options.commandRules === undefined ? {} : { commandRules: options.commandRules }),
       runStartedAtMs: status?.startedAt ? Date.parse(status.startedAt) : Date.now(),
       attempt: status?.attempt ?? 0,
@@ -250,6 +258,7 @@ async function supervise(context: RunContext, swarm: SwarmHooks | undefined, oom
     budgetMs: context.blueprint.timeBudgetMs,
     lastStep,
     oomKillsAtStart,
+    ...(context.signal ? { signal: context.signal } : {}),
     ...(metricName ? { metricName } : {}),
     progress: context.progress,
     saveProcesses: async (records) => {
@@ -326,6 +335,11 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
   let current = end;
   let resume = context.attempt > 0;
   for (;;) {
+    if (current === undefined && context.signal?.aborted) {
+      const reason = `cancelled before attempt ${context.attempt + 1} (${String(context.signal.reason ?? "aborted")})`;
+      await finalizeRun(context, "cancelled", reason);
+      return { state: "cancelled", reason };
+    }
     if (current === undefined) {
       if (context.attempt > 0 && Date.now() - context.runStartedAtMs >= context.blueprint.timeBudgetMs) {
         const reason = `time budget ${formatDuration(context.blueprint.timeBudgetMs)} used up before attempt ${context.attempt + 1}`;
@@ -340,6 +354,14 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
       await context.writer.appendAttempt({ attempt: context.attempt, title: "succeeded", body: `${ended.detail}; last step ${ended.lastStep ?? "none"}.` });
       await finalizeRun(context, "succeeded", null);
       return { state: "succeeded", reason: null };
+    }
+    if (ended.kind === "cancelled") {
+      const reason = `${ended.detail} at step ${ended.lastStep ?? "none"} (attempt ${context.attempt}); partial results kept`;
+      context.memory.history.push({ attempt: context.attempt, ending: ended.detail });
+      await context.writer.appendAttempt({ attempt: context.attempt, title: "cancelled", body: `${reason}. The process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left.` });
+      await context.writer.appendEvent("run.cancelled", { attempt: context.attempt, step: ended.lastStep });
+      await finalizeRun(context, "cancelled", reason);
+      return { state: "cancelled", reason };
     }
     if (ended.kind === "timed_out") {
       const reason = `${ended.detail} at step ${ended.lastStep ?? "none"} (attempt ${context.attempt}); partial results kept`;

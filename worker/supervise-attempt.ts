@@ -43,6 +43,8 @@ export interface SuperviseOptions {
   lastStep: number | null;
   metricName?: string;
   progress: ProgressReporter;
+  /** Aborted when the run must be cancelled (the worker got SIGTERM or SIGINT). */
+  signal?: AbortSignal;
   /** Persists the process list (status.json) after a client restart. */
   saveProcesses(records: LaunchedProcessRecord[]): Promise<void>;
   now?: () => number;
@@ -51,7 +53,8 @@ export interface SuperviseOptions {
 export type AttemptEnd =
   | { kind: "succeeded"; detail: string; lastStep: number | null }
   | { kind: "failed"; detail: string; facts: FailureFacts; lastStep: number | null }
-  | { kind: "timed_out"; detail: string; lastStep: number | null };
+  | { kind: "timed_out"; detail: string; lastStep: number | null }
+  | { kind: "cancelled"; detail: string; lastStep: number | null };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -125,6 +128,11 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
       await stopAll();
       const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, nonFiniteMetric: nonFinite };
       return end({ kind: "failed", detail: `metric ${nonFinite.key} was not finite at step ${nonFinite.step}`, facts, lastStep: merger.lastStep });
+    }
+    if (options.signal?.aborted) {
+      await stopAll();
+      await readMetrics();
+      return end({ kind: "cancelled", detail: `cancelled (${String(options.signal.reason ?? "aborted")})`, lastStep: merger.lastStep });
     }
     if (now() - options.runStartedAtMs >= options.budgetMs) {
       await stopAll();

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { access, writeFile } from "node:fs/promises";
+import { execFile, spawn } from "node:child_process";
+import { access, readFile, writeFile } from "node:fs/promises";
+import { auditResultDir, readMetrics, readRunStatus } from "../campaign/index.ts";
+import { isGroupAlive } from "./process-group.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
@@ -50,5 +52,27 @@ describe("a3r worker run (CLI)", () => {
     const result = await run(["worker", "run", path, "--quiet"]);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("cli-fails: failed (missing module");
+  });
+
+  it("SIGTERM to the worker cancels the run: its group is stopped and the result directory is complete", async () => {
+    const { path, resultDir } = await folder.write({ id: "cli-cancel", command: "node trainer.mjs --steps 1000 --step-ms 100 --children 1" });
+    const child = spawn(process.execPath, [cli, "worker", "run", path, "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    child.stdout!.on("data", (chunk) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const deadline = Date.now() + 45_000;
+    while ((await readMetrics(join(resultDir, "metrics.jsonl"))).records.length < 2) {
+      if (Date.now() > deadline) throw new Error("no metrics in time");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    child.kill("SIGTERM");
+    expect(await exited).toBe(1);
+    expect(JSON.parse(stdout.trim())).toMatchObject({ state: "cancelled" });
+    const status = (await readRunStatus(join(resultDir, "status.json"))).status!;
+    expect(status.state).toBe("cancelled");
+    expect(status.reason).toContain("cancelled (SIGTERM)");
+    expect(isGroupAlive(status.pgid!)).toBe(false);
+    expect((await readFile(join(resultDir, "finish.flag"), "utf8")).trim()).toBe("cancelled");
+    expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);
   });
 });

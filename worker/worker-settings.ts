@@ -20,7 +20,7 @@ import type { FailureClass } from "./failure-classifier.ts";
  *   heartbeat_interval: 10s          # status.json heartbeat (renews the lease)
  *   stall_timeout: 30m               # no new step for this long = hang
  *   grace_period: 30s                # TERM, then KILL after this
- *   lease_ttl: 2m                    # a dead worker's lease expires after this
+ *   lease_ttl: 1m                    # a dead worker's lease expires after this (a restarted worker waits this long)
  *   swarm_ready_timeout: 2m          # swarm server must print its URL by then
  *   max_client_restarts: 5           # per swarm client, per attempt
  *   api_backoff: [30s, 2m, 8m]        # waits before retrying after an external API rate limit or auth error
@@ -55,7 +55,7 @@ export const defaultWorkerSettings = {
   firstSignalTimeoutMs: 20 * 60_000,
   stallTimeoutMs: 30 * 60_000,
   gracePeriodMs: 30_000,
-  leaseTtlMs: 120_000,
+  leaseTtlMs: 60_000,
   swarmReadyTimeoutMs: 120_000,
   maxClientRestarts: 5,
 } as const;
