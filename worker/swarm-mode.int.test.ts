@@ -37,7 +37,8 @@ afterAll(async () => {
   await folder.cleanup();
 });
 
-const client = `node bin/a3r.js swarm client item-color --url {swarm_url} --episodes 1000 --concurrency 2`;
+// A client with a short discard timeout, so the episodes of a killed client are reclaimed in seconds.
+const client = `node bin/run-ts.js worker/__fixtures__/swarm-client.ts {swarm_url} 1000 2`;
 
 async function until(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
