@@ -51,6 +51,8 @@ describe("worker re-attach", () => {
     await first.done;
     const before = (await readRunStatus(join(resultDir, "status.json"))).status!;
     expect(before.state).toBe("running");
+    // As if the worker had died inside the directory lock: the next one must break it.
+    await writeFile(join(resultDir, ".a3r.lock"), "999999 2026-11-29T00:00:00.000Z\n");
 
     const second = startWorker(path);
     await until(async () => (await readEvents(join(resultDir, "events.jsonl"))).events.some((event) => event.kind === "worker.reattached"));

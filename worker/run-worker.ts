@@ -92,16 +92,24 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * The directory lock is held for milliseconds; a lock older than this was left by a worker
+ * that died inside it (SIGKILL), and is broken. The campaign default (30 s) would stall a
+ * restarted worker for that long.
+ */
+const lockStaleMs = 5_000;
+
 /** Takes the lease, waiting out one that a dead worker left (at most about two TTLs). */
 async function acquireWriter(dir: string, owner: string, settings: WorkerSettings, progress: ProgressReporter): Promise<ResultDirWriter> {
-  const deadline = Date.now() + settings.leaseTtlMs * 2 + 5_000;
+  const deadline = Date.now() + settings.leaseTtlMs * 2 + lockStaleMs + 5_000;
   let told = false;
   for (;;) {
     try {
-      return await ResultDirWriter.open(dir, owner, { ttlMs: settings.leaseTtlMs });
+      return await ResultDirWriter.open(dir, owner, { ttlMs: settings.leaseTtlMs, staleMs: lockStaleMs, timeoutMs: 15_000 });
     } catch (error) {
-      if (!isA3rError(error, "LEASE_HELD") || Date.now() > deadline) throw error;
-      if (!told) progress.event(`the run's lease is held (${error.message}); waiting for it to expire`);
+      const waitable = isA3rError(error, "LEASE_HELD") || isA3rError(error, "LOCK_TIMEOUT");
+      if (!waitable || Date.now() > deadline) throw error;
+      if (!told) progress.event(`the run's lease is held (${(error as Error).message}); waiting for it to expire`);
       told = true;
       await sleep(Math.min(500, Math.max(50, settings.leaseTtlMs / 4)));
     }
