@@ -28,9 +28,15 @@ export class UpstreamHttp {
   readonly #httpAgent: HttpAgent;
   readonly #httpsAgent: HttpsAgent;
 
-  constructor(private readonly options: { apiKey?: string | undefined; maxSockets?: number; idleTimeoutMs?: number } = {}) {
-    // Generous: every concurrent episode may hold one completion in flight.
-    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 1024, scheduling: "lifo" as const };
+  readonly #apiKey: string | undefined;
+  readonly #idleTimeoutMs: number;
+
+  constructor(options: { apiKey?: string | undefined; maxSockets?: number; idleTimeoutMs?: number } = {}) {
+    this.#apiKey = options.apiKey;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 300_000;
+    // Generous maxSockets: every concurrent episode may hold one completion in flight. The
+    // silence limit is set on the agent, once per socket, not on every request.
+    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 1024, scheduling: "lifo" as const, timeout: this.#idleTimeoutMs };
     this.#httpAgent = new HttpAgent(agentOptions);
     this.#httpsAgent = new HttpsAgent(agentOptions);
   }
@@ -57,19 +63,20 @@ export class UpstreamHttp {
   #send(method: string, url: URL, payload: string | undefined, signal: AbortSignal | undefined): Promise<UpstreamResponse> {
     const https = url.protocol === "https:";
     const headers: Record<string, string | number> = payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
       const request: ClientRequest = (https ? httpsRequest : httpRequest)(
         {
           agent: https ? this.#httpsAgent : this.#httpAgent,
-          protocol: url.protocol,
           hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
           port: url.port || (https ? 443 : 80),
           path: `${url.pathname}${url.search}`,
           method,
           headers,
-          timeout: this.options.idleTimeoutMs ?? 300_000,
-          ...(signal ? { signal } : {}),
         },
         (response: IncomingMessage) => {
           const chunks: Buffer[] = [];
@@ -77,17 +84,24 @@ export class UpstreamHttp {
           response.on("end", () => {
             const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
             const status = response.statusCode ?? 0;
+            settle();
             resolve({ status, ok: status >= 200 && status < 300, text: () => Promise.resolve(text) });
           });
-          const cut = (): void => reject(new Error(`the upstream closed the connection in the middle of its answer (status ${response.statusCode})`));
-          response.on("error", cut);
-          response.on("close", () => {
-            if (!response.complete) cut();
-          });
+          // node:http destroys an unfinished response with an error when its socket closes.
+          response.on("error", () => fail(new Error(`the upstream closed the connection in the middle of its answer (status ${response.statusCode})`)));
         },
       );
-      request.on("error", (error: Error) => reject(Object.assign(error, { reusedSocket: request.reusedSocket })));
-      request.on("timeout", () => request.destroy(new Error(`no data from the upstream for ${(this.options.idleTimeoutMs ?? 300_000) / 1000} s`)));
+      // A plain listener, removed when settled: the `signal` request option costs several
+      // times as much per request (it wraps the listener in a disposable).
+      const onAbort = (): void => void request.destroy(new Error("aborted by the caller"));
+      const settle = (): void => signal?.removeEventListener("abort", onAbort);
+      const fail = (error: Error): void => {
+        settle();
+        reject(error);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      request.on("error", (error: Error) => fail(signal?.aborted ? error : Object.assign(error, { reusedSocket: request.reusedSocket })));
+      request.on("timeout", () => request.destroy(new Error(`no data from the upstream for ${this.#idleTimeoutMs / 1000} s`)));
       request.end(payload);
     });
   }
