@@ -34,7 +34,7 @@ async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function healthyTokens(folder: Awaited<ReturnType<typeof fixtureFolder>>): Promise<{ tokens: number; calls: number; monitoredMs: number }> {
-  const { path, resultDir } = await folder.write({ id: "bench-healthy", command: "node trainer.mjs --steps 40 --step-ms 100", worker: { poll_interval: "1s", heartbeat_interval: "10s" } });
+  const { path, resultDir } = await folder.write({ id: "bench-healthy", command: "node trainer.mjs --steps 40 --step-ms 100", worker: { poll_interval: "1s", heartbeat_interval: "10s", lease_ttl: "1m" } });
   const ledger = new JsonlLedger(join(resultDir, "ledger.jsonl"));
   const model = createScriptedChatModel([{ parsed: { diagnosis: "would answer", retry: false }, repeat: true }], { sink: ledger }, {});
   const started = Date.now();
