@@ -14,13 +14,23 @@ import type { Benchmark, BenchReport } from "./report.ts";
  * `openai-compatible` engine pointed at the stub, one claimed episode per client, every
  * call authenticated and recorded). Added latency = swarm percentile − direct percentile;
  * throughput ratio = swarm requests/s ÷ direct requests/s, measured in the same run.
+ *
+ * Both paths are measured the same way (one load generator, keep-alive sockets, warmed up
+ * first) in paired rounds: each round measures direct and swarm back to back, in an order
+ * that alternates between rounds, and a round's result is the swarm-minus-direct difference
+ * (or ratio) within it. The report gives the median round, so a burst of load from other
+ * processes on this shared machine moves one round, not the result.
  */
 
 const clients = 64;
+/** Per client and phase; saturated phases are longer, as they pass ~10x faster. */
 const requestsPerClient = 40;
+const saturatedRequestsPerClient = 120;
 /** Steady-load pacing per client; 64 clients at 100 ms is 640 requests/s. */
 const paceMs = 100;
 const steadyRate = Math.round((clients * 1000) / paceMs);
+/** Odd, so the median is one measured round. */
+const rounds = 5;
 const cli = fileURLToPath(new URL("../bin/a3r.js", import.meta.url));
 
 // The stub upstream: fixed answer, token ids and logprobs included for engines that want them.
@@ -72,6 +82,18 @@ interface Phase {
   throughput: number;
 }
 
+/** One paired round: both paths under the same steady load, then both saturated. */
+interface Round {
+  steady: { direct: Phase; swarm: Phase };
+  saturated: { direct: Phase; swarm: Phase };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 /** One POST over a keep-alive agent; node:http keeps the load generator's own cost low. */
 function post(agent: Agent, url: URL, apiKey: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -92,14 +114,20 @@ function post(agent: Agent, url: URL, apiKey: string, body: string): Promise<str
   });
 }
 
+/** The targets of one path, with its own keep-alive sockets, kept warm between phases. */
+interface Path {
+  targets: Array<{ url: string; apiKey: string }>;
+  agent: Agent;
+}
+
 /**
  * 64 lanes, each sending its requests one after the other; latencies in ms. Without
  * `paceMs` each lane sends as fast as it gets answers (saturation: throughput); with it,
  * each lane sends one request every `paceMs` (a steady load: latency).
  */
-async function phase(targets: Array<{ url: string; apiKey: string }>, paceMs?: number): Promise<Phase> {
+async function phase({ targets, agent }: Path, paceMs?: number): Promise<Phase> {
   const body = JSON.stringify({ model: "stub", messages: [{ role: "system", content: "You name colours." }, { role: "user", content: "What colour is the sky?" }], max_tokens: 4 });
-  const agent = new Agent({ keepAlive: true, maxSockets: clients });
+  const requestsPerClientNow = paceMs ? requestsPerClient : saturatedRequestsPerClient;
   const latencies: number[] = [];
   const started = performance.now();
   await Promise.all(
@@ -107,7 +135,7 @@ async function phase(targets: Array<{ url: string; apiKey: string }>, paceMs?: n
       const url = new URL(target.url);
       // Lanes start spread over one pace period so the steady load has no bursts.
       const laneStart = started + (paceMs ? (paceMs * lane) / targets.length : 0);
-      for (let index = 0; index < requestsPerClient; index += 1) {
+      for (let index = 0; index < requestsPerClientNow; index += 1) {
         if (paceMs) {
           const due = laneStart + index * paceMs;
           const wait = due - performance.now();
@@ -121,7 +149,6 @@ async function phase(targets: Array<{ url: string; apiKey: string }>, paceMs?: n
     }),
   );
   const elapsedSeconds = (performance.now() - started) / 1000;
-  agent.destroy();
   latencies.sort((a, b) => a - b);
   return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), throughput: latencies.length / elapsedSeconds };
 }
@@ -131,6 +158,7 @@ const benchmark: Benchmark = {
   async run(): Promise<BenchReport> {
     const directory = await mkdtemp(join(tmpdir(), "a3r-gateway-bench-"));
     const processes: ChildProcess[] = [];
+    const agents: Agent[] = [];
     try {
       const stub = await startProcess(["-e", stubSource], /stub ready on (\d+)/);
       processes.push(stub.child);
@@ -148,56 +176,67 @@ const benchmark: Benchmark = {
           `max_env_worker: ${clients}`,
           `experiment_dir: ${join(directory, "experiment")}`,
           "limits:",
-          `  max_episode_calls: ${requestsPerClient * 12}`,
+          // A warm-up, then a steady and a saturated phase per round go through the swarm.
+          `  max_episode_calls: ${saturatedRequestsPerClient + (requestsPerClient + saturatedRequestsPerClient) * rounds}`,
         ].join("\n"),
       );
       const swarm = await startProcess([cli, "swarm", "serve", "--config", configPath], /swarm server ready on (http:\/\/\S+)/);
       processes.push(swarm.child);
       const client = new SwarmClient({ url: swarm.match[1]! });
       const episodes = await Promise.all(Array.from({ length: clients }, () => client.beginEpisode({ maxWaitMs: 30_000 })));
-      const throughSwarm = episodes.map((episode) => ({ url: episode.baseUrl, apiKey: episode.apiKey }));
-      const direct = episodes.map(() => ({ url: upstream, apiKey: "direct" }));
+      // The same kind of keep-alive agent for both paths, one each, so neither borrows the other's sockets.
+      const throughSwarm: Path = { targets: episodes.map((episode) => ({ url: episode.baseUrl, apiKey: episode.apiKey })), agent: new Agent({ keepAlive: true, maxSockets: clients }) };
+      const direct: Path = { targets: episodes.map(() => ({ url: upstream, apiKey: "direct" })), agent: new Agent({ keepAlive: true, maxSockets: clients }) };
+      agents.push(throughSwarm.agent, direct.agent);
 
-      // Warm both paths (connections, JIT), then alternate to spread background noise evenly.
+      // Warm both paths (connections, JIT) the same way before anything is measured.
       await phase(direct);
       await phase(throughSwarm);
-      const best = (runs: Phase[], key: keyof Phase, pick: (a: number, b: number) => number): number => runs.map((run) => run[key]).reduce((a, b) => pick(a, b));
-      const directSteady: Phase[] = [];
-      const swarmSteady: Phase[] = [];
-      const directSaturated: Phase[] = [];
-      const swarmSaturated: Phase[] = [];
-      for (let round = 0; round < 2; round += 1) {
-        directSteady.push(await phase(direct, paceMs));
-        swarmSteady.push(await phase(throughSwarm, paceMs));
-        directSaturated.push(await phase(direct));
-        swarmSaturated.push(await phase(throughSwarm));
+      const measured: Round[] = [];
+      for (let round = 0; round < rounds; round += 1) {
+        // Alternate which path goes first, so a drift in background load favours neither.
+        const swarmFirst = round % 2 === 1;
+        const pair = async (paced?: number): Promise<{ direct: Phase; swarm: Phase }> => {
+          if (swarmFirst) {
+            const swarm = await phase(throughSwarm, paced);
+            return { swarm, direct: await phase(direct, paced) };
+          }
+          const directPhase = await phase(direct, paced);
+          return { direct: directPhase, swarm: await phase(throughSwarm, paced) };
+        };
+        const steady = await pair(paceMs);
+        const saturated = await pair();
+        measured.push({ steady, saturated });
       }
-      const directP50 = best(directSteady, "p50", Math.min);
-      const directP99 = best(directSteady, "p99", Math.min);
-      const swarmP50 = best(swarmSteady, "p50", Math.min);
-      const swarmP99 = best(swarmSteady, "p99", Math.min);
-      const addedP50 = Math.max(0, swarmP50 - directP50);
-      const addedP99 = Math.max(0, swarmP99 - directP99);
-      const ratio = best(swarmSaturated, "throughput", Math.max) / best(directSaturated, "throughput", Math.max);
-      const saturatedAddedP50 = Math.max(0, best(swarmSaturated, "p50", Math.min) - best(directSaturated, "p50", Math.min));
       for (const episode of episodes) await client.abortEpisode(episode.episodeUuid);
+      const addedP50 = median(measured.map((round) => Math.max(0, round.steady.swarm.p50 - round.steady.direct.p50)));
+      const addedP99 = median(measured.map((round) => Math.max(0, round.steady.swarm.p99 - round.steady.direct.p99)));
+      const ratios = measured.map((round) => round.saturated.swarm.throughput / round.saturated.direct.throughput);
+      const ratio = median(ratios);
+      const saturatedAddedP50 = median(measured.map((round) => Math.max(0, round.saturated.swarm.p50 - round.saturated.direct.p50)));
+      const spread = (values: number[], digits: number): string => values.map((value) => value.toFixed(digits)).join(", ");
       return {
         title: benchmark.title,
         rows: [
           { name: `added p50 latency (steady ${steadyRate} req/s)`, value: addedP50, unit: "ms", goal: "<= 2", met: addedP50 <= 2 },
           { name: `added p99 latency (steady ${steadyRate} req/s)`, value: addedP99, unit: "ms", goal: "<= 10", met: addedP99 <= 10 },
           { name: "throughput ratio (swarm / direct, saturated)", value: ratio, goal: ">= 0.8", met: ratio >= 0.8 },
-          { name: "direct p50 latency (steady)", value: directP50, unit: "ms" },
-          { name: "swarm p50 latency (steady)", value: swarmP50, unit: "ms" },
+          { name: "direct p50 latency (steady)", value: median(measured.map((round) => round.steady.direct.p50)), unit: "ms" },
+          { name: "swarm p50 latency (steady)", value: median(measured.map((round) => round.steady.swarm.p50)), unit: "ms" },
+          { name: "direct p99 latency (steady)", value: median(measured.map((round) => round.steady.direct.p99)), unit: "ms" },
+          { name: "swarm p99 latency (steady)", value: median(measured.map((round) => round.steady.swarm.p99)), unit: "ms" },
           { name: "added p50 latency (saturated)", value: saturatedAddedP50, unit: "ms" },
-          { name: "direct throughput (saturated)", value: Math.round(best(directSaturated, "throughput", Math.max)), unit: "req/s" },
+          { name: "direct throughput (saturated)", value: Math.round(median(measured.map((round) => round.saturated.direct.throughput))), unit: "req/s" },
+          { name: "swarm throughput (saturated)", value: Math.round(median(measured.map((round) => round.saturated.swarm.throughput))), unit: "req/s" },
         ],
         notes: [
-          `${clients} clients × ${requestsPerClient} requests per phase, best of two alternating phases each; latency under a steady load (each client one request every ${paceMs} ms), throughput with every client sending back to back`,
+          `${clients} clients × ${requestsPerClient} requests per steady phase, × ${saturatedRequestsPerClient} per saturated one; median of ${rounds} paired rounds (direct and swarm back to back, order alternating); latency under a steady load (each client one request every ${paceMs} ms), throughput with every client sending back to back`,
+          `per round: added p50 ${spread(measured.map((round) => round.steady.swarm.p50 - round.steady.direct.p50), 2)} ms; added p99 ${spread(measured.map((round) => round.steady.swarm.p99 - round.steady.direct.p99), 1)} ms; throughput ratio ${spread(ratios, 2)}`,
           "stub, swarm server and load generator are separate processes sharing this machine's cores: at saturation the swarm server competes with the load generator, so the ratio is a floor for a machine with a core to spare",
         ],
       };
     } finally {
+      for (const agent of agents) agent.destroy();
       for (const child of processes) child.kill("SIGKILL");
       await rm(directory, { recursive: true, force: true });
     }
