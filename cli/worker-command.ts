@@ -6,6 +6,8 @@ import { describeRun } from "../worker/dry-run.ts";
 import { createProgressReporter } from "../worker/progress-reporter.ts";
 import { loadBlueprintForRun, runWorker } from "../worker/run-worker.ts";
 import { workerSettingsOf } from "../worker/worker-settings.ts";
+import { prepareDemoBlueprint, type DemoMode } from "../worker/demo-blueprint.ts";
+import { registerWorkerDaemonCommand } from "../hosts/worker-daemon-command.ts";
 import { exitCode } from "./exit-codes.ts";
 
 interface RunFlags {
@@ -23,6 +25,11 @@ function gpuList(value: string): string {
   return value.trim();
 }
 
+function demoMode(value: string): DemoMode {
+  if (value !== "swarm" && value !== "classic") throw new InvalidArgumentError("--mode takes swarm or classic.");
+  return value;
+}
+
 /** `a3r worker run`: one blueprint, supervised to a complete result directory. */
 export function registerWorkerCommands(program: Command): void {
   const worker = program.command("worker").description("execute blueprints on this machine");
@@ -37,38 +44,57 @@ export function registerWorkerCommands(program: Command): void {
     .option("--no-llm", "never consult a language model, even when one is configured")
     .option("--quiet", "no progress output")
     .option("--json", "print the outcome as JSON on stdout")
-    .action(async (blueprintPath: string, flags: RunFlags) => {
-      const blueprint = await loadBlueprintForRun(blueprintPath);
-      const resultDir = resolve(flags.resultDir ?? blueprint.resultDir);
-      const choice = flags.llm ? describeModelChoice(process.env) : undefined;
-      if (flags.dryRun) {
-        const settings = workerSettingsOf(blueprint, resultDir);
-        process.stdout.write(await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }));
-        return;
-      }
-      const ledger = new JsonlLedger(resolve(flags.ledger ?? join(resultDir, "ledger.jsonl")));
-      let model: ChatModel | null = null;
-      if (choice) model = await chatModelFromEnv(process.env, { sink: ledger });
-      const progress = createProgressReporter(process.stderr, { quiet: flags.quiet === true });
-      // TERM or INT cancels the run (its process groups too); only a SIGKILLed worker leaves it running.
-      const cancel = new AbortController();
-      const onSignal = (signal: NodeJS.Signals) => {
-        progress.event(`${signal}: cancelling the run (TERM, then KILL to its process groups)`);
-        cancel.abort(signal);
-      };
-      process.once("SIGTERM", onSignal);
-      process.once("SIGINT", onSignal);
-      const outcome = await runWorker({
-        blueprintPath,
-        resultDir,
-        model,
-        ledger,
-        progress,
-        signal: cancel.signal,
-        ...(flags.gpus ? { gpus: flags.gpus } : {}),
-      });
-      if (flags.json) process.stdout.write(`${JSON.stringify(outcome)}\n`);
-      else process.stdout.write(`${blueprint.id}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}; result directory ${outcome.resultDir}\n`);
-      process.exitCode = outcome.state === "succeeded" ? exitCode.ok : exitCode.failure;
+    .action(runBlueprint);
+
+  worker
+    .command("demo")
+    .description("run an example blueprint on this machine: the embedded swarm policy learning a task (or a classic training program), supervised end to end")
+    .option("--mode <mode>", "swarm (a3r swarm serve plus two clients) or classic (one training program)", demoMode, "swarm")
+    .option("--runs-dir <dir>", "where the localized blueprint and its result directory go", "runs/worker-demo")
+    .option("--quiet", "no progress output")
+    .option("--json", "print the outcome as JSON on stdout")
+    .action(async (flags: { mode: DemoMode; runsDir: string; quiet?: boolean; json?: boolean }) => {
+      const blueprintPath = await prepareDemoBlueprint(flags.mode, { runsDir: flags.runsDir });
+      if (!flags.quiet) process.stderr.write(`demo blueprint for this machine: ${blueprintPath}\n`);
+      await runBlueprint(blueprintPath, { llm: false, ...(flags.quiet ? { quiet: true } : {}), ...(flags.json ? { json: true } : {}) });
     });
+
+  registerWorkerDaemonCommand(worker);
 }
+
+/** Runs one blueprint to a complete result directory and sets the exit code from its outcome. */
+async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<void> {
+  const blueprint = await loadBlueprintForRun(blueprintPath);
+  const resultDir = resolve(flags.resultDir ?? blueprint.resultDir);
+  const choice = flags.llm ? describeModelChoice(process.env) : undefined;
+  if (flags.dryRun) {
+    const settings = workerSettingsOf(blueprint, resultDir);
+    process.stdout.write(await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }));
+    return;
+  }
+  const ledger = new JsonlLedger(resolve(flags.ledger ?? join(resultDir, "ledger.jsonl")));
+  let model: ChatModel | null = null;
+  if (choice) model = await chatModelFromEnv(process.env, { sink: ledger });
+  const progress = createProgressReporter(process.stderr, { quiet: flags.quiet === true });
+  // TERM or INT cancels the run (its process groups too); only a SIGKILLed worker leaves it running.
+  const cancel = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    progress.event(`${signal}: cancelling the run (TERM, then KILL to its process groups)`);
+    cancel.abort(signal);
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+  const outcome = await runWorker({
+    blueprintPath,
+    resultDir,
+    model,
+    ledger,
+    progress,
+    signal: cancel.signal,
+    ...(flags.gpus ? { gpus: flags.gpus } : {}),
+  });
+  if (flags.json) process.stdout.write(`${JSON.stringify(outcome)}\n`);
+  else process.stdout.write(`${blueprint.id}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}; result directory ${outcome.resultDir}\n`);
+  process.exitCode = outcome.state === "succeeded" ? exitCode.ok : exitCode.failure;
+}
+

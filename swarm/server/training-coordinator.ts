@@ -59,6 +59,12 @@ export class TrainingCoordinator {
   #lastCheckpointStep = -1;
   #stepStartedAt = Date.now();
   #evalRewards: number[] = [];
+  /**
+   * Every train episode rewarded since the last step, batched or not. The batch's own
+   * reward_mean is biased by the strategy (C3 drops groups whose rewards are all equal,
+   * so a policy that solves the task never shows it there); this is the policy's level.
+   */
+  #rolloutRewards: number[] = [];
 
   constructor(
     public config: SwarmConfig,
@@ -224,6 +230,7 @@ export class TrainingCoordinator {
         throw error;
       }
       this.registry.finish(episode.episodeUuid, "ended", "rewarded");
+      this.#rolloutRewards.push(request.reward);
       this.pool.add({
         episodeUuid: episode.episodeUuid,
         taskId: request.taskId,
@@ -322,6 +329,11 @@ export class TrainingCoordinator {
       this.globalStep += 1;
       const now = Date.now();
       const metrics = summarizeStep({ step: this.globalStep, batch, engineMetrics: result.metrics, stepTimeMs: now - this.#stepStartedAt, trainTimeMs: now - trainStartedAt, now });
+      if (this.#rolloutRewards.length > 0) {
+        metrics.rollout_reward_mean = this.#rolloutRewards.reduce((sum, reward) => sum + reward, 0) / this.#rolloutRewards.length;
+        metrics.rollout_episodes = this.#rolloutRewards.length;
+        this.#rolloutRewards = [];
+      }
       if (this.#evalRewards.length > 0) {
         metrics.eval_reward_mean = this.#evalRewards.reduce((sum, reward) => sum + reward, 0) / this.#evalRewards.length;
         metrics.eval_episodes = this.#evalRewards.length;

@@ -70,7 +70,13 @@ describe("swarm training end to end", () => {
     for (const entry of metrics) {
       expect(entry.episodes).toBe(16);
       expect(entry.merge_ratio).toBeLessThanOrEqual(1);
+      // Every rewarded train episode counts toward the rollout level, batched or not.
+      expect(entry.rollout_episodes).toBeGreaterThanOrEqual(1);
     }
+    // The policy's level shows in the rollouts (all episodes), not in C3's batch mean.
+    const last = metrics.slice(-3).map((entry) => entry.rollout_reward_mean ?? 0);
+    const first = metrics.slice(0, 3).map((entry) => entry.rollout_reward_mean ?? 0);
+    expect(Math.max(...last)).toBeGreaterThan(Math.max(...first));
     const prometheus = await (await fetch(`${server.url}/metrics/prometheus`)).text();
     expect(prometheus).toContain('swarm_engine_state{state="ENGINE.ROLLING"} 1');
     expect(prometheus).toMatch(/swarm_global_step \d+/);
