@@ -1,0 +1,41 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { auditResultDir, readMetrics } from "../campaign/index.ts";
+
+const run = promisify(execFile);
+const cli = new URL("../bin/a3r.js", import.meta.url).pathname;
+
+let folder: string;
+afterEach(async () => {
+  await rm(folder, { recursive: true, force: true });
+});
+
+/**
+ * README's main command: the swarm demo must run from wherever the checkout is, learn
+ * (reward from chance to the prediction), and leave a result directory the audit accepts.
+ */
+describe("a3r worker demo", () => {
+  it("trains the embedded policy through the worker and writes a complete, truthful result directory", async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-worker-demo-"));
+    const { stdout } = await run(process.execPath, [cli, "worker", "demo", "--runs-dir", folder, "--quiet", "--json"], { timeout: 240_000 });
+    const outcome = JSON.parse(stdout) as { state: string; resultDir: string; attempts: number };
+    expect(outcome.state).toBe("succeeded");
+    expect(outcome.resultDir).toBe(join(folder, "swarm-demo"));
+
+    const { records } = await readMetrics(join(outcome.resultDir, "metrics.jsonl"));
+    const level = records.map((record) => Number(record.rollout_reward_mean ?? Number.NaN));
+    expect(level.length).toBeGreaterThanOrEqual(30);
+    expect(Math.max(...level.slice(0, 3))).toBeLessThan(0.3);
+    expect(level[level.length - 1]).toBeGreaterThanOrEqual(0.8);
+
+    expect(await readFile(join(outcome.resultDir, "finish.flag"), "utf8")).toContain("succeeded");
+    expect(await readFile(join(outcome.resultDir, "result.md"), "utf8")).toContain("**supported**");
+    expect(await readFile(join(outcome.resultDir, "curves.svg"), "utf8")).toContain("<path class=\"series\"");
+    const findings = await auditResultDir(outcome.resultDir);
+    expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
+  }, 300_000);
+});
