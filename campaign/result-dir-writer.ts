@@ -1,4 +1,3 @@
-import { access } from "node:fs/promises";
 import { writeFileAtomic, writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertTransition, initialRunState, isTerminalRunState, type RunState } from "./run-status.ts";
@@ -8,6 +7,7 @@ import { resultDirPaths, type ResultDirPaths } from "./result-dir-paths.ts";
 import { appendMetrics, type MetricsRecord, type MetricsRecordInput } from "./metrics-log.ts";
 import { appendEvent, type CampaignEvent, type EventEvidence } from "./event-log.ts";
 import { appendAttempt, type AttemptEntry } from "./attempts-log.ts";
+import { pathExists } from "../core/path-exists.ts";
 
 /**
  * The only way to write a result directory: every write goes through the run's lease
@@ -80,7 +80,7 @@ export class ResultDirWriter {
   }
 
   private async writeStatusLocked(change: StatusChange): Promise<RunStatus> {
-    if (await exists(this.paths.finishFlag)) {
+    if (await pathExists(this.paths.finishFlag)) {
       throw new A3rError("STATUS_TRANSITION_ILLEGAL", `run ${this.dir} has finished (finish.flag exists); its status is final`, { where: this.paths.status });
     }
     const current = await readRunStatus(this.paths.status);
@@ -151,14 +151,5 @@ export class ResultDirWriter {
 
   release(): Promise<boolean> {
     return releaseLease(this.lease, this.options);
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -7,6 +7,7 @@ import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "./launcher.ts";
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
 import { workerRunCommand } from "./shell-quote.ts";
+import { isGroupAlive, terminateGroup } from "../worker/process-group.ts";
 
 /**
  * Runs blueprints on this machine: `a3r worker run` in its own session (setsid, through
@@ -142,7 +143,7 @@ export class LocalLauncher implements Launcher {
   async cancel(ref: RunRef): Promise<boolean> {
     const marker = await this.readMarker(ref);
     if (!marker?.pgid || !isGroupAlive(marker.pgid)) return false;
-    return terminateGroup(marker.pgid, this.options.cancelGraceMs ?? 5000);
+    return (await terminateGroup(marker.pgid, this.options.cancelGraceMs ?? 5000)) !== "gone";
   }
 
   async list(): Promise<RunRef[]> {
@@ -195,32 +196,4 @@ async function listFiles(root: string, prefix = ""): Promise<string[]> {
     else if (entry.isFile()) files.push(relative);
   }
   return files.sort();
-}
-
-export function isGroupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** TERM to the group, KILL after the grace period; true when something was signalled. */
-export async function terminateGroup(pgid: number, graceMs: number): Promise<boolean> {
-  try {
-    process.kill(-pgid, "SIGTERM");
-  } catch {
-    return false;
-  }
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && isGroupAlive(pgid)) await new Promise((done) => setTimeout(done, 50));
-  if (isGroupAlive(pgid)) {
-    try {
-      process.kill(-pgid, "SIGKILL");
-    } catch {
-      // Gone between the probe and the kill.
-    }
-  }
-  return true;
 }

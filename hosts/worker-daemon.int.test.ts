@@ -10,7 +10,7 @@ import { fixtureA3rCommand, writeFixtureBlueprint } from "../test-support/fixtur
 import { stopProcess } from "../test-support/free-port.ts";
 import { startRedisServer, type RedisServerHandle } from "../test-support/redis-server.ts";
 import { waitForProgress } from "./launcher-conformance.ts";
-import { isGroupAlive } from "./local-launcher.ts";
+import { isGroupAlive } from "../worker/process-group.ts";
 import { QueueLauncher } from "./queue-launcher.ts";
 
 const cli = fileURLToPath(new URL("../bin/a3r.js", import.meta.url));

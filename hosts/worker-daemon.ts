@@ -1,5 +1,5 @@
 import { randomUUID, createHash } from "node:crypto";
-import { access, mkdir, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { Worker, type Job } from "bullmq";
@@ -9,6 +9,7 @@ import { bundleFiles, liveFiles, runKey, type RunProgress, type RunRef } from ".
 import { LocalLauncher, readTail, readText } from "./local-launcher.ts";
 import { assertNoEviction, bundleFileLimit, connectRedis, launchJobSchema, openRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
 import { scheduleBlueprints } from "./scheduler.ts";
+import { pathExists } from "../core/path-exists.ts";
 
 /**
  * A worker daemon on a cluster node: pulls launch jobs from the BullMQ queue while it has
@@ -125,7 +126,7 @@ export class WorkerDaemon {
   /** Runs launched here that were never reported finished: follow them again. */
   private async reattach(): Promise<void> {
     for (const ref of await this.local.list()) {
-      if (await exists(join(this.local.runDir(ref), "reported.flag"))) continue;
+      if (await pathExists(join(this.local.runDir(ref), "reported.flag"))) continue;
       const marker = await this.local.readMarker(ref);
       this.tracked.set(runKey(ref), { ref, gpuIndices: marker?.gpuIndices ?? [] });
       this.reattached += 1;
@@ -180,7 +181,7 @@ export class WorkerDaemon {
     }
     const marker = await this.local.readMarker(ref);
     if (marker) {
-      if (!this.tracked.has(key) && !(await exists(join(this.local.runDir(ref), "reported.flag")))) this.tracked.set(key, { ref, gpuIndices: marker.gpuIndices });
+      if (!this.tracked.has(key) && !(await pathExists(join(this.local.runDir(ref), "reported.flag")))) this.tracked.set(key, { ref, gpuIndices: marker.gpuIndices });
       await job.moveToCompleted({ daemon: this.name, pgid: marker.pgid, reattached: true }, token, false);
       return;
     }
@@ -267,13 +268,4 @@ export class WorkerDaemon {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((done) => setTimeout(done, ms));
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

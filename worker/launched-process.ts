@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
-import { access } from "node:fs/promises";
 import { z } from "zod";
 import { isGroupAlive, launchProcessGroup, readExitStatus, terminateGroup, type ExitStatus } from "./process-group.ts";
+import { pathExists } from "../core/path-exists.ts";
 
 /**
  * One process group the worker started (the classic command, a swarm server or a swarm
@@ -49,22 +49,13 @@ export async function launchRecorded(options: { role: string; command: string; c
   };
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Whether the recorded command is still running. It has ended when its exit file exists
  * (the wrapper wrote the status) or its group is gone; a live pid with another start time
  * is somebody else's process.
  */
 export async function isRecordRunning(record: LaunchedProcessRecord): Promise<boolean> {
-  if (await exists(record.exitFile)) return false;
+  if (await pathExists(record.exitFile)) return false;
   if (!isGroupAlive(record.pgid)) return false;
   const now = processStartTime(record.pid);
   // The leader may be gone while its children live on (then the pgid cannot be reused).

@@ -1,4 +1,4 @@
-import { access, mkdir, readFile, readdir, stat } from "node:fs/promises";
+import { mkdir, readFile, readdir, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
@@ -21,6 +21,7 @@ import { emptyMemory, memoryFields, memoryFromStatus } from "./run-memory.ts";
 import { superviseAttempt, type AttemptEnd, type SwarmHooks } from "./supervise-attempt.ts";
 import { workerSettingsOf, type WorkerSettings } from "./worker-settings.ts";
 import type { RunContext } from "./run-context.ts";
+import { pathExists } from "../core/path-exists.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
@@ -83,15 +84,6 @@ export async function loadBlueprintForRun(path: string, rules?: readonly Command
   return blueprint;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The directory lock is held for milliseconds; a lock older than this was left by a worker
  * that died inside it (SIGKILL), and is broken. The campaign default (30 s) would stall a
@@ -142,7 +134,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
   const paths = resultDirPaths(resultDir);
   const outcome = (state: RunState, extra: Partial<WorkerOutcome> = {}): WorkerOutcome => ({ state, resultDir, attempts: 0, reattached: false, alreadyFinished: false, reason: null, ...extra });
 
-  if (await exists(paths.finishFlag)) {
+  if (await pathExists(paths.finishFlag)) {
     const state = (await readFile(paths.finishFlag, "utf8")).trim() as RunState;
     progress.event(`${blueprint.id}: already finished (${state}); a finished run is never run again (use a new result directory)`);
     return outcome(state, { alreadyFinished: true });
@@ -215,7 +207,7 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   const problems: string[] = [];
   const isDirectory = await stat(blueprint.codebase).then((info) => info.isDirectory(), () => false);
   if (!isDirectory) problems.push(`the codebase ${blueprint.codebase} is not a folder`);
-  if (!(await exists(blueprint.venv))) problems.push(`the interpreter or environment ${blueprint.venv} does not exist`);
+  if (!(await pathExists(blueprint.venv))) problems.push(`the interpreter or environment ${blueprint.venv} does not exist`);
   if (blueprint.config !== null) {
     try {
       await readConfigFile(blueprint.config);
