@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
@@ -86,6 +87,23 @@ interface Phase {
 interface Round {
   steady: { direct: Phase; swarm: Phase };
   saturated: { direct: Phase; swarm: Phase };
+  /** CPU µs per request of the swarm server and of the stub during the saturated swarm phase. */
+  swarmCpuMicroseconds?: number;
+  stubCpuMicroseconds?: number;
+}
+
+/**
+ * CPU milliseconds a process has used (user + system, from /proc; Linux's clock tick is
+ * 10 ms), or undefined elsewhere. Unlike requests/s, CPU per request hardly moves when
+ * other processes compete for the cores, so it shows what the gateway itself costs.
+ */
+function cpuMilliseconds(pid: number | undefined): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 function median(values: readonly number[]): number {
@@ -196,17 +214,32 @@ const benchmark: Benchmark = {
       for (let round = 0; round < rounds; round += 1) {
         // Alternate which path goes first, so a drift in background load favours neither.
         const swarmFirst = round % 2 === 1;
+        // Saturated swarm phases also measure the CPU the swarm server and the stub spend.
+        const cpu: { swarm?: number; stub?: number } = {};
+        const swarmPhase = async (paced?: number): Promise<Phase> => {
+          if (paced) return phase(throughSwarm, paced);
+          const before = [cpuMilliseconds(swarm.child.pid), cpuMilliseconds(stub.child.pid)];
+          const result = await phase(throughSwarm);
+          const after = [cpuMilliseconds(swarm.child.pid), cpuMilliseconds(stub.child.pid)];
+          const perRequest = (index: number): number | undefined => {
+            const [start, end] = [before[index], after[index]];
+            return start === undefined || end === undefined ? undefined : ((end - start) * 1000) / (clients * saturatedRequestsPerClient);
+          };
+          cpu.swarm = perRequest(0);
+          cpu.stub = perRequest(1);
+          return result;
+        };
         const pair = async (paced?: number): Promise<{ direct: Phase; swarm: Phase }> => {
           if (swarmFirst) {
-            const swarm = await phase(throughSwarm, paced);
-            return { swarm, direct: await phase(direct, paced) };
+            const swarmResult = await swarmPhase(paced);
+            return { swarm: swarmResult, direct: await phase(direct, paced) };
           }
-          const directPhase = await phase(direct, paced);
-          return { direct: directPhase, swarm: await phase(throughSwarm, paced) };
+          const directResult = await phase(direct, paced);
+          return { direct: directResult, swarm: await swarmPhase(paced) };
         };
         const steady = await pair(paceMs);
         const saturated = await pair();
-        measured.push({ steady, saturated });
+        measured.push({ steady, saturated, ...(cpu.swarm !== undefined ? { swarmCpuMicroseconds: cpu.swarm } : {}), ...(cpu.stub !== undefined ? { stubCpuMicroseconds: cpu.stub } : {}) });
       }
       for (const episode of episodes) await client.abortEpisode(episode.episodeUuid);
       const addedP50 = median(measured.map((round) => Math.max(0, round.steady.swarm.p50 - round.steady.direct.p50)));
@@ -214,6 +247,14 @@ const benchmark: Benchmark = {
       const ratios = measured.map((round) => round.saturated.swarm.throughput / round.saturated.direct.throughput);
       const ratio = median(ratios);
       const saturatedAddedP50 = median(measured.map((round) => Math.max(0, round.saturated.swarm.p50 - round.saturated.direct.p50)));
+      const swarmCpu = measured.flatMap((round) => (round.swarmCpuMicroseconds === undefined ? [] : [round.swarmCpuMicroseconds]));
+      const stubCpu = measured.flatMap((round) => (round.stubCpuMicroseconds === undefined ? [] : [round.stubCpuMicroseconds]));
+      const cpuRows = swarmCpu.length > 0 && stubCpu.length > 0
+        ? [
+            { name: "swarm server CPU per request (saturated)", value: Math.round(median(swarmCpu)), unit: "µs" },
+            { name: "stub CPU per request (saturated)", value: Math.round(median(stubCpu)), unit: "µs" },
+          ]
+        : [];
       const spread = (values: number[], digits: number): string => values.map((value) => value.toFixed(digits)).join(", ");
       return {
         title: benchmark.title,
@@ -228,11 +269,15 @@ const benchmark: Benchmark = {
           { name: "added p50 latency (saturated)", value: saturatedAddedP50, unit: "ms" },
           { name: "direct throughput (saturated)", value: Math.round(median(measured.map((round) => round.saturated.direct.throughput))), unit: "req/s" },
           { name: "swarm throughput (saturated)", value: Math.round(median(measured.map((round) => round.saturated.swarm.throughput))), unit: "req/s" },
+          ...cpuRows,
         ],
         notes: [
           `${clients} clients × ${requestsPerClient} requests per steady phase, × ${saturatedRequestsPerClient} per saturated one; median of ${rounds} paired rounds (direct and swarm back to back, order alternating); latency under a steady load (each client one request every ${paceMs} ms), throughput with every client sending back to back`,
           `per round: added p50 ${spread(measured.map((round) => round.steady.swarm.p50 - round.steady.direct.p50), 2)} ms; added p99 ${spread(measured.map((round) => round.steady.swarm.p99 - round.steady.direct.p99), 1)} ms; throughput ratio ${spread(ratios, 2)}`,
           "stub, swarm server and load generator are separate processes sharing this machine's cores: at saturation the swarm server competes with the load generator, so the ratio is a floor for a machine with a core to spare",
+          ...(cpuRows.length > 0
+            ? [`besides the load generator's share (the same for both paths), a request costs this machine about ${Math.round(median(swarmCpu) + median(stubCpu))} µs of CPU through the swarm against ${Math.round(median(stubCpu))} µs direct; while the cores are the limit, the throughput ratio cannot exceed what that difference allows`]
+            : []),
         ],
       };
     } finally {
