@@ -28,13 +28,16 @@ describe("swarm training end to end", () => {
     const experimentDir = join(directory.path, "experiment");
     server = await startServerProcess(
       directory.path,
-      ["port: 0", "train_batch_size: 4", "num_repeat: 4", "swarm_mode_sample_collection_method: rollout_until_finish_enough_non_dummy_tasks", "save_freq: 0", `experiment_dir: ${experimentDir}`].join("\n"),
+      // C2 with 8 groups of 8: the in-process learning test reaches 0.8 in about 30 steps
+      // with these numbers, so ~40 steps (2,600 episodes) leave a wide margin for the
+      // nondeterministic episode order of two concurrent clients.
+      ["port: 0", "train_batch_size: 8", "num_repeat: 8", "swarm_mode_sample_collection_method: rollout_until_finish_enough_tasks", "save_freq: 0", `experiment_dir: ${experimentDir}`].join("\n"),
     );
     const client = new SwarmClient({ url: server.url });
     await waitForState(client, "ENGINE.ROLLING");
 
     const clients = [1, 2].map((seed) =>
-      run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "600", "--concurrency", "8", "--seed", String(seed * 1000), "--json"], { env: { ...process.env, NO_COLOR: "1" } }),
+      run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "1300", "--concurrency", "8", "--seed", String(seed * 1000), "--json"], { env: { ...process.env, NO_COLOR: "1" } }),
     );
     // The optimizer step runs off the event loop: status keeps answering during training.
     let polling = true;
@@ -56,24 +59,23 @@ describe("swarm training end to end", () => {
     const summaries = finished.map((result) => JSON.parse(result.stdout) as { completed: number; failed: number; rewardMean: number });
     for (const summary of summaries) {
       expect(summary.failed).toBe(0);
-      expect(summary.completed).toBe(600);
+      expect(summary.completed).toBe(1300);
     }
 
     const metrics = await client.metrics();
-    expect(metrics.length).toBeGreaterThanOrEqual(8);
-    // Batches hold only non-dummy groups, so their reward_mean is not the success rate:
-    // measure the trained policy on eval episodes (answered, never trained on).
+    expect(metrics.length).toBeGreaterThanOrEqual(35);
+    // Measure the trained policy on eval episodes (answered, never trained on).
     const evaluation = await run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server.url, "--episodes", "96", "--concurrency", "8", "--seed", "99", "--eval", "--json"]);
     const evalSummary = JSON.parse(evaluation.stdout) as { completed: number; rewardMean: number };
     expect(evalSummary.completed).toBe(96);
     expect(evalSummary.rewardMean).toBeGreaterThan(0.5); // chance is about 0.03
     for (const entry of metrics) {
-      expect(entry.episodes).toBe(16);
+      expect(entry.episodes).toBe(64);
       expect(entry.merge_ratio).toBeLessThanOrEqual(1);
       // Every rewarded train episode counts toward the rollout level, batched or not.
       expect(entry.rollout_episodes).toBeGreaterThanOrEqual(1);
     }
-    // The policy's level shows in the rollouts (all episodes), not in C3's batch mean.
+    // The policy's level shows in the rollouts (every rewarded episode of a step).
     const last = metrics.slice(-3).map((entry) => entry.rollout_reward_mean ?? 0);
     const first = metrics.slice(0, 3).map((entry) => entry.rollout_reward_mean ?? 0);
     expect(Math.max(...last)).toBeGreaterThan(Math.max(...first));
