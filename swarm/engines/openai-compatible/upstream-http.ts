@@ -10,16 +10,15 @@ export interface UpstreamResponse {
 }
 
 /**
- * JSON over node:http(s) to the upstream, on keep-alive connections. Node's built-in
- * `fetch` (undici, web streams, a Request clone and an AbortController per call) cost
- * about half the swarm server's CPU per proxied completion; a plain ClientRequest on a
- * pooled socket costs a fraction of that.
+ * JSON over node:http(s) to the upstream, on keep-alive connections. With Node's built-in
+ * `fetch` (undici: web streams, a Request clone and an AbortController per call) the swarm
+ * server spent about 2.5 times the CPU per proxied completion (bench/gateway.bench.ts).
  *
- * A connection failure is EngineError ENGINE_UPSTREAM_UNAVAILABLE; an abort through the
- * signal rejects with the signal's reason, as fetch does. A request that meets a pooled
- * connection the upstream closed while it sat idle (the keep-alive race) is sent once more
- * on a fresh one: the upstream never saw it. No silence limit of its own beyond
- * `idleTimeoutMs` (fetch's was 300 s for headers and between body chunks).
+ * A connection failure is EngineError ENGINE_UPSTREAM_UNAVAILABLE, and so is silence from
+ * the upstream for `idleTimeoutMs` (default 300 s, fetch's limit for the headers and between
+ * body chunks); an abort through the signal rejects with the signal's reason, as fetch
+ * does. A request that meets a pooled connection the upstream closed while it sat idle (the
+ * keep-alive race) is sent once more on a fresh one: the upstream never saw it.
  *
  * Not part of it: retries of requests the upstream did receive, redirects, compressed
  * bodies (no accept-encoding is sent), streaming bodies, and proxies from the environment.
@@ -27,7 +26,6 @@ export interface UpstreamResponse {
 export class UpstreamHttp {
   readonly #httpAgent: HttpAgent;
   readonly #httpsAgent: HttpsAgent;
-
   readonly #apiKey: string | undefined;
   readonly #idleTimeoutMs: number;
 
