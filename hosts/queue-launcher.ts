@@ -6,7 +6,7 @@ import { writeFileAtomic } from "../core/atomic-file.ts";
 import { parseBlueprint } from "../blueprints/index.ts";
 import { describeProgress } from "./run-progress.ts";
 import { parseRunKey, runKey, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "./launcher.ts";
-import { assertNoEviction, connectRedis, openRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
+import { openCheckedRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
 
 /**
  * Puts blueprints on a BullMQ queue that worker daemons pull from (`a3r hosts daemon`).
@@ -39,14 +39,7 @@ export class QueueLauncher implements Launcher {
   }
 
   static async open(options: QueueLauncherOptions): Promise<QueueLauncher> {
-    const redis = openRedis(options.redisUrl);
-    await connectRedis(redis, options.redisUrl);
-    try {
-      await assertNoEviction(redis, options.redisUrl);
-    } catch (error) {
-      redis.disconnect();
-      throw error;
-    }
+    const redis = await openCheckedRedis(options.redisUrl);
     const queue = new Queue(options.queue ?? "a3r", { connection: { url: options.redisUrl, maxRetriesPerRequest: null }, prefix: options.prefix ?? "bull" });
     queue.on("error", () => undefined);
     return new QueueLauncher(options, redis, queue);

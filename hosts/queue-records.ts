@@ -82,6 +82,19 @@ export async function assertNoEviction(redis: Redis, url: string): Promise<void>
   }
 }
 
+/** Opens, connects and checks the eviction policy: the way every queue component meets Redis. */
+export async function openCheckedRedis(url: string): Promise<Redis> {
+  const redis = openRedis(url);
+  await connectRedis(redis, url);
+  try {
+    await assertNoEviction(redis, url);
+  } catch (error) {
+    redis.disconnect();
+    throw error;
+  }
+  return redis;
+}
+
 export function redactUrl(url: string): string {
   return url.replace(/\/\/([^@/]*)@/, "//***@");
 }

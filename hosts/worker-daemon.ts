@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import { A3rError } from "../core/errors.ts";
 import { bundleFiles, liveFiles, runKey, type RunProgress, type RunRef } from "./launcher.ts";
 import { LocalLauncher, readTail, readText } from "./local-launcher.ts";
-import { assertNoEviction, bundleFileLimit, connectRedis, launchJobSchema, openRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
+import { bundleFileLimit, launchJobSchema, openCheckedRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
 import { scheduleBlueprints } from "./scheduler.ts";
 import { pathExists } from "../core/path-exists.ts";
 
@@ -83,14 +83,7 @@ export class WorkerDaemon {
   /** Checks Redis (reachable, noeviction), re-attaches to live runs, then starts pulling. */
   static async start(options: WorkerDaemonOptions): Promise<WorkerDaemon> {
     if (!Number.isInteger(options.gpus) || options.gpus < 0) throw new A3rError("USAGE", `--gpus must be a whole number >= 0, got ${options.gpus}`, { where: "--gpus" });
-    const redis = openRedis(options.redisUrl);
-    await connectRedis(redis, options.redisUrl);
-    try {
-      await assertNoEviction(redis, options.redisUrl);
-    } catch (error) {
-      redis.disconnect();
-      throw error;
-    }
+    const redis = await openCheckedRedis(options.redisUrl);
     const daemon = new WorkerDaemon(options, redis);
     await mkdir(join(daemon.workdir, "inbox"), { recursive: true });
     await daemon.reattach();
