@@ -329,9 +329,10 @@ export class TrainingCoordinator {
       this.globalStep += 1;
       const now = Date.now();
       const metrics = summarizeStep({ step: this.globalStep, batch, engineMetrics: result.metrics, stepTimeMs: now - this.#stepStartedAt, trainTimeMs: now - trainStartedAt, now });
+      // Zero when the whole batch came from leftovers of the previous step.
+      metrics.rollout_episodes = this.#rolloutRewards.length;
       if (this.#rolloutRewards.length > 0) {
         metrics.rollout_reward_mean = this.#rolloutRewards.reduce((sum, reward) => sum + reward, 0) / this.#rolloutRewards.length;
-        metrics.rollout_episodes = this.#rolloutRewards.length;
         this.#rolloutRewards = [];
       }
       if (this.#evalRewards.length > 0) {
