@@ -12,6 +12,7 @@ export const errorCatalogue = {
   YAML_INVALID: { retryable: false, user: true },
   SCHEMA_INVALID: { retryable: false, user: true },
   BLUEPRINT_INVALID: { retryable: false, user: true },
+  TOPIC_INVALID: { retryable: false, user: true },
   STATUS_TRANSITION_ILLEGAL: { retryable: false, user: false },
   CAMPAIGN_ID_INVALID: { retryable: false, user: true },
   CAMPAIGN_NOT_FOUND: { retryable: false, user: true },

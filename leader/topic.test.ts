@@ -1,0 +1,104 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { isA3rError } from "../core/errors.ts";
+import { heuristicNeeds, loadTopic, parseTopic } from "./topic.ts";
+
+const good = `---
+title: Learning rate
+metric: { name: reward_mean, goal: maximize }
+base: { codebase: /code, interpreter: /usr/bin/python, config: /code/c.yaml, command: "python train.py", time_budget: 30m }
+knobs:
+  lr: [0.1, 0.01]
+  batch: [8, 16, 32]
+seeds: 3
+budgets: { stages: 2, experiments: 20, gpu_hours: 5, wall_time: 2h }
+---
+Which learning rate is best?
+`;
+
+function refusal(text: string): { message: string; hint: string | undefined } {
+  try {
+    parseTopic(text, { file: "t.md", baseDir: "/topics" });
+  } catch (error) {
+    if (isA3rError(error, "TOPIC_INVALID")) return { message: error.message, hint: error.hint };
+    throw error;
+  }
+  throw new Error("the topic was accepted");
+}
+
+describe("parseTopic", () => {
+  it("reads every field of a full topic, with defaults and knob order kept", () => {
+    const topic = parseTopic(good, { file: "/topics/t.md" });
+    expect(topic.title).toBe("Learning rate");
+    expect(topic.question).toBe("Which learning rate is best?");
+    expect(topic.metric).toEqual({ name: "reward_mean", goal: "maximize", score: "final" });
+    expect(topic.base?.mode).toBe("classic");
+    expect(topic.base?.seed_key).toBe("seed");
+    expect(Object.keys(topic.knobs)).toEqual(["lr", "batch"]);
+    expect(topic.knobs.batch).toEqual([8, 16, 32]);
+    expect(topic.seeds).toBe(3);
+    expect(topic.budgets).toEqual({ stages: 2, experiments: 20, gpuHours: 5, wallTimeMs: 2 * 3600_000 });
+    expect(topic.review).toBe(false);
+    expect(heuristicNeeds(topic)).toEqual([]);
+  });
+
+  it("accepts a plain sentence and lists what the heuristic planner needs", () => {
+    const topic = parseTopic("Does a smaller learning rate help GRPO on math?\n");
+    expect(topic.title).toBe("Does a smaller learning rate help GRPO on math?");
+    expect(topic.metric).toBeUndefined();
+    const needs = heuristicNeeds(topic);
+    expect(needs).toHaveLength(3);
+    expect(needs.join(" ")).toMatch(/metric:/);
+    expect(needs.join(" ")).toMatch(/knobs:/);
+  });
+
+  it("refuses a front matter without metric, naming the field and what to add", () => {
+    const { message, hint } = refusal("---\ntitle: x\nknobs: { lr: [1] }\n---\nq\n");
+    expect(message).toMatch(/t\.md:\d+: metric is missing/);
+    expect(hint).toMatch(/metric: \{ name:/);
+  });
+
+  it("refuses a knob without values, pointing at its line", () => {
+    const { message, hint } = refusal("---\nmetric: { name: m, goal: maximize }\nknobs:\n  lr: []\n---\nq\n");
+    expect(message).toMatch(/t\.md:4: knobs\.lr: at least one value/);
+    expect(hint).toMatch(/candidate values/);
+  });
+
+  it("refuses relative base paths, unknown fields and bad durations", () => {
+    expect(refusal("---\nmetric: { name: m, goal: maximize }\nbase: { codebase: code, interpreter: /n, command: x }\n---\nq").message).toMatch(/base\.codebase: an absolute path/);
+    expect(refusal("---\nmetric: { name: m, goal: maximize }\nknob: { lr: [1] }\n---\nq").message).toMatch(/knob/);
+    expect(refusal("---\nmetric: { name: m, goal: maximize }\nbudgets: { wall_time: soon }\n---\nq").message).toMatch(/budgets\.wall_time: a duration/);
+  });
+
+  it("refuses an empty topic and JavaScript front matter", () => {
+    expect(refusal("  \n").message).toMatch(/empty/);
+    expect(refusal("---js\n{ metric: 1 }\n---\nq").message).toMatch(/refused/);
+  });
+});
+
+describe("loadTopic", () => {
+  let dir: string | undefined;
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("resolves the hosts file against the topic's folder and refuses one that does not exist", async () => {
+    dir = await mkdtemp(join(tmpdir(), "a3r-topic-"));
+    await writeFile(join(dir, "hosts.yaml"), "hosts: []\n");
+    await writeFile(join(dir, "ok.md"), "---\nmetric: { name: m, goal: minimize }\nhosts: hosts.yaml\n---\nq\n");
+    await writeFile(join(dir, "bad.md"), "---\nmetric: { name: m, goal: minimize }\nhosts: nowhere.yaml\n---\nq\n");
+    expect((await loadTopic(join(dir, "ok.md"))).topic.hostsFile).toBe(join(dir, "hosts.yaml"));
+    await expect(loadTopic(join(dir, "bad.md"))).rejects.toThrow(/nowhere\.yaml does not exist/);
+    await expect(loadTopic(join(dir, "missing.md"))).rejects.toThrow(/no topic file/);
+  });
+
+  it("accepts the embedded swarm example topic", async () => {
+    const { topic } = await loadTopic(resolve(import.meta.dirname, "../examples/topics/embedded-lr.md"));
+    expect(topic.metric?.score).toBe("area");
+    expect(topic.knobs.lr).toEqual([0.2, 0.05, 0.5]);
+    expect(topic.base?.overrides).toEqual({ max_steps: 20 });
+    expect(heuristicNeeds(topic)).toEqual([]);
+  });
+});

@@ -1,0 +1,191 @@
+import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { z } from "zod";
+import { readFrontMatter } from "../blueprints/front-matter.ts";
+import { parseDuration } from "../core/duration.ts";
+import { A3rError } from "../core/errors.ts";
+import { pathExists } from "../core/path-exists.ts";
+
+/**
+ * A research topic: a markdown file whose body states the question in words, with an
+ * optional YAML front matter holding what a deterministic planner needs:
+ *
+ * ```yaml
+ * title: Which learning rate learns item-color fastest?
+ * metric: { name: rollout_reward_mean, goal: maximize, score: area, reference: 0.03 }
+ * base: { mode: swarm, codebase: /abs, interpreter: /abs/node, config: /abs/x.yaml,
+ *         command: "node bin/a3r.js ...", time_budget: 10m, overrides: { max_steps: 20 } }
+ * knobs: { lr: [0.2, 0.05, 0.5] }      # the first value of each knob is the baseline
+ * seeds: 2
+ * budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h }
+ * hosts: ../hosts/local-only.yaml      # relative to the topic file
+ * review: false
+ * ```
+ *
+ * A topic without front matter (a plain sentence) is accepted: every machine field is then
+ * absent and the heuristic planner says what it needs (see `heuristicNeeds`).
+ */
+const knobValue = z.union([z.number(), z.string(), z.boolean()]);
+
+const metricSchema = z.strictObject({
+  name: z.string().min(1),
+  goal: z.enum(["maximize", "minimize"]),
+  /** Which number of a run's curve is compared across configurations. */
+  score: z.enum(["final", "best", "area"]).default("final"),
+  /** A level any working run beats (chance, a published number): the baseline's prediction. */
+  reference: z.number().optional(),
+});
+
+const durationText = z
+  .union([z.string(), z.number()])
+  .refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
+
+const absolutePath = z.string().min(1).refine((value) => isAbsolute(value), "an absolute path");
+
+const baseSchema = z.strictObject({
+  mode: z.enum(["swarm", "classic"]).default("classic"),
+  codebase: absolutePath,
+  interpreter: absolutePath,
+  config: absolutePath.nullable().default(null),
+  command: z.string().min(1),
+  time_budget: durationText.default("1h"),
+  first_signal_timeout: durationText.optional(),
+  gpus: z.int().nonnegative().default(1),
+  /** Fixed overrides every experiment gets (e.g. a shorter max_steps). */
+  overrides: z.record(z.string(), knobValue).default({}),
+  /** The config key each experiment's seed is written to (as an override). */
+  seed_key: z.string().min(1).default("seed"),
+  /** Extra front-matter fields copied into every blueprint (e.g. worker settings). */
+  blueprint: z.record(z.string(), z.unknown()).default({}),
+});
+
+const budgetsSchema = z.strictObject({
+  stages: z.int().positive().default(3),
+  experiments: z.int().positive().default(50),
+  gpu_hours: z.number().nonnegative().optional(),
+  wall_time: durationText.optional(),
+});
+
+const frontMatterSchema = z.strictObject({
+  title: z.string().min(1).optional(),
+  metric: metricSchema,
+  base: baseSchema.optional(),
+  knobs: z
+    .record(z.string().regex(/^[A-Za-z_][\w.]*$/, "a config key such as lr or optimizer.lr"), z.array(knobValue).min(1, "at least one value (the first is the baseline)"))
+    .optional(),
+  seeds: z.int().min(1).max(30).default(2),
+  budgets: budgetsSchema.default({ stages: 3, experiments: 50 }),
+  hosts: z.string().min(1).optional(),
+  review: z.boolean().default(false),
+});
+
+export type KnobValue = z.infer<typeof knobValue>;
+export type TopicMetric = z.infer<typeof metricSchema>;
+export type TopicBase = z.infer<typeof baseSchema>;
+
+export interface TopicBudgets {
+  stages: number;
+  experiments: number;
+  gpuHours: number | undefined;
+  wallTimeMs: number | undefined;
+}
+
+export interface Topic {
+  title: string;
+  /** The question in words (the markdown body). */
+  question: string;
+  metric: TopicMetric | undefined;
+  base: TopicBase | undefined;
+  /** Knob name → candidate values; the first value is the baseline. Insertion order is kept. */
+  knobs: Record<string, KnobValue[]>;
+  seeds: number;
+  budgets: TopicBudgets;
+  /** Absolute path of the hosts file, or undefined for this machine only. */
+  hostsFile: string | undefined;
+  review: boolean;
+}
+
+const fieldHints: Record<string, string> = {
+  metric: "add `metric: { name: <metric in metrics.jsonl>, goal: maximize|minimize }`",
+  knobs: "give each knob a list of candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }` (the first is the baseline)",
+  base: "describe the base experiment: `base: { codebase, interpreter, config, command, time_budget }` with absolute paths",
+  budgets: "budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h }",
+};
+
+/**
+ * Parses topic text. `file` names it in errors; a relative hosts path is resolved against
+ * the file's folder (or `baseDir`). Throws TOPIC_INVALID naming the line, the field and
+ * what to write. Pure: checking that the hosts file exists is `loadTopic`'s job.
+ */
+export function parseTopic(text: string, options: { file?: string; baseDir?: string } = {}): Topic {
+  const file = options.file ?? "<topic>";
+  const front = readFrontMatter(text);
+  const firstProblem = front.problems.find((item) => item.severity === "error");
+  if (firstProblem) throw new A3rError("TOPIC_INVALID", `${file}:${firstProblem.line}: ${firstProblem.message}`, { where: file, hint: firstProblem.hint });
+  const question = front.body.trim();
+  if (!front.present) {
+    if (question === "") throw new A3rError("TOPIC_INVALID", `${file}: the topic is empty`, { where: file, hint: "write the research question in a sentence" });
+    return { title: firstLine(question), question, metric: undefined, base: undefined, knobs: {}, seeds: 2, budgets: toBudgets(budgetsSchema.parse({})), hostsFile: undefined, review: false };
+  }
+  const parsed = frontMatterSchema.safeParse(front.data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.map(String).join(".");
+    const top = String(issue.path[0] ?? "");
+    const line = front.fieldLines[path] ?? front.fieldLines[top] ?? 1;
+    const what = issue.code === "invalid_type" && issue.input === undefined ? `${path} is missing` : `${path === "" ? "front matter" : path}: ${issue.message}`;
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, { where: `${file}:${line}`, hint: fieldHints[top] ?? "fix that field (see leader/topic.ts for the topic format)" });
+  }
+  const data = parsed.data;
+  const baseDir = options.baseDir ?? (options.file ? dirname(resolve(options.file)) : process.cwd());
+  return {
+    title: data.title ?? firstLine(question),
+    question,
+    metric: data.metric,
+    base: data.base,
+    knobs: data.knobs ?? {},
+    seeds: data.seeds,
+    budgets: toBudgets(data.budgets),
+    hostsFile: data.hosts === undefined ? undefined : resolve(baseDir, data.hosts),
+    review: data.review,
+  };
+}
+
+/** Reads and parses a topic file, and refuses a hosts file that does not exist. */
+export async function loadTopic(path: string): Promise<{ topic: Topic; text: string }> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new A3rError("FILE_NOT_FOUND", `no topic file at ${path}`, { where: path, hint: "give the path of a markdown topic file" });
+    throw error;
+  }
+  const topic = parseTopic(text, { file: path });
+  if (topic.hostsFile !== undefined && !(await pathExists(topic.hostsFile))) {
+    throw new A3rError("TOPIC_INVALID", `${path}: hosts file ${topic.hostsFile} does not exist`, { where: path, hint: "fix `hosts:` (a path relative to the topic file), or remove it to run on this machine" });
+  }
+  return { topic, text };
+}
+
+/** What the heuristic planner still needs from a topic; empty when it can plan. */
+export function heuristicNeeds(topic: Topic): string[] {
+  const needs: string[] = [];
+  if (!topic.metric) needs.push(fieldHints.metric!);
+  if (!topic.base) needs.push(fieldHints.base!);
+  if (Object.keys(topic.knobs).length === 0) needs.push("add `knobs:` naming the config keys to vary and their candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }`");
+  return needs;
+}
+
+function toBudgets(budgets: z.infer<typeof budgetsSchema>): TopicBudgets {
+  return {
+    stages: budgets.stages,
+    experiments: budgets.experiments,
+    gpuHours: budgets.gpu_hours,
+    wallTimeMs: budgets.wall_time === undefined ? undefined : parseDuration(budgets.wall_time),
+  };
+}
+
+function firstLine(text: string): string {
+  const line = text.split("\n").find((candidate) => candidate.trim() !== "") ?? "";
+  return line.replace(/^#+\s*/, "").trim().slice(0, 120);
+}
