@@ -54,14 +54,21 @@ export function auditCampaignBlueprints(blueprints: readonly Blueprint[], option
   return [...findings, ...findDuplicateIds(blueprints)];
 }
 
-/** ID_DUPLICATE findings for every blueprint whose id an earlier one already uses. */
+/**
+ * ID_DUPLICATE findings for every blueprint whose id an earlier one of the same campaign
+ * already uses (ids are the idempotency key of runs within a campaign). Blueprints without
+ * a campaign field form one group of their own, so two copies of one experiment written
+ * for different campaigns, or in a3r and AgentJet form, can be checked together.
+ */
 export function findDuplicateIds(blueprints: readonly Blueprint[]): Finding[] {
   const first = new Map<string, Blueprint>();
   const findings: Finding[] = [];
   for (const blueprint of blueprints) {
-    const earlier = first.get(blueprint.id);
+    const campaign = typeof blueprint.frontMatter.campaign === "string" ? blueprint.frontMatter.campaign : "";
+    const key = `${campaign}\u0000${blueprint.id}`;
+    const earlier = first.get(key);
     if (!earlier) {
-      first.set(blueprint.id, blueprint);
+      first.set(key, blueprint);
       continue;
     }
     const where = earlier.file ? `${earlier.file}${earlier.lines.id ? `:${earlier.lines.id}` : ""}` : "an earlier blueprint";

@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const run = promisify(execFile);
@@ -38,11 +38,20 @@ describe("a3r blueprint validate", () => {
     }
   });
 
-  it("treats the files given as one set: the two examples share an id", async () => {
+  it("checks ids per campaign: the two forms of one experiment (the AgentJet one has no campaign) pass together", async () => {
     const agentjet = join(examples, "grpo-lr-3e-6.agentjet.md");
     const result = await a3r("blueprint", "validate", join(examples, "grpo-lr-3e-6.md"), agentjet);
+    expect(result.stdout).not.toContain("ID_DUPLICATE");
+    expect(result.code).toBe(0);
+  });
+
+  it("reports an id used twice in one campaign", async () => {
+    const copy = join(await mkdtemp(join(tmpdir(), "a3r-dup-")), "copy.md");
+    await writeFile(copy, await readFile(join(examples, "grpo-lr-3e-6.md"), "utf8"));
+    const result = await a3r("blueprint", "validate", join(examples, "grpo-lr-3e-6.md"), copy);
     expect(result.code).toBe(1);
-    expect(result.stdout).toContain(`${agentjet}:32: error ID_DUPLICATE blueprint id "grpo-lr-3e-6" is already used by`);
+    expect(result.stdout).toContain(`${copy}:3: error ID_DUPLICATE blueprint id "grpo-lr-3e-6" is already used by`);
+    await rm(dirname(copy), { recursive: true, force: true });
   });
 
   it("prints file:line: severity code message and the hint, and exits 1", async () => {
