@@ -34,6 +34,9 @@ describe("a3r swarm", () => {
     const episodes = await a3r("swarm", "client", "item-color", "--episodes", "-3");
     expect(episodes.code).toBe(2);
     expect(episodes.stderr).toContain("--episodes");
+    const discard = await a3r("swarm", "client", "item-color", "--discard-timeout", "0");
+    expect(discard.code).toBe(2);
+    expect(discard.stderr).toContain("--discard-timeout");
     const url = await a3r("swarm", "status", "--url", "not a url");
     expect(url.code).toBe(2);
     expect(url.stderr).toContain("--url");

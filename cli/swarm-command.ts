@@ -76,8 +76,9 @@ export function registerSwarmCommands(program: Command): void {
     .option("--concurrency <k>", "episodes at once", integerOption("--concurrency", 1, 1024), 8)
     .option("--seed <n>", "seed of the first task", integerOption("--seed", 0, 2 ** 31))
     .option("--eval", "claim eval episodes (answered, never trained on)")
+    .option("--discard-timeout <seconds>", "the server reclaims an episode of this client after this much silence (a crashed client's episodes stop holding up the batch)", integerOption("--discard-timeout", 1, 86_400), 600)
     .option("--json", "print the summary as JSON")
-    .action(async (taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; json?: boolean }) => {
+    .action(async (taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean }) => {
       await client(taskArgument, options);
     });
 }
@@ -186,7 +187,7 @@ async function loadTask(taskArgument: string): Promise<EpisodeTask> {
   return { name: task.name ?? taskArgument, sampleTask: task.sampleTask.bind(task), runEpisode: task.runEpisode.bind(task) };
 }
 
-async function client(taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; json?: boolean }): Promise<void> {
+async function client(taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean }): Promise<void> {
   const task = await loadTask(taskArgument);
   const url = options.url ?? defaultUrl();
   const swarmClient = new SwarmClient({ url });
@@ -210,6 +211,7 @@ async function client(taskArgument: string, options: { url?: string; episodes: n
       concurrency: options.concurrency,
       ...(options.seed === undefined ? {} : { seed: options.seed }),
       episodeType: options.eval ? "eval" : "train",
+      discardEpisodeTimeout: options.discardTimeout,
       onProgress,
       signal: controller.signal,
     });
