@@ -1,0 +1,114 @@
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { auditCampaign, createCampaign, readEvents } from "../campaign/index.ts";
+import { parseHostsText } from "../hosts/hosts-config.ts";
+import { LocalLauncher } from "../hosts/index.ts";
+import type { DispatchHost, HostConfig } from "../hosts/index.ts";
+import { runLeader } from "./graph.ts";
+import { HeuristicPlanner } from "./heuristic-planner.ts";
+
+const root = resolve(import.meta.dirname, "..");
+const a3r = `${process.execPath} ${join(root, "bin/a3r.js")}`;
+
+/**
+ * A whole campaign through the real graph, the real SQLite checkpointer and real
+ * `a3r worker run` processes; only the trainer is the worker's small fixture program
+ * (5 steps of verl-style log lines). Its reward does not depend on lr, so the refinement
+ * stage brings no improvement and the campaign stops after exactly two stages.
+ */
+function topicText(): string {
+  return `---
+title: Does lr change the fixture trainer's reward?
+metric: { name: reward_mean, goal: maximize, score: final }
+base:
+  mode: classic
+  codebase: ${join(root, "worker/__fixtures__")}
+  interpreter: ${process.execPath}
+  command: node trainer.mjs --steps 4 --step-ms 50
+  time_budget: 2m
+  first_signal_timeout: 1m
+  gpus: 0
+  blueprint:
+    worker: { poll_interval: 200ms, heartbeat_interval: 2s, stall_timeout: 1m, grace_period: 2s, lease_ttl: 30s }
+knobs:
+  lr: [0.1, 0.01]
+seeds: 1
+budgets: { stages: 2, experiments: 10 }
+---
+Does the learning rate change the fixture trainer's final reward?
+`;
+}
+
+describe("the leader graph", () => {
+  let runsDir: string;
+  let hosts: DispatchHost[];
+
+  beforeEach(async () => {
+    runsDir = await mkdtemp(join(tmpdir(), "a3r-leader-graph-"));
+    const parsed = parseHostsText(`hosts:\n  - name: here\n    kind: local\n    gpus: 0\n    max_runs: 2\n    workdir: ${join(runsDir, "host")}\n`, "hosts.yaml");
+    const config = { ...parsed.hosts[0]!, a3r } as HostConfig;
+    hosts = [{ config, launcher: new LocalLauncher({ host: "here", workdir: join(runsDir, "host"), a3r }), capacity: { name: "here", gpuIndices: [], maxRuns: 2 } }];
+  });
+  afterEach(async () => {
+    await rm(runsDir, { recursive: true, force: true });
+  });
+
+  it("runs two stages to a report, and resumes after a crash without launching anything twice", async () => {
+    await createCampaign(runsDir, "graph-test", topicText());
+    const options = { runsDir, campaignId: "graph-test", planner: new HeuristicPlanner(), hosts, intervalMs: 300 };
+
+    // The first leader dies as it starts watching stage 2 (its runs are already launched).
+    let crashed = false;
+    await expect(
+      runLeader({
+        ...options,
+        onNode: (node, state) => {
+          if (node === "watch" && state.stagePlan?.stage === 2 && !crashed) {
+            crashed = true;
+            expect(state.history).toHaveLength(1);
+            throw new Error("simulated leader crash");
+          }
+        },
+      }),
+    ).rejects.toThrow(/simulated leader crash/);
+
+    const final = await runLeader(options);
+    expect(final.stop?.reason).toBe("no-improvement");
+    expect(final.history.map((record) => record.plan.configurations.map((item) => item.id))).toEqual([
+      ["baseline", "lr-0.01"],
+      ["lr-0.0316", "lr-1"],
+    ]);
+    const outcomes = final.history.flatMap((record) => record.outcomes);
+    expect(outcomes.map((item) => [item.blueprintId, item.state])).toEqual([
+      ["s1-baseline-seed1", "succeeded"],
+      ["s1-lr-0.01-seed1", "succeeded"],
+      ["s2-lr-0.0316-seed1", "succeeded"],
+      ["s2-lr-1-seed1", "succeeded"],
+    ]);
+    expect(outcomes.every((item) => item.score === 0.5)).toBe(true);
+
+    const campaign = join(runsDir, "graph-test");
+    const report = await readFile(join(campaign, "report.md"), "utf8");
+    expect(report).toMatch(/best configuration measured is \*\*baseline\*\*/);
+    expect(report).toMatch(/Stopped: no-improvement/);
+    expect(await readFile(join(campaign, "stages/2/analysis.md"), "utf8")).toMatch(/lr-1\*\*: REFUTED/);
+    expect((await readdir(join(campaign, "results"))).sort()).toEqual(["s1-baseline-seed1", "s1-lr-0.01-seed1", "s2-lr-0.0316-seed1", "s2-lr-1-seed1"]);
+
+    // Each blueprint was launched exactly once, the resumed watch re-attached.
+    const { events } = await readEvents(join(campaign, "events.jsonl"));
+    const launches = events.filter((event) => event.kind === "run.dispatched" && event.started === true).map((event) => event.blueprintId);
+    expect(launches.sort()).toEqual(["s1-baseline-seed1", "s1-lr-0.01-seed1", "s2-lr-0.0316-seed1", "s2-lr-1-seed1"]);
+    expect(events.filter((event) => event.kind === "campaign.reported")).toHaveLength(1);
+
+    // A finished campaign resumed again does nothing.
+    const again = await runLeader(options);
+    expect(again.reportFile).toBe(final.reportFile);
+    expect((await readEvents(join(campaign, "events.jsonl"))).events).toHaveLength(events.length);
+
+    // The finished campaign folder passes the campaign audit.
+    const findings = await auditCampaign(campaign);
+    expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
+  }, 180_000);
+});
