@@ -7,6 +7,7 @@ import { parseHostsText } from "../hosts/hosts-config.ts";
 import { LocalLauncher } from "../hosts/index.ts";
 import type { DispatchHost, HostConfig } from "../hosts/index.ts";
 import { runLeader } from "./graph.ts";
+import { examplePathRewriter } from "./write-blueprints.ts";
 import { HeuristicPlanner } from "./heuristic-planner.ts";
 
 const root = resolve(import.meta.dirname, "..");
@@ -111,4 +112,26 @@ describe("the leader graph", () => {
     const findings = await auditCampaign(campaign);
     expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
   }, 180_000);
+
+  it("runs the embedded swarm example topic (2 tiny stages, real swarm engine) to a report whose answer is the measured best", async () => {
+    // The example topic, made tiny: 3 training steps, one seed, on this machine only.
+    const text = (await readFile(join(root, "examples/topics/embedded-lr.md"), "utf8"))
+      .replace("overrides: { max_steps: 20 }", "overrides: { max_steps: 3 }")
+      .replace("seeds: 2", "seeds: 1")
+      .replace("hosts: ../hosts/local-only.yaml\n", "");
+    expect(text).toMatch(/max_steps: 3 /);
+    await createCampaign(runsDir, "embedded-lr", text);
+    const final = await runLeader({ runsDir, campaignId: "embedded-lr", planner: new HeuristicPlanner(), hosts, intervalMs: 500, rewritePath: examplePathRewriter() });
+
+    expect(final.history.map((record) => record.plan.kind)).toEqual(["screen", "refine"]);
+    expect(final.history[0]!.plan.configurations.map((item) => item.id)).toEqual(["baseline", "lr-0.05", "lr-0.5"]);
+    const outcomes = final.history.flatMap((record) => record.outcomes);
+    expect(outcomes.map((item) => item.state)).toEqual(outcomes.map(() => "succeeded"));
+    expect(outcomes.every((item) => item.score !== undefined && item.score >= 0 && item.score <= 1)).toBe(true);
+    expect(["no-improvement", "budget"]).toContain(final.stop?.reason);
+
+    const best = outcomes.reduce((left, right) => (right.score! > left.score! ? right : left));
+    const report = await readFile(join(runsDir, "embedded-lr", "report.md"), "utf8");
+    expect(report).toContain(`best configuration measured is **${best.configurationId}**`);
+  }, 300_000);
 });
