@@ -60,3 +60,22 @@ describe("launchProcessGroup", () => {
     expect(await readExitStatus(run.exitFile)).toEqual({ exitCode: null, signal: "SIGKILL" });
   });
 });
+
+describe("readExitStatus", () => {
+  it("never reads an empty exit file as a clean exit", async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-group-"));
+    const exitFile = join(folder, "attempt-1.exit");
+    const { writeFile } = await import("node:fs/promises");
+    await writeFile(exitFile, "");
+    expect(await readExitStatus(exitFile)).toEqual({ exitCode: null, signal: "SIGKILL" });
+  });
+
+  it("writes the exit file whole: it exists only once the code is in it", async () => {
+    const run = await start("exit 3");
+    await until(async () => {
+      const { access } = await import("node:fs/promises");
+      return access(run.exitFile).then(() => true, () => false);
+    });
+    expect(await readExitStatus(run.exitFile)).toEqual({ exitCode: 3, signal: null });
+  });
+});

@@ -29,8 +29,12 @@ export async function launchProcessGroup(options: LaunchOptions): Promise<Launch
   const log = await open(options.logFile, "a");
   try {
     // The inner shell runs the command; the outer records its exit status even when the
-    // command is killed by a signal (128 + signal number, as shells report it).
-    const wrapper = `sh -c ${shellQuote(options.command)}; echo $? > ${shellQuote(options.exitFile)}`;
+    // command is killed by a signal (128 + signal number, as shells report it). The file
+    // appears by rename, complete: its existence is what says the command has ended, so a
+    // reader must never find it created but still empty.
+    const exitFile = shellQuote(options.exitFile);
+    const partial = shellQuote(`${options.exitFile}.partial`);
+    const wrapper = `sh -c ${shellQuote(options.command)}; echo $? > ${partial} && mv -f ${partial} ${exitFile}`;
     const child = spawn("sh", ["-c", wrapper], {
       cwd: options.cwd,
       env: options.env,
@@ -101,7 +105,7 @@ export async function readExitStatus(exitFile: string): Promise<ExitStatus> {
     return { exitCode: null, signal: "SIGKILL" };
   }
   const code = Number(text);
-  if (!Number.isInteger(code)) return { exitCode: null, signal: "SIGKILL" };
+  if (text === "" || !Number.isInteger(code)) return { exitCode: null, signal: "SIGKILL" };
   if (code > 128 && signalNames[code - 128]) return { exitCode: code, signal: signalNames[code - 128]! };
   return { exitCode: code, signal: null };
 }
