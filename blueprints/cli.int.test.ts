@@ -1,26 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-const run = promisify(execFile);
 const root = fileURLToPath(new URL("..", import.meta.url));
-const cli = join(root, "bin/a3r.js");
 const examples = join(root, "examples/blueprints");
 const broken = join(root, "blueprints/__fixtures__/broken");
 
-async function a3r(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { cwd: root, env: { ...process.env, NO_COLOR: "1" } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const a3r = (...args: string[]): Promise<CliResult> => runA3r(args, { cwd: root });
 
 let folder: string;
 beforeAll(async () => {

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Finding } from "./finding.ts";
+import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-const run = promisify(execFile);
-const cli = new URL("../bin/a3r.js", import.meta.url).pathname;
 const fixtures = new URL("./__fixtures__/", import.meta.url).pathname;
 const consistent = join(fixtures, "result-dirs", "consistent");
 const inconsistent = join(fixtures, "result-dirs", "inconsistent");
@@ -15,15 +12,7 @@ const explained = join(fixtures, "campaigns", "explained");
 const unaccounted = join(fixtures, "campaigns", "unaccounted");
 const blueprint = join(explained, "stages", "1", "blueprints", "s1-lr-3e-6.md");
 
-async function a3r(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: "1" } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const a3r = (...args: string[]): Promise<CliResult> => runA3r(args);
 
 let scratch: string;
 beforeAll(async () => {

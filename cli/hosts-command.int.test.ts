@@ -1,18 +1,15 @@
-import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditResultDir, readEvents } from "../campaign/index.ts";
 import { checkoutA3rCommand, fixtureA3rCommand, writeFixtureBlueprint } from "../test-support/fixture-blueprint.ts";
 import { startRedisServer, type RedisServerHandle } from "../test-support/redis-server.ts";
 import { startSshServer, type SshServerHandle } from "../test-support/sshd-server.ts";
 import { WorkerDaemon } from "../hosts/worker-daemon.ts";
+import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-const run = promisify(execFile);
-const cli = fileURLToPath(new URL("../bin/a3r.js", import.meta.url));
 
 let sshd: SshServerHandle;
 let redis: RedisServerHandle;
@@ -20,15 +17,7 @@ let daemon: WorkerDaemon;
 let folder: string;
 let hostsFile: string;
 
-async function a3r(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { timeout: 90_000, env: { ...process.env, A3R_LOG_LEVEL: "error" } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof failed.code === "number" ? failed.code : -1, stdout: failed.stdout ?? "", stderr: failed.stderr ?? "" };
-  }
-}
+const a3r = (...args: string[]): Promise<CliResult> => runA3r(args, { timeoutMs: 90_000, env: { A3R_LOG_LEVEL: "error" } });
 
 beforeAll(async () => {
   [sshd, redis] = await Promise.all([startSshServer(), startRedisServer()]);

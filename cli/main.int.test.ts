@@ -1,20 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
+import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-const run = promisify(execFile);
-const cli = new URL("../bin/a3r.js", import.meta.url).pathname;
 
-async function a3r(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: "1" } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const a3r = (...args: string[]): Promise<CliResult> => runA3r(args);
 
 describe("the a3r command", () => {
   it("prints help and exits 0", async () => {

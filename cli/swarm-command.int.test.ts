@@ -1,23 +1,12 @@
-import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { startServerProcess, temporaryDirectory, waitForState, type ServerProcess } from "../swarm/server/int-test-support.ts";
 import { SwarmClient } from "../swarm/client/index.ts";
+import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-const run = promisify(execFile);
-const cli = new URL("../bin/a3r.js", import.meta.url).pathname;
 
-async function a3r(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { env: { ...process.env, NO_COLOR: "1" } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+const a3r = (...args: string[]): Promise<CliResult> => runA3r(args);
 
 let server: ServerProcess | undefined;
 let directory: { path: string; remove(): Promise<void> } | undefined;
