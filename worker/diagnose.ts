@@ -5,6 +5,7 @@ import { checkCommand, defaultCommandRules, type CommandRule } from "../blueprin
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
 import type { Overrides } from "./recovery-playbook.ts";
+import { isSafeOverrideKey } from "./overrides.ts";
 
 /**
  * The one place the worker asks a language model: a failure the playbook could not
@@ -20,7 +21,9 @@ export const diagnosisSchema = z.object({
   diagnosis: z.string().min(1).max(2000),
   /** False when the model thinks no change can help (the run then fails with its diagnosis). */
   retry: z.boolean(),
-  overrides: z.record(z.string().min(1).max(200), z.union([z.string().max(500), z.number(), z.boolean()])).optional(),
+  overrides: z
+    .record(z.string().min(1).max(200).refine(isSafeOverrideKey, "not a config path (__proto__, constructor and prototype are refused)"), z.union([z.string().max(500), z.number(), z.boolean()]))
+    .optional(),
   command: z.string().min(1).max(8000).optional(),
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyOverrides, baseValuesOf, diffOverrides, flattenConfig, formatOverrideDiff, overridesAsWords, substitutePlaceholders } from "./overrides.ts";
+import { applyOverrides, baseValuesOf, diffOverrides, flattenConfig, formatOverrideDiff, isSafeOverrideKey, overridesAsWords, substitutePlaceholders } from "./overrides.ts";
 
 const swarmConfig = { train_batch_size: 4, optimizer: { lr: 0.05, clip: 0.2 }, sampling: { max_tokens: 8 }, model: { kind: "embedded", seed: 1 } };
 
@@ -30,5 +30,16 @@ describe("overrides", () => {
     expect(formatOverrideDiff(changes)).toBe("```diff\n+ batch_size: 16\n- lr: 0.001\n+ lr: 0.0005\n```");
     expect(formatOverrideDiff([], { commandBefore: "a", commandAfter: "b" })).toContain("- command: a\n+ command: b");
     expect(formatOverrideDiff([])).toBe("(no change to the configuration)");
+  });
+});
+
+describe("override keys from a model", () => {
+  it("refuses paths that would reach Object.prototype, and leaves it untouched", () => {
+    for (const key of ["__proto__.polluted", "constructor.prototype.polluted", "a.__proto__.b", "prototype"]) {
+      expect(isSafeOverrideKey(key)).toBe(false);
+      expect(() => applyOverrides({ a: 1 }, { [key]: "yes" })).toThrow(/not a config path/);
+    }
+    expect((({}) as Record<string, unknown>).polluted).toBeUndefined();
+    expect(isSafeOverrideKey("optimizer.lr")).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
 import type { Overrides } from "./recovery-playbook.ts";
+import { A3rError } from "../core/errors.ts";
 
 /**
  * How configuration changes reach a run. Overrides are flat `key: value` pairs (front
@@ -48,8 +49,21 @@ export function baseValuesOf(config: ConfigObject | undefined): Overrides {
   return values;
 }
 
+/** Path parts that would reach Object.prototype instead of the config (keys may come from a model). */
+const forbiddenPathParts = new Set(["__proto__", "constructor", "prototype"]);
+
+export function isSafeOverrideKey(key: string): boolean {
+  return key.split(".").every((part) => part !== "" && !forbiddenPathParts.has(part));
+}
+
 /** The config path an override key lands on (see the module comment). */
 export function resolveOverridePath(config: ConfigObject, key: string): string[] {
+  if (!isSafeOverrideKey(key)) {
+    throw new A3rError("CONFIG_INVALID", `override key ${JSON.stringify(key)} is not a config path`, {
+      where: "overrides",
+      hint: "use dotted names of config fields, such as optimizer.lr; __proto__, constructor and prototype are refused",
+    });
+  }
   if (key.includes(".")) return key.split(".");
   if (key in config) return [key];
   const matches = Object.keys(flattenConfig(config)).filter((path) => path.split(".").pop() === key);
