@@ -7,6 +7,7 @@ import { registerAuditCommand } from "./audit-command.ts";
 import { registerSwarmCommands } from "./swarm-command.ts";
 import { registerWorkerCommands } from "./worker-command.ts";
 import { registerHostsCommands } from "./hosts-command.ts";
+import { registerResearchCommands } from "./research-command.ts";
 
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerSwarmCommands(program);
   registerWorkerCommands(program);
   registerHostsCommands(program);
+  registerResearchCommands(program);
   for (const command of program.commands) applyExitOverride(command);
   return program;
 }

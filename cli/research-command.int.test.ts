@@ -1,0 +1,136 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readEvents } from "../campaign/index.ts";
+import { runA3r } from "../test-support/run-cli.ts";
+
+const root = resolve(import.meta.dirname, "..");
+
+/**
+ * The leader's commands as a person runs them, against real `a3r worker run` processes on
+ * this machine; the trainer is the worker's small fixture program (4 quick steps), and
+ * `--max-stages 1` keeps the campaign to one stage of two runs.
+ */
+function topicText(): string {
+  return `---
+title: Does lr change the fixture reward?
+metric: { name: reward_mean, goal: maximize, score: final }
+base:
+  mode: classic
+  codebase: ${join(root, "worker/__fixtures__")}
+  interpreter: ${process.execPath}
+  command: node trainer.mjs --steps 4 --step-ms 50
+  time_budget: 2m
+  first_signal_timeout: 1m
+  gpus: 0
+  blueprint:
+    worker: { poll_interval: 200ms, heartbeat_interval: 2s, stall_timeout: 1m, grace_period: 2s, lease_ttl: 30s }
+knobs:
+  lr: [0.1, 0.01]
+seeds: 1
+budgets: { stages: 3, experiments: 10 }
+---
+Does the learning rate change the fixture trainer's final reward?
+`;
+}
+
+describe("a3r research, status and resume", () => {
+  let dir: string;
+  let runsDir: string;
+  let topicFile: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "a3r-research-cli-"));
+    runsDir = join(dir, "runs");
+    topicFile = join(dir, "topic.md");
+    await writeFile(topicFile, topicText());
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("runs a topic to its report, shows it finished, and a resume launches nothing again", async () => {
+    const research = await runA3r(["research", topicFile, "--runs-dir", runsDir, "--planner", "auto", "--max-stages", "1"], { timeoutMs: 90_000 });
+    expect(research.stderr.split("\n")[0]).toBe("planner: heuristic (auto: the LLM planner does not exist yet)");
+    expect(research.code, research.stderr).toBe(0);
+    const campaign = join(runsDir, "does-lr-change-the-fixture-reward");
+    expect(research.stdout.trim()).toBe(`report: ${join(campaign, "report.md")}`);
+    expect(research.stderr).toMatch(/leader: watch \(stage 1\)/);
+    expect(research.stderr).toMatch(/s1-lr-0\.01-seed1: succeeded on here/);
+    expect((await stat(join(campaign, "report.md"))).isFile()).toBe(true);
+    // The flag's budget replaced the topic's in the campaign's copy, so a resume keeps it.
+    expect(await readFile(join(campaign, "topic.md"), "utf8")).toMatch(/stages: 1\b/);
+
+    const list = await runA3r(["status", "--runs-dir", runsDir, "--json"]);
+    expect(list.code, list.stderr).toBe(0);
+    const summaries = JSON.parse(list.stdout) as { id: string; state: string; stages: number; experiments: number; stop: { reason: string } | null }[];
+    expect(summaries).toMatchObject([{ id: "does-lr-change-the-fixture-reward", state: "finished", stages: 1, experiments: 2, stop: { reason: "budget" } }]);
+
+    const table = await runA3r(["status", "--runs-dir", runsDir]);
+    expect(table.stdout).toMatch(/does-lr-change-the-fixture-reward\s+1\s+2\s+finished/);
+
+    const detail = JSON.parse((await runA3r(["status", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--json"])).stdout) as {
+      metric: string;
+      stageDetails: { stage: number; experiments: { blueprintId: string; state: string; step: number | null; metric: number | null }[] }[];
+    };
+    expect(detail.metric).toBe("reward_mean");
+    expect(detail.stageDetails).toHaveLength(1);
+    expect(detail.stageDetails[0]!.experiments.map((item) => [item.blueprintId, item.state, item.metric])).toEqual([
+      ["s1-baseline-seed1", "succeeded", 0.5],
+      ["s1-lr-0.01-seed1", "succeeded", 0.5],
+    ]);
+
+    const before = (await readEvents(join(campaign, "events.jsonl"))).events;
+    const launches = before.filter((event) => event.kind === "run.dispatched" && event.started === true);
+    expect(launches).toHaveLength(2);
+    const resume = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir], { timeoutMs: 60_000 });
+    expect(resume.code, resume.stderr).toBe(0);
+    expect(resume.stdout.trim()).toBe(`report: ${join(campaign, "report.md")}`);
+    expect(resume.stderr).not.toMatch(/leader: /);
+    expect((await readEvents(join(campaign, "events.jsonl"))).events).toHaveLength(before.length);
+
+    // The same topic again is the same campaign: refused, pointing at resume.
+    const again = await runA3r(["research", topicFile, "--runs-dir", runsDir]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/error \[CAMPAIGN_EXISTS\]/);
+    expect(again.stderr).toMatch(/hint: continue it with: a3r resume does-lr-change-the-fixture-reward/);
+  }, 120_000);
+
+  it("refuses bad input with one clear line: exit 1 for files and campaigns, 2 for flags", async () => {
+    const missing = await runA3r(["research", join(dir, "nope.md"), "--runs-dir", runsDir]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/error \[FILE_NOT_FOUND\].*no topic file/);
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
+
+    const invalidFile = join(dir, "invalid.md");
+    await writeFile(invalidFile, "---\ntitle: x\nknobs: { lr: [] }\n---\nQ?\n");
+    const invalid = await runA3r(["research", invalidFile, "--runs-dir", runsDir]);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/error \[TOPIC_INVALID\]/);
+    expect(invalid.stderr).toMatch(/hint: /);
+
+    for (const args of [["resume", "no-such-campaign"], ["status", "no-such-campaign"]]) {
+      const result = await runA3r([...args, "--runs-dir", runsDir]);
+      expect(result.code, args.join(" ")).toBe(1);
+      expect(result.stderr).toMatch(/error \[CAMPAIGN_NOT_FOUND\] .*no campaign no-such-campaign/);
+      expect(result.stderr).toMatch(/hint: /);
+    }
+    const unsafe = await runA3r(["resume", "../etc", "--runs-dir", runsDir]);
+    expect(unsafe.code).toBe(1);
+    expect(unsafe.stderr).toMatch(/CAMPAIGN_ID_INVALID/);
+
+    for (const args of [
+      ["research", invalidFile, "--max-stages", "0"],
+      ["research", invalidFile, "--planner", "llm"],
+      ["research"],
+      ["status", "--bogus"],
+    ]) {
+      const result = await runA3r([...args, "--runs-dir", runsDir]);
+      expect(result.code, args.join(" ")).toBe(2);
+    }
+    // Nothing was created by the refused commands.
+    const list = JSON.parse((await runA3r(["status", "--runs-dir", runsDir, "--json"])).stdout) as { id: string }[];
+    expect(list.map((item) => item.id)).toEqual(["does-lr-change-the-fixture-reward"]);
+  }, 60_000);
+});

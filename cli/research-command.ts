@@ -1,0 +1,189 @@
+import { InvalidArgumentError, type Command } from "commander";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createCampaign, loadCampaign } from "../campaign/index.ts";
+import { A3rError } from "../core/errors.ts";
+import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
+import { dispatchChanges } from "../hosts/run-table.ts";
+import { closeDispatchHosts, localDispatchHost, openDispatchHosts } from "../leader/cli-support-hosts.ts";
+import { markLeaderRunning } from "../leader/cli-support-leader-mark.ts";
+import { describeCampaign, listCampaignSummaries, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
+import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
+import type { LeaderStateValue } from "../leader/graph.ts";
+import { HeuristicPlanner } from "../leader/heuristic-planner.ts";
+import { loadTopic, parseTopic } from "../leader/topic.ts";
+import { examplePathRewriter } from "../leader/write-blueprints.ts";
+
+/**
+ * `a3r research`, `a3r resume`, `a3r status` and `a3r demo`: thin wrappers around the
+ * leader (leader/graph.ts). Progress goes to stderr as plain lines; stdout holds the
+ * answer (the report path, or JSON with --json).
+ *
+ * Left out (issue 6): `--review` and `resume --approve/--instruct`, the LLM planner, the
+ * live terminal table, `a3r report` and `status --watch`.
+ */
+const demoTopic = fileURLToPath(new URL("../examples/topics/embedded-lr.md", import.meta.url));
+
+function positiveInteger(name: string) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim()) || Number(value) < 1) throw new InvalidArgumentError(`${name} must be a whole number of at least 1.`);
+    return Number(value);
+  };
+}
+
+interface ResearchFlags {
+  campaign?: string;
+  runsDir: string;
+  hosts?: string;
+  planner: "heuristic" | "auto";
+  maxStages?: number;
+  maxExperiments?: number;
+  json?: boolean;
+}
+
+export function registerResearchCommands(program: Command): void {
+  program
+    .command("research")
+    .description("run a research campaign from a topic file to report.md (heuristic planner; this machine unless --hosts)")
+    .argument("<topic>", "topic markdown file")
+    .option("--campaign <id>", "campaign id (default: from the topic's title)")
+    .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
+    .option("--hosts <file>", "hosts.yaml (default: the topic's hosts, else this machine, 2 runs at a time, no GPU)")
+    .option("--planner <name>", "heuristic, or auto (the heuristic while the LLM planner does not exist)", plannerOption, "heuristic")
+    .option("--max-stages <n>", "stage budget (overrides the topic's)", positiveInteger("--max-stages"))
+    .option("--max-experiments <n>", "experiment budget (overrides the topic's)", positiveInteger("--max-experiments"))
+    .option("--json", "print the final summary as JSON")
+    .action(async (topicFile: string, flags: ResearchFlags) => {
+      await research(topicFile, flags);
+    });
+
+  program
+    .command("resume")
+    .description("continue a campaign where its leader stopped (a finished one just prints its report)")
+    .argument("<campaign>", "campaign id")
+    .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
+    .option("--json", "print the final summary as JSON")
+    .action(async (campaignId: string, flags: { runsDir: string; json?: boolean }) => {
+      const runsDir = resolve(flags.runsDir);
+      await loadCampaign(runsDir, campaignId);
+      await lead(runsDir, campaignId, { json: flags.json });
+    });
+
+  program
+    .command("status")
+    .description("the campaigns and their state; with a campaign, its experiments per stage")
+    .argument("[campaign]", "campaign id")
+    .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
+    .option("--json", "print JSON instead of tables")
+    .action(async (campaignId: string | undefined, flags: { runsDir: string; json?: boolean }) => {
+      const runsDir = resolve(flags.runsDir);
+      if (campaignId === undefined) {
+        const summaries = await listCampaignSummaries(runsDir);
+        process.stdout.write(flags.json ? `${JSON.stringify(summaries, null, 2)}\n` : `${renderCampaignTable(summaries)}\n`);
+        return;
+      }
+      const detail = await describeCampaign(runsDir, campaignId);
+      process.stdout.write(flags.json ? `${JSON.stringify(detail, null, 2)}\n` : `${renderCampaignDetail(detail)}\n`);
+    });
+
+  program
+    .command("demo")
+    .description("the example campaign: which learning rate trains the embedded swarm policy fastest (this machine, a few minutes)")
+    .option("--campaign <id>", "campaign id (default: demo-<time>)")
+    .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
+    .option("--json", "print the final summary as JSON")
+    .action(async (flags: { campaign?: string; runsDir: string; json?: boolean }) => {
+      const runsDir = resolve(flags.runsDir);
+      const campaignId = flags.campaign ?? demoCampaignId(new Date());
+      // The example is written for /work/main and /usr/bin/node; the campaign's copy is
+      // localized once, so a resumed demo needs nothing special. It runs here, never on
+      // the example hosts file.
+      const text = adjustTopicText(examplePathRewriter()(await readFile(demoTopic, "utf8")), { hostsFile: null });
+      parseTopic(text, { file: demoTopic });
+      await createCampaign(runsDir, campaignId, text);
+      process.stderr.write(`demo campaign ${campaignId} in ${runsDir}\n`);
+      await lead(runsDir, campaignId, { json: flags.json });
+    });
+}
+
+function plannerOption(value: string): "heuristic" | "auto" {
+  if (value === "heuristic" || value === "auto") return value;
+  throw new InvalidArgumentError("--planner must be heuristic or auto (the LLM planner is not built yet).");
+}
+
+async function research(topicFile: string, flags: ResearchFlags): Promise<void> {
+  const file = resolve(topicFile);
+  const { topic, text } = await loadTopic(file);
+  process.stderr.write(flags.planner === "auto" ? "planner: heuristic (auto: the LLM planner does not exist yet)\n" : "planner: heuristic\n");
+  const runsDir = resolve(flags.runsDir);
+  const campaignId = flags.campaign ?? campaignIdFor(topic, file);
+  const hostsFile = flags.hosts === undefined ? topic.hostsFile : resolve(flags.hosts);
+  if (!hasFrontMatter(text) && (flags.maxStages !== undefined || flags.maxExperiments !== undefined || flags.hosts !== undefined)) {
+    process.stderr.write("warning: the topic has no front matter; --max-stages, --max-experiments and --hosts are ignored\n");
+  }
+  // The campaign keeps its own copy of the topic: relative paths would break there, and
+  // the budgets given here must hold again on resume.
+  const adjusted = adjustTopicText(text, { stages: flags.maxStages, experiments: flags.maxExperiments, hostsFile });
+  parseTopic(adjusted, { file });
+  try {
+    await createCampaign(runsDir, campaignId, adjusted);
+  } catch (error) {
+    if (error instanceof A3rError && error.code === "CAMPAIGN_EXISTS") {
+      throw new A3rError("CAMPAIGN_EXISTS", error.message, { where: error.where, hint: `continue it with: a3r resume ${campaignId} --runs-dir ${flags.runsDir}; or start a new one with --campaign <another id>` });
+    }
+    throw error;
+  }
+  process.stderr.write(`campaign ${campaignId} in ${runsDir}\n`);
+  await lead(runsDir, campaignId, { json: flags.json });
+}
+
+/** Runs (or resumes) the campaign's leader with this machine's hosts, and prints where the report is. */
+async function lead(runsDir: string, campaignId: string, options: { json?: boolean }): Promise<void> {
+  const campaign = await loadCampaign(runsDir, campaignId);
+  const topic = parseTopic(campaign.topic, { file: campaign.paths.topic });
+  let hosts: DispatchHost[];
+  if (topic.hostsFile === undefined) {
+    hosts = [localDispatchHost(runsDir)];
+    process.stderr.write("hosts: this machine (2 runs at a time, no GPU)\n");
+  } else {
+    const opened = await openDispatchHosts(topic.hostsFile);
+    for (const problem of opened.problems) process.stderr.write(`warning: host left out: ${problem}\n`);
+    hosts = opened.hosts;
+    process.stderr.write(`hosts: ${hosts.map((host) => host.config.name).join(", ")} (${topic.hostsFile})\n`);
+  }
+  const unmark = await markLeaderRunning(runsDir, campaignId);
+  const previous = new Map<string, string>();
+  let final: LeaderStateValue;
+  try {
+    final = await runLeader({
+      runsDir,
+      campaignId,
+      planner: new HeuristicPlanner(),
+      hosts,
+      onNode: (node, state) => {
+        const stage = state.stagePlan?.stage ?? state.pending?.stage;
+        process.stderr.write(`leader: ${node}${stage === undefined ? "" : ` (stage ${stage})`}\n`);
+      },
+      onUpdate: (rows: DispatchRow[]) => {
+        for (const line of dispatchChanges(rows, previous)) process.stderr.write(`  ${line}\n`);
+      },
+    });
+  } finally {
+    await unmark();
+    await closeDispatchHosts(hosts);
+  }
+  const summary = { campaign: campaignId, stages: final.history.length, experiments: final.history.reduce((total, record) => total + record.outcomes.length, 0), stop: final.stop, report: final.reportFile };
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    return;
+  }
+  if (final.stop) process.stderr.write(`stopped: ${final.stop.reason} - ${final.stop.explanation}\n`);
+  process.stdout.write(`report: ${final.reportFile ?? campaign.paths.report}\n`);
+}
+
+// The graph pulls in LangGraph and SQLite (slow to load): only the leader commands load it.
+async function runLeader(...args: Parameters<typeof import("../leader/graph.ts").runLeader>): Promise<LeaderStateValue> {
+  const graph = await import("../leader/graph.ts");
+  return graph.runLeader(...args);
+}
