@@ -79,3 +79,13 @@ describe("readExitStatus", () => {
     expect(await readExitStatus(run.exitFile)).toEqual({ exitCode: 3, signal: null });
   });
 });
+
+describe("terminateGroup and the exit record", () => {
+  it("records the command's own exit after a TERM it handles (a trainer saving on TERM keeps its result)", async () => {
+    const run = await start(`trap 'echo saved; exit 7' TERM; while true; do sleep 0.1; done`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await terminateGroup(run.pgid, 3000)).toBe("terminated");
+    expect(await readExitStatus(run.exitFile)).toEqual({ exitCode: 7, signal: null });
+    expect(await readFile(run.logFile, "utf8")).toContain("saved");
+  });
+});

@@ -34,7 +34,10 @@ export async function launchProcessGroup(options: LaunchOptions): Promise<Launch
     // reader must never find it created but still empty.
     const exitFile = shellQuote(options.exitFile);
     const partial = shellQuote(`${options.exitFile}.partial`);
-    const wrapper = `sh -c ${shellQuote(options.command)}; echo $? > ${partial} && mv -f ${partial} ${exitFile}`;
+    // The wrapper traps TERM/INT/HUP so that a group-wide TERM (budget, cancel) reaches the
+    // command, which may save and exit cleanly, while the wrapper lives on to record how it
+    // ended; KILL after the grace period still ends everything.
+    const wrapper = `trap : TERM INT HUP; sh -c ${shellQuote(options.command)}; echo $? > ${partial} && mv -f ${partial} ${exitFile}`;
     const child = spawn("sh", ["-c", wrapper], {
       cwd: options.cwd,
       env: options.env,
