@@ -1,9 +1,10 @@
+import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEvents } from "../campaign/index.ts";
-import { runA3r } from "../test-support/run-cli.ts";
+import { a3rEntry, runA3r } from "../test-support/run-cli.ts";
 
 const root = resolve(import.meta.dirname, "..");
 
@@ -97,6 +98,33 @@ describe("a3r research, status and resume", () => {
     expect(again.stderr).toMatch(/hint: continue it with: a3r resume does-lr-change-the-fixture-reward/);
   }, 120_000);
 
+  it("shows a killed leader's campaign as stopped, and resume finishes it without launching a run twice", async () => {
+    const leader = spawn(process.execPath, [a3rEntry, "research", topicFile, "--runs-dir", runsDir, "--campaign", "killed", "--max-stages", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    await new Promise<void>((resolveWatch, reject) => {
+      leader.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes("leader: watch (stage 1)")) resolveWatch();
+      });
+      leader.on("exit", () => reject(new Error(`the leader ended before watching: ${stderr}`)));
+    });
+    const status = async () => (JSON.parse((await runA3r(["status", "killed", "--runs-dir", runsDir, "--json"])).stdout) as { state: string }).state;
+    expect(await status()).toBe("running");
+    const exited = new Promise((resolveExit) => leader.once("exit", resolveExit));
+    leader.kill("SIGKILL");
+    await exited;
+    expect(await status()).toBe("stopped");
+
+    const resume = await runA3r(["resume", "killed", "--runs-dir", runsDir], { timeoutMs: 60_000 });
+    expect(resume.code, resume.stderr).toBe(0);
+    expect(resume.stderr).toMatch(/leader: watch \(stage 1\)/);
+    expect(resume.stdout.trim()).toBe(`report: ${join(runsDir, "killed", "report.md")}`);
+    expect(await status()).toBe("finished");
+    const { events } = await readEvents(join(runsDir, "killed", "events.jsonl"));
+    const launches = events.filter((event) => event.kind === "run.dispatched" && event.started === true).map((event) => event.blueprintId);
+    expect(launches.sort()).toEqual(["s1-baseline-seed1", "s1-lr-0.01-seed1"]);
+  }, 90_000);
+
   it("refuses bad input with one clear line: exit 1 for files and campaigns, 2 for flags", async () => {
     const missing = await runA3r(["research", join(dir, "nope.md"), "--runs-dir", runsDir]);
     expect(missing.code).toBe(1);
@@ -131,6 +159,6 @@ describe("a3r research, status and resume", () => {
     }
     // Nothing was created by the refused commands.
     const list = JSON.parse((await runA3r(["status", "--runs-dir", runsDir, "--json"])).stdout) as { id: string }[];
-    expect(list.map((item) => item.id)).toEqual(["does-lr-change-the-fixture-reward"]);
+    expect(list.map((item) => item.id)).toEqual(["does-lr-change-the-fixture-reward", "killed"]);
   }, 60_000);
 });
