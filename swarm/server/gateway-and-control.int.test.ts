@@ -114,6 +114,13 @@ describe("the OpenAI-compatible gateway", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("x-swarm-warnings")).toContain("frequency_penalty");
     expect(response.headers.get("x-swarm-warnings")).toContain("logit_bias");
+    // A field name that cannot go into a header is reported, not fatal.
+    const odd = await rawRequest(`${episode.baseUrl}/chat/completions`, {
+      headers: { authorization: `Bearer ${episode.apiKey}` },
+      body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 2, "bad\nname\u00e9": 1 }),
+    });
+    expect(odd.status).toBe(200);
+    expect(odd.headers.get("x-swarm-warnings")).toContain("bad?name?");
     await client.abortEpisode(episode.episodeUuid);
   });
 
@@ -192,6 +199,10 @@ describe("the episode protocol under bad input", () => {
 
     const noReward = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: null, metadata: { task_id: "a" } } }) });
     expect(noReward.status).toBe(400);
+    // Huge rewards would overflow GRPO's group sums into NaN weights.
+    const huge = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: [1e308, 1e308], metadata: { task_id: "a" } } }) });
+    expect(huge.status).toBe(400);
+    expect(String(huge.body.error)).toContain("within");
     // AgentJet clients may send a list of rewards: their mean counts.
     const listed = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: [0, 1], metadata: { task_id: "a" }, log_metrics: { turns: [1, 3] } } }) });
     expect(listed.status).toBe(200);

@@ -156,11 +156,17 @@ export class Gateway {
   }
 
   #ignoredFields(body: ChatRequest): string[] {
-    const ignored = Object.keys(body).filter((key) => !honouredFields.has(key) && (body as Record<string, unknown>)[key] !== null);
+    // Field names are the client's text and go into a response header: printable ASCII
+    // only, short, and few (a header with a newline would make writeHead throw).
+    const ignored = Object.keys(body)
+      .filter((key) => !honouredFields.has(key) && (body as Record<string, unknown>)[key] !== null)
+      .map((key) => key.replace(/[^\x20-\x7e]/g, "?").slice(0, 64))
+      .slice(0, 20);
     if (typeof body.n === "number" && body.n > 1) ignored.push("n (one choice is returned)");
     const fresh = ignored.filter((name) => !this.#warnedFields.has(name));
     if (fresh.length > 0) {
-      for (const name of fresh) this.#warnedFields.add(name);
+      // Logged once per name; the set is capped so a client inventing names cannot grow it.
+      for (const name of fresh) if (this.#warnedFields.size < 1000) this.#warnedFields.add(name);
       this.logger.warn({ fields: fresh }, "chat/completions: ignoring sampling fields the engine cannot honour");
     }
     return ignored.length > 0 ? [`ignored unsupported fields: ${ignored.join(", ")}`] : [];

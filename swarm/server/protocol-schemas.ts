@@ -14,7 +14,9 @@ export const claimEpisodeSchema = z.looseObject({
   throttle_policy: z.unknown().optional(),
 });
 
-const finite = z.number().refine(Number.isFinite, "must be a finite number");
+/** Rewards and metrics beyond this are bugs in a client, and would overflow GRPO's sums. */
+export const maxRewardMagnitude = 1e6;
+const finite = z.number().refine(Number.isFinite, "must be a finite number").refine((value) => Math.abs(value) <= maxRewardMagnitude, `must be within ±${maxRewardMagnitude}`);
 /** AgentJet allows a list of numbers where a number is expected; a3r takes their mean. */
 const numberOrList = z.union([finite, z.array(finite).min(1, "give at least one number")]).transform((value) => (Array.isArray(value) ? value.reduce((sum, item) => sum + item, 0) / value.length : value));
 
