@@ -1,3 +1,4 @@
+import { posix } from "node:path";
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
 import type { Severity } from "./blueprint.ts";
@@ -31,10 +32,12 @@ export interface CommandViolation {
 
 // A word in command position: line start, after ; & | ( $( or a backtick, or after a
 // wrapper such as sudo, nohup, env, timeout or xargs.
-const start = String.raw`(?:^|[;&|(\x60{]|\$\()\s*(?:(?:sudo|nohup|exec|command|builtin|then|do|else|time|nice|xargs|(?:ba|z|da|k)?sh|env(?:\s+[A-Za-z_]\w*=\S*)*|timeout\s+\S+)\s+(?:-\S+\s+)*)*(?:\S*/)?`;
+// Wrapper options may take a value (`sudo -u root`, `nice -n 19`); the value is optional
+// so that a flag right before the command still works.
+const start = String.raw`(?:^|[;&|(\x60{]|\$\()\s*(?:(?:sudo|doas|nohup|exec|eval|command|builtin|then|do|else|time|nice|ionice|stdbuf|setsid|unbuffer|chroot\s+\S+|xargs|(?:ba|z|da|k)?sh(?:\s+-c)?|env(?:\s+[A-Za-z_]\w*=\S*)*|timeout\s+\S+)\s+(?:-\S+(?:\s+(?!-)[^\s;&|]+)?\s+)*)*(?:\S*/)?`;
 // The rest of one simple command (stops at ; & | so flags are looked for in one command).
 const rest = String.raw`[^;&|\n]*`;
-const end = String.raw`(?=\s|$|[;&|)])`;
+const end = String.raw`(?=\s|$|[;&|)\x60])`;
 // What `rm -r` must never be pointed at: the root, a home, or a top-level system folder.
 const precious = String.raw`(?:/\.?\*?|~/?\*?|\$\{?HOME\}?/?\*?|/(?:bin|boot|dev|etc|home|lib|lib32|lib64|opt|proc|root|sbin|srv|sys|usr|var)/?\*?)`;
 
@@ -49,6 +52,18 @@ export const defaultCommandRules: readonly CommandRule[] = [
     id: "rm-no-preserve-root",
     pattern: String.raw`${start}rm\b${rest}--no-preserve-root`,
     reason: "rm --no-preserve-root exists only to delete the whole file system",
+    severity: "error",
+  },
+  {
+    id: "find-delete-root",
+    pattern: String.raw`${start}find\s+${precious}(?=\s|$)${rest}\s(?:-delete\b|-exec(?:dir)?\s+(?:\S*/)?rm\b)`,
+    reason: "find deleting everything under the root, a home folder or a system folder",
+    severity: "error",
+  },
+  {
+    id: "rm-glob-in-root",
+    pattern: String.raw`${start}cd\s+${precious}\s*(?:&&|;)\s*(?:sudo\s+)?(?:\S*/)?rm\b(?=${rest}\s(?:-[a-zA-Z]*[rR]|--recursive))${rest}\s\*`,
+    reason: "recursive delete of everything in the root, a home folder or a system folder",
     severity: "error",
   },
   { id: "mkfs", pattern: String.raw`${start}mkfs(?:\.\w+)?\b`, reason: "formats a file system", severity: "error" },
@@ -84,7 +99,7 @@ export const defaultCommandRules: readonly CommandRule[] = [
   },
   {
     id: "pipe-download-to-shell",
-    pattern: String.raw`\b(?:curl|wget)\b[^\n;]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?(?:ba|z|da|k|fi)?sh\b|\b(?:ba|z|da|k)?sh\b[^\n;]*(?:<\(|\$\()\s*(?:curl|wget)\b`,
+    pattern: String.raw`\b(?:curl|wget)\b[^\n;]*\|\s*(?:(?:sudo|doas)\s+(?:-\S+(?:\s+(?!-)[^\s;&|]+)?\s+)*)?(?:(?:\S*/)?env\s+(?:[A-Za-z_]\w*=\S*\s+)*)?(?:\S*/)?(?:(?:ba|z|da|k|fi)?sh\b|(?:python[\d.]*|perl|ruby|node)(?=\s*(?:-\s*)?(?:$|[;&|)])))|\b(?:ba|z|da|k)?sh\b[^\n;]*(?:<\(|\$\()\s*(?:curl|wget)\b`,
     reason: "runs a script downloaded from the network without reading it",
     severity: "error",
   },
@@ -129,11 +144,30 @@ function logicalLines(command: string): { text: string; line: number }[] {
       buffer += `${text.slice(0, -1)} `;
       return;
     }
-    result.push({ text: (buffer + text).replace(/["']/g, ""), line: startLine });
+    result.push({ text: normalizeForPolicy(buffer + text), line: startLine });
     buffer = "";
   });
-  if (buffer !== "") result.push({ text: buffer.replace(/["']/g, ""), line: startLine });
+  if (buffer !== "") result.push({ text: normalizeForPolicy(buffer), line: startLine });
   return result;
+}
+
+/**
+ * Spellings that mean the same to a shell read the same to the rules: quotes dropped,
+ * `\rm` as `rm`, `${HOME:?}` as `$HOME`, `//` as `/`, and absolute paths with `..`
+ * resolved (`/tmp/../` is `/`).
+ */
+function normalizeForPolicy(text: string): string {
+  return text
+    .replace(/["']/g, "")
+    .replace(/(^|[\s;&|(\x60])\\(?=[A-Za-z])/g, "$1")
+    .replace(/\$\{HOME:[?-][^}]*\}/g, "$$HOME")
+    .replace(/(^|[\s=])(\/[^\s;&|)\x60]*)/g, (_match, before: string, path: string) => `${before}${normalizeAbsolutePath(path)}`);
+}
+
+function normalizeAbsolutePath(path: string): string {
+  const trailing = path.length > 1 && path.endsWith("/") ? "/" : "";
+  const resolved = posix.normalize(path);
+  return resolved === "/" ? "/" : `${resolved.replace(/\/$/, "")}${trailing}`;
 }
 
 const compiled = new Map<string, RegExp>();
