@@ -15,7 +15,14 @@ const secretPatterns: RegExp[] = [
   /(Bearer\s+)[A-Za-z0-9._~+/=-]{12,}/g,
 ];
 
-const namedSecret = /\b([A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Za-z0-9_]*)(\s*[=:]\s*)(["']?)([^\s"']{4,})\3/gi;
+// A name that ENDS in a secret word (api_key, HF_TOKEN, "wandb_api_key"), so max_tokens,
+// num_tokens and tokenizer keep their values; the name may be quoted (JSON, Python dicts)
+// and purely numeric values are left alone.
+const namedSecret = /\b([A-Za-z0-9_-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD))\b(["']?)(\s*[=:]\s*)(["']?)(?!\d+\b)([^\s"',}]{4,})\4/gi;
+// Command-line flags: --api-key VALUE, --hf-token=VALUE.
+const flagSecret = /(--?[A-Za-z0-9-]*(?:key|token|secret|password))(\s+|=)(?!-)(["']?)([^\s"']{4,})\3/gi;
+// Credentials inside URLs: scheme://user:password@host.
+const urlCredentials = /(:\/\/[^/\s:@]+:)([^@\s]+)(@)/g;
 
 export const REDACTED = "[REDACTED]";
 
@@ -27,7 +34,8 @@ export function secretValuesFromEnv(env: NodeJS.ProcessEnv = process.env): strin
 
 export function redactSecrets(text: string, knownSecrets: string[] = secretValuesFromEnv()): string {
   let result = text;
-  for (const secret of knownSecrets) {
+  // Longest first, so a secret that contains a shorter one is removed whole.
+  for (const secret of [...knownSecrets].sort((a, b) => b.length - a.length)) {
     if (secret.length >= 8) result = result.split(secret).join(REDACTED);
   }
   for (const pattern of secretPatterns) {
@@ -35,5 +43,8 @@ export function redactSecrets(text: string, knownSecrets: string[] = secretValue
       typeof prefix === "string" && match.startsWith(prefix) && prefix.trim() === "Bearer" ? `${prefix}${REDACTED}` : REDACTED,
     );
   }
-  return result.replace(namedSecret, (_match, name, separator, quote) => `${name}${separator}${quote}${REDACTED}${quote}`);
+  return result
+    .replace(urlCredentials, `$1${REDACTED}$3`)
+    .replace(namedSecret, (_match, name, nameQuote, separator, quote) => `${name}${nameQuote}${separator}${quote}${REDACTED}${quote}`)
+    .replace(flagSecret, (_match, flag, separator, quote) => `${flag}${separator}${quote}${REDACTED}${quote}`);
 }
