@@ -12,7 +12,7 @@ import { checkpointDirOf, configCopyPath, planAttempt, processEnv } from "./atte
 import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readConfigFile, readyUrlOf, swarmHooks } from "./attempt-launch.ts";
 import { handleFailure } from "./failure-handling.ts";
 import { finalizeRun } from "./finalize-run.ts";
-import { isRecordRunning } from "./launched-process.ts";
+import { isRecordRunning, stopRecord } from "./launched-process.ts";
 import { withHeartbeat } from "./keep-alive.ts";
 import { readOomKillCount } from "./oom-kill-counter.ts";
 import { baseValuesOf } from "./overrides.ts";
@@ -142,6 +142,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
   await mkdir(resultDir, { recursive: true });
   const writer = await acquireWriter(resultDir, options.owner ?? `${hostname()}:${process.pid}`, settings, progress);
   try {
+    // The worker whose lease we waited out may have finished the run meanwhile.
+    if (await pathExists(paths.finishFlag)) {
+      const state = (await readFile(paths.finishFlag, "utf8")).trim() as RunState;
+      progress.event(`${blueprint.id}: finished (${state}) by the worker that held it; nothing to do`);
+      return outcome(state, { alreadyFinished: true });
+    }
     const read = await readRunStatus(paths.status);
     const status: RunStatus | undefined = read.status;
     const context: RunContext = {
@@ -184,6 +190,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
         const final = await loop(context, end);
         return outcome(final.state, { attempts: context.attempt, reason: final.reason });
       }
+      // Recovering: whatever the last attempt left alive must not run beside the next one.
+      for (const record of live) await stopRecord(record, settings.gracePeriodMs);
       const final = await loop(context, undefined);
       return outcome(final.state, { attempts: context.attempt, reason: final.reason });
     }
