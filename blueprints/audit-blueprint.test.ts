@@ -55,13 +55,15 @@ describe("result directory confinement", () => {
     ["/tmp/a3r-runs/x/../../../etc/passwd", "/etc/passwd"],
     ["/tmp/a3r-runs-other/x", "/tmp/a3r-runs-other/x"],
     ["/tmp", "/tmp"],
+    ["/tmp/a3r-runs", "/tmp/a3r-runs"],
+    ["/tmp/a3r-runs/x/..", "/tmp/a3r-runs"],
   ])("catches %s (resolves to %s)", (path, resolved) => {
     const findings = auditBlueprint(withResult(path), { allowedRoots: ["/tmp/a3r-runs"] });
     expect(codes(findings)).toEqual([["RESULT_DIR_OUTSIDE_ROOTS", 46]]);
     expect(findings[0]!.message).toContain(`resolves to ${resolved}`);
   });
 
-  it.each(["/tmp/a3r-runs", "/tmp/a3r-runs/x", "/tmp/a3r-runs/x/../y", "/tmp/a3r-runs/./a//b/", "/srv/runs/z"])("accepts %s", (path) => {
+  it.each(["/tmp/a3r-runs/x", "/tmp/a3r-runs/x/../y", "/tmp/a3r-runs/./a//b/", "/srv/runs/z"])("accepts %s", (path) => {
     expect(auditBlueprint(withResult(path), { allowedRoots: ["/tmp/a3r-runs/", "/srv/runs"] })).toEqual([]);
   });
 

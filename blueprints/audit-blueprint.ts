@@ -139,7 +139,8 @@ function checkValues(blueprint: Blueprint, options: AuditOptions): Problem[] {
   }
   if (options.allowedRoots && options.allowedRoots.length > 0 && blueprint.resultDir.startsWith("/")) {
     const resolved = posix.resolve(blueprint.resultDir);
-    if (!options.allowedRoots.some((root) => isInside(resolved, root))) {
+    // Strictly below a root: a run writing into the root itself would mix with every other run.
+    if (!options.allowedRoots.some((root) => isInside(resolved, root) && resolved !== posix.resolve(root))) {
       problems.push(
         problem(
           "RESULT_DIR_OUTSIDE_ROOTS",
