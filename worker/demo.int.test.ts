@@ -27,8 +27,10 @@ describe("a3r worker demo", () => {
     expect(outcome.resultDir).toBe(join(folder, "swarm-demo"));
 
     const { records } = await readMetrics(join(outcome.resultDir, "metrics.jsonl"));
-    const level = records.map((record) => Number(record.rollout_reward_mean ?? Number.NaN));
-    expect(level.length).toBeGreaterThanOrEqual(30);
+    expect(records.length).toBeGreaterThanOrEqual(30);
+    // A step built wholly from leftovers has no new rollouts, hence no rollout mean.
+    const level = records.map((record) => Number(record.rollout_reward_mean ?? Number.NaN)).filter(Number.isFinite);
+    expect(level.length).toBeGreaterThanOrEqual(25);
     expect(Math.max(...level.slice(0, 3))).toBeLessThan(0.3);
     expect(level[level.length - 1]).toBeGreaterThanOrEqual(0.8);
 
