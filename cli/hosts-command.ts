@@ -4,10 +4,11 @@ import { readBlueprintFile } from "../blueprints/index.ts";
 import { assertCampaignId, campaignPaths } from "../campaign/index.ts";
 import { parseDuration } from "../core/duration.ts";
 import { A3rError } from "../core/errors.ts";
-import { loadHostsFile, type HostsFile } from "../hosts/hosts-config.ts";
-import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/dispatcher.ts";
+import { loadHostsFile } from "../hosts/hosts-config.ts";
+import type { DispatchItem, DispatchRow } from "../hosts/dispatcher.ts";
 import { dispatchChanges, formatTable, renderDispatchTable, renderHostChecks } from "../hosts/run-table.ts";
 import { registerWorkerDaemonCommand } from "../hosts/worker-daemon-command.ts";
+import { closeDispatchHosts, openDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
 import type { Launcher, RunProgress } from "../hosts/launcher.ts";
 import { exitCode } from "./exit-codes.ts";
 
@@ -65,27 +66,6 @@ export function registerHostsCommands(program: Command): void {
     });
 }
 
-async function openHosts(file: HostsFile): Promise<{ hosts: DispatchHost[]; problems: string[] }> {
-  const { openLauncher } = await launchers();
-  const { resolveCapacity } = await import("../hosts/host-capacity.ts");
-  const { SshLauncher } = await import("../hosts/ssh-launcher.ts");
-  const hosts: DispatchHost[] = [];
-  const problems: string[] = [];
-  for (const config of file.hosts) {
-    let launcher: Launcher | undefined;
-    try {
-      launcher = await openLauncher(config, { reconnectForMs: 5000 });
-      // Connect now, so an unreachable host is left out with its reason instead of failing later.
-      if (launcher instanceof SshLauncher) await launcher.connection.connect();
-      hosts.push({ config, launcher, capacity: await resolveCapacity(config, launcher) });
-    } catch (error) {
-      await launcher?.close().catch(() => undefined);
-      problems.push(`${config.name}: ${error instanceof A3rError ? `[${error.code}] ${error.message}` : String(error)}`);
-    }
-  }
-  return { hosts, problems };
-}
-
 async function dispatch(files: string[], flags: { hosts: string; campaign?: string; runsDir: string; wait?: boolean; interval: number; json?: boolean }): Promise<void> {
   const hostsFile = await loadHostsFile(flags.hosts);
   const { dispatchBlueprints, isDone } = await import("../hosts/dispatcher.ts");
@@ -101,7 +81,7 @@ async function dispatch(files: string[], flags: { hosts: string; campaign?: stri
     const paths = campaignPaths(resolve(flags.runsDir), campaign);
     items.push({ blueprint, file: resolve(file), campaign, resultDir: paths.result(blueprint.id), eventsFile: paths.events });
   }
-  const { hosts, problems } = await openHosts(hostsFile);
+  const { hosts, problems } = await openDispatchHosts(hostsFile);
   for (const problem of problems) process.stderr.write(`warning: host left out: ${problem}\n`);
   if (hosts.length === 0) {
     throw new A3rError("HOST_UNREACHABLE", `no host of ${hostsFile.file} can take runs`, { hint: "run a3r hosts check --hosts to see why" });
@@ -131,7 +111,7 @@ async function dispatch(files: string[], flags: { hosts: string; campaign?: stri
     rows = await dispatchBlueprints({ items, hosts, wait: flags.wait === true, intervalMs: flags.interval, onUpdate, signal: abort.signal });
   } finally {
     process.removeListener("SIGINT", onInterrupt);
-    await Promise.all(hosts.map((host) => host.launcher.close().catch(() => undefined)));
+    await closeDispatchHosts(hosts);
   }
   if (flags.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   const failed = flags.wait

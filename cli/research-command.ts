@@ -6,7 +6,8 @@ import { createCampaign, loadCampaign } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
 import { dispatchChanges } from "../hosts/run-table.ts";
-import { closeDispatchHosts, localDispatchHost, openDispatchHosts } from "../leader/cli-support-hosts.ts";
+import { localDispatchHost, openDispatchHostsFile } from "../leader/cli-support-hosts.ts";
+import { closeDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
 import { markLeaderRunning } from "../leader/cli-support-leader-mark.ts";
 import { describeCampaign, listCampaignSummaries, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
@@ -147,7 +148,7 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
     hosts = [localDispatchHost(runsDir)];
     process.stderr.write("hosts: this machine (2 runs at a time, no GPU)\n");
   } else {
-    const opened = await openDispatchHosts(topic.hostsFile);
+    const opened = await openDispatchHostsFile(topic.hostsFile);
     for (const problem of opened.problems) process.stderr.write(`warning: host left out: ${problem}\n`);
     hosts = opened.hosts;
     process.stderr.write(`hosts: ${hosts.map((host) => host.config.name).join(", ")} (${topic.hostsFile})\n`);

@@ -2,7 +2,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { A3rError } from "../core/errors.ts";
 import { loadHostsFile } from "../hosts/hosts-config.ts";
-import type { DispatchHost, Launcher } from "../hosts/index.ts";
+import type { DispatchHost } from "../hosts/index.ts";
+import { openDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
 import { LocalLauncher } from "../hosts/local-launcher.ts";
 
 /**
@@ -34,31 +35,12 @@ export function localDispatchHost(runsDir: string, maxRuns = 2): DispatchHost {
   };
 }
 
-/** Opens every host of a hosts file; one that cannot be reached is left out with its reason. */
-export async function openDispatchHosts(file: string): Promise<{ hosts: DispatchHost[]; problems: string[] }> {
-  const hostsFile = await loadHostsFile(file);
-  const { openLauncher } = await import("../hosts/open-launcher.ts");
-  const { resolveCapacity } = await import("../hosts/host-capacity.ts");
-  const { SshLauncher } = await import("../hosts/ssh-launcher.ts");
-  const hosts: DispatchHost[] = [];
-  const problems: string[] = [];
-  for (const config of hostsFile.hosts) {
-    let launcher: Launcher | undefined;
-    try {
-      launcher = await openLauncher(config, { reconnectForMs: 5000 });
-      if (launcher instanceof SshLauncher) await launcher.connection.connect();
-      hosts.push({ config, launcher, capacity: await resolveCapacity(config, launcher) });
-    } catch (error) {
-      await launcher?.close().catch(() => undefined);
-      problems.push(`${config.name}: ${error instanceof A3rError ? `[${error.code}] ${error.message}` : String(error)}`);
-    }
-  }
+/** Opens every host of a hosts file; refuses when none of them can take runs. */
+export async function openDispatchHostsFile(file: string): Promise<{ hosts: DispatchHost[]; problems: string[] }> {
+  const { hosts, problems } = await openDispatchHosts(await loadHostsFile(file));
   if (hosts.length === 0) {
     throw new A3rError("HOST_UNREACHABLE", `no host of ${file} can take runs (${problems.join("; ")})`, { where: file, hint: `run a3r hosts check --hosts ${file} to see why` });
   }
   return { hosts, problems };
 }
 
-export async function closeDispatchHosts(hosts: DispatchHost[]): Promise<void> {
-  await Promise.all(hosts.map((host) => host.launcher.close().catch(() => undefined)));
-}
