@@ -1,40 +1,19 @@
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEvents } from "../campaign/index.ts";
 import { a3rEntry, runA3r } from "../test-support/run-cli.ts";
+import { fixtureTopicText } from "../test-support/fixture-topic.ts";
 
-const root = resolve(import.meta.dirname, "..");
 
 /**
  * The leader's commands as a person runs them, against real `a3r worker run` processes on
  * this machine; the trainer is the worker's small fixture program (4 quick steps), and
  * `--max-stages 1` keeps the campaign to one stage of two runs.
  */
-function topicText(): string {
-  return `---
-title: Does lr change the fixture reward?
-metric: { name: reward_mean, goal: maximize, score: final }
-base:
-  mode: classic
-  codebase: ${join(root, "worker/__fixtures__")}
-  interpreter: ${process.execPath}
-  command: node trainer.mjs --steps 4 --step-ms 50
-  time_budget: 2m
-  first_signal_timeout: 1m
-  gpus: 0
-  blueprint:
-    worker: { poll_interval: 200ms, heartbeat_interval: 2s, stall_timeout: 1m, grace_period: 2s, lease_ttl: 30s }
-knobs:
-  lr: [0.1, 0.01]
-seeds: 1
-budgets: { stages: 3, experiments: 10 }
----
-Does the learning rate change the fixture trainer's final reward?
-`;
-}
+const topicText = (): string => fixtureTopicText({ stages: 3, title: "Does lr change the fixture reward?" });
 
 describe("a3r research, status and resume", () => {
   let dir: string;

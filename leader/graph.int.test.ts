@@ -9,6 +9,7 @@ import type { DispatchHost, HostConfig } from "../hosts/index.ts";
 import { runLeader } from "./graph.ts";
 import { examplePathRewriter } from "./write-blueprints.ts";
 import { HeuristicPlanner } from "./heuristic-planner.ts";
+import { fixtureTopicText } from "../test-support/fixture-topic.ts";
 
 const root = resolve(import.meta.dirname, "..");
 const a3r = `${process.execPath} ${join(root, "bin/a3r.js")}`;
@@ -19,28 +20,7 @@ const a3r = `${process.execPath} ${join(root, "bin/a3r.js")}`;
  * (5 steps of verl-style log lines). Its reward does not depend on lr, so the refinement
  * stage brings no improvement and the campaign stops after exactly two stages.
  */
-function topicText(): string {
-  return `---
-title: Does lr change the fixture trainer's reward?
-metric: { name: reward_mean, goal: maximize, score: final }
-base:
-  mode: classic
-  codebase: ${join(root, "worker/__fixtures__")}
-  interpreter: ${process.execPath}
-  command: node trainer.mjs --steps 4 --step-ms 50
-  time_budget: 2m
-  first_signal_timeout: 1m
-  gpus: 0
-  blueprint:
-    worker: { poll_interval: 200ms, heartbeat_interval: 2s, stall_timeout: 1m, grace_period: 2s, lease_ttl: 30s }
-knobs:
-  lr: [0.1, 0.01]
-seeds: 1
-budgets: { stages: 2, experiments: 10 }
----
-Does the learning rate change the fixture trainer's final reward?
-`;
-}
+const topicText = (): string => fixtureTopicText({ stages: 2 });
 
 describe("the leader graph", () => {
   let runsDir: string;
