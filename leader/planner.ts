@@ -20,7 +20,23 @@ import type { SampleSummary } from "./statistics.ts";
  */
 export interface Planner {
   readonly name: string;
+  /**
+   * Optional, once before the first stage: the topic as a question with variables and
+   * controls. The graph keeps the answer in its state and in `framing.md`.
+   */
+  frame?(topic: Topic): Promise<FramedQuestion>;
   next(input: PlannerInput): Promise<PlannerStep>;
+  /**
+   * Optional: rewrites the blueprints the graph rendered from the topic's base (one per
+   * experiment of the stage). The graph audits the answer; with errors it asks once more
+   * with the findings, then stops the stage with them.
+   */
+  writeBlueprints?(input: BlueprintWritingInput): Promise<BlueprintText[]>;
+  /**
+   * Optional, in the report: interprets the computed figures. Numbers in the report always
+   * come from the analysis; a claim citing an experiment id that does not exist is flagged.
+   */
+  conclude?(input: ConclusionInput): Promise<Conclusion>;
 }
 
 export interface PlannerInput {
@@ -29,6 +45,59 @@ export interface PlannerInput {
   history: StageRecord[];
   /** What the campaign has used so far (the experiment count is taken from `history`). */
   usage: { gpuHours: number; wallTimeMs: number };
+  /** The planner's own framing of the topic, when it has `frame`. */
+  framing?: FramedQuestion;
+  /** What reviewers asked with `a3r resume --instruct`, oldest first. */
+  instructions?: ReviewInstruction[];
+}
+
+export interface FramedQuestion {
+  question: string;
+  variables: { name: string; values: KnobValue[]; why: string }[];
+  controls: string[];
+  metric: { name: string; goal: "maximize" | "minimize" };
+  /** What result would answer the question. */
+  answeredWhen: string;
+}
+
+export interface ReviewInstruction {
+  /** Stage the reviewer was looking at (the plan or the blueprints of that stage). */
+  stage: number;
+  at: "plan" | "blueprints";
+  text: string;
+  time: string;
+}
+
+/** A blueprint as markdown text, keyed by its id (the file is `<blueprintId>.md`). */
+export interface BlueprintText {
+  blueprintId: string;
+  text: string;
+}
+
+export interface BlueprintWritingInput {
+  topic: Topic;
+  plan: StagePlan;
+  /** The graph's rendering of each experiment from the topic's base. */
+  drafts: BlueprintText[];
+  /** Audit errors in the previous answer (the one repair round); absent on the first ask. */
+  findings?: { blueprintId: string; line: number; message: string }[];
+}
+
+export interface ConclusionInput {
+  topic: Topic;
+  framing?: FramedQuestion;
+  history: StageRecord[];
+  stop: { reason: string; explanation: string } | null;
+  /** The computed summary of each configuration (means and intervals), best first. */
+  summaries: ConfigurationSummary[];
+}
+
+export interface Conclusion {
+  /** The answer to the question, in words. */
+  answer: string;
+  /** Each claim cites the experiment ids (blueprint ids) it rests on. */
+  claims: { text: string; experimentIds: string[] }[];
+  caveats: string[];
 }
 
 export type PlannerStep =
