@@ -35,6 +35,10 @@ export const errorCatalogue = {
   LLM_SCRIPT_EXHAUSTED: { retryable: false, user: true },
   LLM_SCRIPT_MISMATCH: { retryable: false, user: true },
   LLM_BUDGET_EXCEEDED: { retryable: false, user: true },
+  /** A planner's answer that is well-formed but unusable (unknown knob, id, prediction target). */
+  PLANNER_OUTPUT_INVALID: { retryable: false, user: false },
+  /** `a3r resume --approve/--instruct` on a campaign that waits for no review, or a bad answer. */
+  REVIEW_NOT_PENDING: { retryable: false, user: true },
   SWARM_UNREACHABLE: { retryable: true, user: true },
   SWARM_REQUEST_REFUSED: { retryable: false, user: true },
   HOST_UNKNOWN: { retryable: false, user: true },
