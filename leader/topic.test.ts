@@ -13,7 +13,7 @@ knobs:
   lr: [0.1, 0.01]
   batch: [8, 16, 32]
 seeds: 3
-budgets: { stages: 2, experiments: 20, gpu_hours: 5, wall_time: 2h }
+budgets: { stages: 2, experiments: 20, gpu_hours: 5, wall_time: 2h, llm_tokens: 2000000, llm_usd: 12.5 }
 ---
 Which learning rate is best?
 `;
@@ -39,7 +39,7 @@ describe("parseTopic", () => {
     expect(Object.keys(topic.knobs)).toEqual(["lr", "batch"]);
     expect(topic.knobs.batch).toEqual([8, 16, 32]);
     expect(topic.seeds).toBe(3);
-    expect(topic.budgets).toEqual({ stages: 2, experiments: 20, gpuHours: 5, wallTimeMs: 2 * 3600_000 });
+    expect(topic.budgets).toEqual({ stages: 2, experiments: 20, gpuHours: 5, wallTimeMs: 2 * 3600_000, llmTokens: 2_000_000, llmUsd: 12.5 });
     expect(topic.review).toBe(false);
     expect(heuristicNeeds(topic)).toEqual([]);
   });
@@ -70,6 +70,28 @@ describe("parseTopic", () => {
     expect(refusal("---\nmetric: { name: m, goal: maximize }\nbase: { codebase: code, interpreter: /n, command: x }\n---\nq").message).toMatch(/base\.codebase: an absolute path/);
     expect(refusal("---\nmetric: { name: m, goal: maximize }\nknob: { lr: [1] }\n---\nq").message).toMatch(/knob/);
     expect(refusal("---\nmetric: { name: m, goal: maximize }\nbudgets: { wall_time: soon }\n---\nq").message).toMatch(/budgets\.wall_time: a duration/);
+  });
+
+  it("leaves the language-model budgets unset when the topic gives none", () => {
+    const topic = parseTopic("---\nmetric: { name: m, goal: maximize }\nbudgets: { stages: 2 }\n---\nq");
+    expect(topic.budgets.llmTokens).toBeUndefined();
+    expect(topic.budgets.llmUsd).toBeUndefined();
+    expect(parseTopic("A plain question?").budgets).toMatchObject({ llmTokens: undefined, llmUsd: undefined });
+  });
+
+  it("refuses a language-model budget that is not a positive number, naming the line, the field and the fix", () => {
+    const topicWith = (budgets: string) => `---\nmetric: { name: m, goal: maximize }\nbudgets:\n  stages: 2\n${budgets}\n---\nq`;
+    for (const bad of ["  llm_tokens: lots", "  llm_tokens: 0", "  llm_tokens: -5", "  llm_tokens: 1.5"]) {
+      const { message, hint } = refusal(topicWith(bad));
+      expect(message, bad).toMatch(/^t\.md:5: budgets\.llm_tokens: a positive whole number of tokens such as 2000000$/);
+      expect(hint, bad).toMatch(/`budgets: \{ llm_tokens: 2000000 \}`/);
+    }
+    for (const bad of ["  llm_usd: free", "  llm_usd: 0", "  llm_usd: -1", "  llm_usd: .inf"]) {
+      const { message, hint } = refusal(topicWith(bad));
+      expect(message, bad).toMatch(/^t\.md:5: budgets\.llm_usd: a positive amount of US dollars such as 20$/);
+      expect(hint, bad).toMatch(/`budgets: \{ llm_usd: 20 \}`/);
+    }
+    expect(refusal(topicWith("  llm_dollars: 5")).message).toMatch(/llm_dollars/);
   });
 
   it("refuses an empty topic and JavaScript front matter", () => {

@@ -17,7 +17,7 @@ import { pathExists } from "../core/path-exists.ts";
  *         command: "node bin/a3r.js ...", time_budget: 10m, overrides: { max_steps: 20 } }
  * knobs: { lr: [0.2, 0.05, 0.5] }      # the first value of each knob is the baseline
  * seeds: 2
- * budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h }
+ * budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }
  * hosts: ../hosts/local-only.yaml      # relative to the topic file
  * review: false
  * ```
@@ -64,6 +64,10 @@ const budgetsSchema = z.strictObject({
   experiments: z.int().positive().default(50),
   gpu_hours: z.number().nonnegative().optional(),
   wall_time: durationText.optional(),
+  /** Input plus output tokens of every model call of the campaign (leader and workers). */
+  llm_tokens: z.number("a positive whole number of tokens such as 2000000").int("a positive whole number of tokens such as 2000000").positive("a positive whole number of tokens such as 2000000").optional(),
+  /** US dollars of every model call of the campaign, priced by llm/prices.ts. */
+  llm_usd: z.number("a positive amount of US dollars such as 20").positive("a positive amount of US dollars such as 20").refine(Number.isFinite, "a positive amount of US dollars such as 20").optional(),
 });
 
 const frontMatterSchema = z.strictObject({
@@ -88,6 +92,10 @@ export interface TopicBudgets {
   experiments: number;
   gpuHours: number | undefined;
   wallTimeMs: number | undefined;
+  /** Language-model budget in tokens (input + output), checked before each call (llm/budget.ts). */
+  llmTokens: number | undefined;
+  /** Language-model budget in US dollars, checked like `llmTokens`. */
+  llmUsd: number | undefined;
 }
 
 export interface Topic {
@@ -109,7 +117,13 @@ const fieldHints: Record<string, string> = {
   metric: "add `metric: { name: <metric in metrics.jsonl>, goal: maximize|minimize }`",
   knobs: "give each knob a list of candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }` (the first is the baseline)",
   base: "describe the base experiment: `base: { codebase, interpreter, config, command, time_budget }` with absolute paths",
-  budgets: "budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h }",
+  budgets: "budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }",
+};
+
+/** Hints for single fields, where the field's own advice is sharper than its section's. */
+const budgetFieldHints: Record<string, string> = {
+  "budgets.llm_tokens": "write the campaign's language-model budget in tokens (input plus output, all calls), e.g. `budgets: { llm_tokens: 2000000 }`, or remove it for no token limit",
+  "budgets.llm_usd": "write the campaign's language-model budget in US dollars, e.g. `budgets: { llm_usd: 20 }`, or remove it for no dollar limit",
 };
 
 /**
@@ -127,14 +141,15 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     if (question === "") throw new A3rError("TOPIC_INVALID", `${file}: the topic is empty`, { where: file, hint: "write the research question in a sentence" });
     return { title: firstLine(question), question, metric: undefined, base: undefined, knobs: {}, seeds: 2, budgets: toBudgets(budgetsSchema.parse({})), hostsFile: undefined, review: false };
   }
-  const parsed = frontMatterSchema.safeParse(front.data);
+  // reportInput: without it zod leaves `input` out of every issue, and a wrong value would read as "missing".
+  const parsed = frontMatterSchema.safeParse(front.data, { reportInput: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const path = issue.path.map(String).join(".");
     const top = String(issue.path[0] ?? "");
     const line = front.fieldLines[path] ?? front.fieldLines[top] ?? 1;
     const what = issue.code === "invalid_type" && issue.input === undefined ? `${path} is missing` : `${path === "" ? "front matter" : path}: ${issue.message}`;
-    throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, { where: `${file}:${line}`, hint: fieldHints[top] ?? "fix that field (see leader/topic.ts for the topic format)" });
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, { where: `${file}:${line}`, hint: budgetFieldHints[path] ?? fieldHints[top] ?? "fix that field (see leader/topic.ts for the topic format)" });
   }
   const data = parsed.data;
   const baseDir = options.baseDir ?? (options.file ? dirname(resolve(options.file)) : process.cwd());
@@ -182,6 +197,8 @@ function toBudgets(budgets: z.infer<typeof budgetsSchema>): TopicBudgets {
     experiments: budgets.experiments,
     gpuHours: budgets.gpu_hours,
     wallTimeMs: budgets.wall_time === undefined ? undefined : parseDuration(budgets.wall_time),
+    llmTokens: budgets.llm_tokens,
+    llmUsd: budgets.llm_usd,
   };
 }
 
