@@ -18,6 +18,18 @@ export function progressBar(fraction: number, width = 16): string {
   return `[${"#".repeat(filled)}${".".repeat(width - filled)}] ${String(Math.round(clamped * 100)).padStart(3)}%`;
 }
 
+/**
+ * The same bar in unicode blocks for live terminal views, e.g. "█████░░░░░  52%". With a
+ * width of 0 only the percentage is left (narrow terminals). The percentage is padded to
+ * four characters so that bars in a column line up.
+ */
+export function blockBar(fraction: number, width = 10): string {
+  const clamped = Math.min(1, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
+  const filled = Math.round(clamped * width);
+  const percent = `${String(Math.round(clamped * 100)).padStart(3)}%`;
+  return width > 0 ? `${"█".repeat(filled)}${"░".repeat(width - filled)} ${percent}` : percent;
+}
+
 /** How far a run is through its time budget; 1 when finished. */
 export function runFraction(row: DispatchRow, now: Date): number {
   if (row.finished) return 1;
@@ -33,6 +45,12 @@ function metricsText(metrics: Record<string, number> | null): string {
     .join(" ");
 }
 
+/** What a table says beside a row: the audit of its fetched result, else the dispatcher's note. */
+export function rowNote(row: DispatchRow): string {
+  if (row.auditErrors === null) return row.note;
+  return row.auditErrors === 0 ? "fetched, audit clean" : `fetched, ${row.auditErrors} audit error(s)`;
+}
+
 export function renderDispatchTable(rows: DispatchRow[], now: Date = new Date()): string {
   return formatTable(
     ["BLUEPRINT", "HOST", "GPUS", "STATE", "PROGRESS", "STEP", "METRICS", "NOTE"],
@@ -44,7 +62,7 @@ export function renderDispatchTable(rows: DispatchRow[], now: Date = new Date())
       row.host === null ? "" : progressBar(runFraction(row, now)),
       row.step === null ? "-" : String(row.step),
       metricsText(row.lastMetrics),
-      row.auditErrors !== null ? (row.auditErrors === 0 ? "fetched, audit clean" : `fetched, ${row.auditErrors} audit error(s)`) : row.note.slice(0, 60),
+      rowNote(row).slice(0, 60),
     ]),
   );
 }
