@@ -45,6 +45,20 @@ export async function appendEvent(path: string, kind: string, evidence: EventEvi
   return event;
 }
 
+/**
+ * Appends the event unless one of the same kind whose fields equal every field of `key`
+ * is already in the log, and returns whether it wrote. For writers that may run twice
+ * (a leader node re-run after a crash): the decision is logged once. Not atomic across
+ * processes; one leader writes a campaign's log at a time.
+ */
+export async function appendEventOnce(path: string, kind: string, key: Record<string, unknown>, evidence: EventEvidence = {}): Promise<boolean> {
+  const { events } = await readEvents(path);
+  const seen = events.some((event) => event.kind === kind && Object.entries(key).every(([field, value]) => JSON.stringify(event[field]) === JSON.stringify(value)));
+  if (seen) return false;
+  await appendEvent(path, kind, { ...key, ...evidence } as EventEvidence);
+  return true;
+}
+
 /** Reads every event it can; torn and corrupt lines become problems, never exceptions. */
 export async function readEvents(path: string): Promise<EventRead> {
   const content = await readJsonLines(path);

@@ -35,7 +35,7 @@ export type { AttemptEntry } from "./attempts-log.ts";
 export { appendAttempt, formatAttemptEntry } from "./attempts-log.ts";
 
 export type { CampaignEvent, EventEvidence, EventRead } from "./event-log.ts";
-export { appendEvent, EventLog, eventSchema, makeEvent, readEvents } from "./event-log.ts";
+export { appendEvent, appendEventOnce, EventLog, eventSchema, makeEvent, readEvents } from "./event-log.ts";
 export { appendJsonLine, parseJsonLines, readJsonLines } from "./jsonl-file.ts";
 
 export type { GpuLedgerEntry, KnownLedgerRole, LedgerEntry, LedgerEntryInput, LedgerRead, LedgerRole, LedgerSink, LedgerSummary, LlmLedgerEntry, RoleTotals } from "./ledger.ts";

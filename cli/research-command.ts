@@ -9,9 +9,9 @@ import { dispatchChanges } from "../hosts/run-table.ts";
 import { localDispatchHost, openDispatchHostsFile } from "../leader/cli-support-hosts.ts";
 import { closeDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
 import { markLeaderRunning } from "../leader/cli-support-leader-mark.ts";
-import { describeCampaign, listCampaignSummaries, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
+import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
-import type { LeaderStateValue } from "../leader/graph.ts";
+import type { LeaderRun, ReviewAnswer } from "../leader/graph.ts";
 import { HeuristicPlanner } from "../leader/heuristic-planner.ts";
 import { loadTopic, parseTopic } from "../leader/topic.ts";
 import { examplePathRewriter } from "../leader/write-blueprints.ts";
@@ -40,6 +40,7 @@ interface ResearchFlags {
   planner: "heuristic" | "auto";
   maxStages?: number;
   maxExperiments?: number;
+  review?: boolean;
   json?: boolean;
 }
 
@@ -54,6 +55,7 @@ export function registerResearchCommands(program: Command): void {
     .option("--planner <name>", "heuristic, or auto (the heuristic while the LLM planner does not exist)", plannerOption, "heuristic")
     .option("--max-stages <n>", "stage budget (overrides the topic's)", positiveInteger("--max-stages"))
     .option("--max-experiments <n>", "experiment budget (overrides the topic's)", positiveInteger("--max-experiments"))
+    .option("--review", "pause for a person after each plan and each stage's blueprints (a3r resume --approve | --instruct)")
     .option("--json", "print the final summary as JSON")
     .action(async (topicFile: string, flags: ResearchFlags) => {
       await research(topicFile, flags);
@@ -64,11 +66,16 @@ export function registerResearchCommands(program: Command): void {
     .description("continue a campaign where its leader stopped (a finished one just prints its report)")
     .argument("<campaign>", "campaign id")
     .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
+    .option("--approve", "approve what a paused campaign waits for (a plan or a stage's blueprints)")
+    .option("--instruct <text>", "send a paused campaign back to planning with this instruction (it is recorded)")
     .option("--json", "print the final summary as JSON")
-    .action(async (campaignId: string, flags: { runsDir: string; json?: boolean }) => {
+    .action(async (campaignId: string, flags: { runsDir: string; json?: boolean; approve?: boolean; instruct?: string }) => {
       const runsDir = resolve(flags.runsDir);
       await loadCampaign(runsDir, campaignId);
-      await lead(runsDir, campaignId, { json: flags.json });
+      if (flags.approve && flags.instruct !== undefined) throw new A3rError("USAGE", "give either --approve or --instruct, not both", { where: "--approve/--instruct", hint: "approve as it is, or instruct a change" });
+      if (flags.instruct !== undefined && flags.instruct.trim() === "") throw new A3rError("USAGE", "--instruct needs the instruction text", { where: "--instruct", hint: 'for example: --instruct "use 3 seeds per configuration"' });
+      const answer: ReviewAnswer | undefined = flags.approve ? { action: "approve" } : flags.instruct !== undefined ? { action: "instruct", text: flags.instruct.trim() } : undefined;
+      await lead(runsDir, campaignId, { json: flags.json, answer, runsDirFlag: runsDirFlag(flags.runsDir) });
     });
 
   program
@@ -120,12 +127,12 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
   const runsDir = resolve(flags.runsDir);
   const campaignId = flags.campaign ?? campaignIdFor(topic, file);
   const hostsFile = flags.hosts === undefined ? topic.hostsFile : resolve(flags.hosts);
-  if (!hasFrontMatter(text) && (flags.maxStages !== undefined || flags.maxExperiments !== undefined || flags.hosts !== undefined)) {
-    process.stderr.write("warning: the topic has no front matter; --max-stages, --max-experiments and --hosts are ignored\n");
+  if (!hasFrontMatter(text) && (flags.maxStages !== undefined || flags.maxExperiments !== undefined || flags.hosts !== undefined || flags.review)) {
+    process.stderr.write("warning: the topic has no front matter; --max-stages, --max-experiments, --hosts and --review are ignored\n");
   }
   // The campaign keeps its own copy of the topic: relative paths would break there, and
   // the budgets given here must hold again on resume.
-  const adjusted = adjustTopicText(text, { stages: flags.maxStages, experiments: flags.maxExperiments, hostsFile });
+  const adjusted = adjustTopicText(text, { stages: flags.maxStages, experiments: flags.maxExperiments, hostsFile, ...(flags.review ? { review: true } : {}) });
   parseTopic(adjusted, { file });
   try {
     await createCampaign(runsDir, campaignId, adjusted);
@@ -136,11 +143,16 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
     throw error;
   }
   process.stderr.write(`campaign ${campaignId} in ${runsDir}\n`);
-  await lead(runsDir, campaignId, { json: flags.json });
+  await lead(runsDir, campaignId, { json: flags.json, runsDirFlag: runsDirFlag(flags.runsDir) });
+}
+
+/** ` --runs-dir X` for the commands printed to the person, empty for the default. */
+function runsDirFlag(flag: string): string {
+  return flag === "runs" ? "" : ` --runs-dir ${flag}`;
 }
 
 /** Runs (or resumes) the campaign's leader with this machine's hosts, and prints where the report is. */
-async function lead(runsDir: string, campaignId: string, options: { json?: boolean }): Promise<void> {
+async function lead(runsDir: string, campaignId: string, options: { json?: boolean; answer?: ReviewAnswer; runsDirFlag?: string }): Promise<void> {
   const campaign = await loadCampaign(runsDir, campaignId);
   const topic = parseTopic(campaign.topic, { file: campaign.paths.topic });
   let hosts: DispatchHost[];
@@ -155,11 +167,12 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
   }
   const unmark = await markLeaderRunning(runsDir, campaignId);
   const previous = new Map<string, string>();
-  let final: LeaderStateValue;
+  let run: LeaderRun;
   try {
-    final = await runLeader({
+    run = await runLeader({
       runsDir,
       campaignId,
+      ...(options.answer === undefined ? {} : { answer: options.answer }),
       planner: new HeuristicPlanner(),
       hosts,
       onNode: (node, state) => {
@@ -174,9 +187,15 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
     await unmark();
     await closeDispatchHosts(hosts);
   }
-  const summary = { campaign: campaignId, stages: final.history.length, experiments: final.history.reduce((total, record) => total + record.outcomes.length, 0), stop: final.stop, report: final.reportFile };
+  const final = run.state;
+  const summary = { campaign: campaignId, stages: final.history.length, experiments: final.history.reduce((total, record) => total + record.outcomes.length, 0), stop: final.stop, report: final.reportFile, waitingFor: run.waitingFor };
   if (options.json) {
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    return;
+  }
+  if (run.waitingFor) {
+    const waiting = { ...run.waitingFor, commands: run.waitingFor.commands ?? [] };
+    process.stdout.write(`${describeWaiting(campaignId, waiting, options.runsDirFlag ?? "").join("\n")}\n`);
     return;
   }
   if (final.stop) process.stderr.write(`stopped: ${final.stop.reason} - ${final.stop.explanation}\n`);
@@ -184,7 +203,7 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
 }
 
 // The graph pulls in LangGraph and SQLite (slow to load): only the leader commands load it.
-async function runLeader(...args: Parameters<typeof import("../leader/graph.ts").runLeader>): Promise<LeaderStateValue> {
+async function runLeader(...args: Parameters<typeof import("../leader/graph.ts").runLeader>): Promise<LeaderRun> {
   const graph = await import("../leader/graph.ts");
   return graph.runLeader(...args);
 }

@@ -11,10 +11,19 @@ import { parseTopic } from "./topic.ts";
  * folders, result directories), never from the leader's checkpoint, so it works while a
  * leader runs and after one was killed.
  *
- * Left out: what a paused campaign waits for (human review is not built yet) and the live
- * view of `--watch`.
+ * A campaign paused for review is "waiting": its last `review.requested` has no answer
+ * (`review.approved` or `review.instructed` with the same stage, point and round).
  */
-export type CampaignState = "running" | "finished" | "stopped";
+export type CampaignState = "running" | "finished" | "stopped" | "waiting";
+
+export interface PendingReview {
+  stage: number;
+  at: string;
+  round: number;
+  files: string[];
+  reason: string;
+  commands: string[];
+}
 
 export interface CampaignSummary {
   id: string;
@@ -25,6 +34,8 @@ export interface CampaignSummary {
   best: { id: string; mean: number } | null;
   stop: { reason: string; explanation: string } | null;
   report: string | null;
+  /** What a waiting campaign needs from a person. */
+  waitingFor: PendingReview | null;
 }
 
 export interface ExperimentStatus {
@@ -46,7 +57,8 @@ export async function summarizeCampaign(runsDir: string, id: string): Promise<Ca
   const reported = lastOf(events, "campaign.reported");
   const goal = goalOf(campaign.topic, campaign.paths.topic);
   const stop = reported ? asStop(reported.stop) : null;
-  const state: CampaignState = reported ? "finished" : (await isLeaderRunning(runsDir, id)) ? "running" : "stopped";
+  const waitingFor = reported ? null : pendingReview(events);
+  const state: CampaignState = reported ? "finished" : waitingFor ? "waiting" : (await isLeaderRunning(runsDir, id)) ? "running" : "stopped";
   return {
     id,
     title: titleOf(campaign.topic, campaign.paths.topic),
@@ -56,7 +68,35 @@ export async function summarizeCampaign(runsDir: string, id: string): Promise<Ca
     best: bestAcrossStages(events, goal),
     stop,
     report: reported && typeof reported.report === "string" ? reported.report : null,
+    waitingFor,
   };
+}
+
+/** The last review request that has no answer in the log, if any. */
+export function pendingReview(events: readonly CampaignEvent[]): PendingReview | null {
+  const requested = lastOf([...events], "review.requested");
+  if (!requested) return null;
+  const same = (event: CampaignEvent) => event.stage === requested.stage && event.at === requested.at && event.round === requested.round;
+  if (events.some((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && same(event))) return null;
+  const strings = (value: unknown) => (Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : []);
+  return {
+    stage: Number(requested.stage),
+    at: String(requested.at),
+    round: Number(requested.round),
+    files: strings(requested.files),
+    reason: typeof requested.reason === "string" ? requested.reason : "",
+    commands: strings(requested.commands),
+  };
+}
+
+/** What to tell a person about a paused campaign: what to read and how to answer. */
+export function describeWaiting(id: string, waiting: PendingReview, runsDirFlag = ""): string[] {
+  const what = waiting.at === "plan" ? `the plan of stage ${waiting.stage}` : `the blueprints of stage ${waiting.stage}`;
+  const lines = [`waiting for review of ${what} (${waiting.reason})`];
+  for (const file of waiting.files) lines.push(`  read: ${file}`);
+  for (const command of waiting.commands) lines.push(`  command to approve: ${command}`);
+  lines.push(`  approve: a3r resume ${id}${runsDirFlag} --approve`, `  or send it back to planning: a3r resume ${id}${runsDirFlag} --instruct "what to change"`);
+  return lines;
 }
 
 export async function listCampaignSummaries(runsDir: string): Promise<CampaignSummary[]> {
@@ -108,6 +148,7 @@ export function renderCampaignDetail(detail: CampaignDetail): string {
       ),
     );
   }
+  if (detail.waitingFor) lines.push("", ...describeWaiting(detail.id, detail.waitingFor));
   if (detail.stop) lines.push("", `stopped: ${detail.stop.reason} - ${detail.stop.explanation}`);
   if (detail.report) lines.push(`report: ${detail.report}`);
   return lines.join("\n");

@@ -16,6 +16,8 @@ export interface TopicAdjustments {
   experiments?: number;
   /** An absolute hosts path to write, or null to remove `hosts:` (run on this machine). */
   hostsFile?: string | null;
+  /** Turns human review on (`--review`). */
+  review?: boolean;
 }
 
 const frontMatterPattern = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(\r?\n|$)/;
@@ -27,6 +29,7 @@ export function adjustTopicText(text: string, adjustments: TopicAdjustments): st
   const document = parseDocument(match[1]!);
   if (adjustments.stages !== undefined) document.setIn(["budgets", "stages"], adjustments.stages);
   if (adjustments.experiments !== undefined) document.setIn(["budgets", "experiments"], adjustments.experiments);
+  if (adjustments.review !== undefined) document.setIn(["review"], adjustments.review);
   if (adjustments.hostsFile === null) document.deleteIn(["hosts"]);
   else if (adjustments.hostsFile !== undefined) document.setIn(["hosts"], adjustments.hostsFile);
   const front = document.toString().replace(/\n+$/, "");

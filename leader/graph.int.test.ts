@@ -55,7 +55,7 @@ describe("the leader graph", () => {
       }),
     ).rejects.toThrow(/simulated leader crash/);
 
-    const final = await runLeader(options);
+    const { state: final } = await runLeader(options);
     expect(final.stop?.reason).toBe("no-improvement");
     expect(final.history.map((record) => record.plan.configurations.map((item) => item.id))).toEqual([
       ["baseline", "lr-0.01"],
@@ -84,7 +84,7 @@ describe("the leader graph", () => {
     expect(events.filter((event) => event.kind === "campaign.reported")).toHaveLength(1);
 
     // A finished campaign resumed again does nothing.
-    const again = await runLeader(options);
+    const { state: again } = await runLeader(options);
     expect(again.reportFile).toBe(final.reportFile);
     expect((await readEvents(join(campaign, "events.jsonl"))).events).toHaveLength(events.length);
 
@@ -101,7 +101,7 @@ describe("the leader graph", () => {
       .replace("hosts: ../hosts/local-only.yaml\n", "");
     expect(text).toMatch(/max_steps: 3 /);
     await createCampaign(runsDir, "embedded-lr", text);
-    const final = await runLeader({ runsDir, campaignId: "embedded-lr", planner: new HeuristicPlanner(), hosts, intervalMs: 500, rewritePath: examplePathRewriter() });
+    const { state: final } = await runLeader({ runsDir, campaignId: "embedded-lr", planner: new HeuristicPlanner(), hosts, intervalMs: 500, rewritePath: examplePathRewriter() });
 
     expect(final.history.map((record) => record.plan.kind)).toEqual(["screen", "refine"]);
     expect(final.history[0]!.plan.configurations.map((item) => item.id)).toEqual(["baseline", "lr-0.05", "lr-0.5"]);

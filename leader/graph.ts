@@ -1,48 +1,79 @@
-import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { readBlueprintFile, auditBlueprint } from "../blueprints/index.ts";
-import { appendEvent, campaignPaths } from "../campaign/index.ts";
+import { readBlueprintFile } from "../blueprints/index.ts";
+import { appendEvent, appendEventOnce, campaignPaths } from "../campaign/index.ts";
 import type { CampaignPaths } from "../campaign/index.ts";
+import { A3rError } from "../core/errors.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import { dispatchBlueprints } from "../hosts/index.ts";
 import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/index.ts";
 import { analyzeStage } from "./analyze-stage.ts";
+import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, renderFraming } from "./graph-steps.ts";
 import { renderMinimalReport } from "./minimal-report.ts";
-import type { Planner, PlannerStep, StagePlan, StageRecord } from "./planner.ts";
+import type { BlueprintText, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
 import { writeStagePlan } from "./stage-plan-file.ts";
 import { loadTopic } from "./topic.ts";
-import { writeStageBlueprints } from "./write-blueprints.ts";
+import { draftStageBlueprints, writeBlueprintTexts } from "./write-blueprints.ts";
 
 /**
  * The leader as a LangGraph state machine, checkpointed to `runs/<id>/leader.sqlite`
  * after every node (durability "sync", thread id = campaign id), so a killed leader
  * resumes at the node it was in:
  *
- * frame → plan → design → audit → dispatch → watch → analyze → decide → (plan | report)
+ * frame → plan → approve_plan → design → audit → approve_blueprints → gate → smoke →
+ * dispatch → watch → analyze → decide → (plan | report)
  *
- * State is plain JSON (plans and outcomes); files hold the rest. Every node may run twice
- * after a crash, so each is idempotent: blueprints are rewritten only with the same text,
- * dispatch asks every host first and never launches a blueprint id twice, watch re-attaches,
- * analysis and report are recomputed from the result directories.
+ * State is plain JSON (plans, outcomes, blueprint texts); files hold the rest. Every node
+ * may run twice after a crash, so each is idempotent: planner answers are memoized in
+ * `leader-answers/` (a model asked again could answer differently), blueprints are
+ * rewritten only with the same text, events that record a decision are appended once,
+ * dispatch asks every host first and never launches a blueprint id twice, watch
+ * re-attaches, analysis and report are recomputed from the result directories.
  *
- * Not yet here (see leader/README.md): human review (`interrupt()`), the smoke test before
- * fan-out, the live terminal view, the HTML report, GPU-hour accounting from the ledger.
+ * Dispatch is one node over the whole stage rather than a `Send` per blueprint: placing
+ * runs on hosts needs every run of the stage at once (capacity-aware scheduling), and one
+ * call that asks every host first is what makes it idempotent.
+ *
+ * Review (`interrupt()`) happens after the plan and after the blueprints, with the topic's
+ * `review: true`, and also with review off when a planner's blueprints carry commands the
+ * topic's base experiment does not (a model's command needs a person before it runs).
  */
 export const LeaderState = Annotation.Root({
   campaignId: Annotation<string>(),
   /** When the leader first framed the campaign (ms since epoch), for the wall-time budget. */
   startedAtMs: Annotation<number | null>(),
+  framing: Annotation<FramedQuestion | null>(),
   history: Annotation<StageRecord[]>(),
   /** The stage being designed, dispatched or watched. */
   stagePlan: Annotation<StagePlan | null>(),
   /** The next stage the planner chose in `decide`, not yet written. */
   pending: Annotation<StagePlan | null>(),
+  /** The stage's blueprints between design and audit (not yet written). */
+  blueprintTexts: Annotation<BlueprintText[]>(),
   blueprintFiles: Annotation<string[]>(),
+  /** Commands in the stage's blueprints that the topic's base experiment does not have. */
+  unapprovedCommands: Annotation<string[]>(),
+  instructions: Annotation<ReviewInstruction[]>(),
   stop: Annotation<{ reason: string; explanation: string } | null>(),
   reportFile: Annotation<string | null>(),
 });
 
 export type LeaderStateValue = typeof LeaderState.State;
+
+/** What a paused campaign waits for (the value given to `interrupt()`). */
+export interface ReviewRequest {
+  stage: number;
+  at: "plan" | "blueprints";
+  /** How many instructions came before; distinguishes a second review of the same stage. */
+  round: number;
+  /** What to read before answering. */
+  files: string[];
+  /** Why review is asked (review on, or commands that need approval). */
+  reason: string;
+  commands?: string[];
+}
+
+export type ReviewAnswer = { action: "approve" } | { action: "instruct"; text: string };
 
 export interface LeaderOptions {
   runsDir: string;
@@ -60,118 +91,288 @@ export interface LeaderOptions {
 
 export function buildLeaderGraph(options: LeaderOptions) {
   const paths = campaignPaths(options.runsDir, options.campaignId);
+  const { planner } = options;
   const topicOf = async () => (await loadTopic(paths.topic)).topic;
   const enter = async (node: string, state: LeaderStateValue): Promise<void> => {
     await options.onNode?.(node, state);
   };
-  const usageOf = (state: LeaderStateValue) => ({ gpuHours: 0, wallTimeMs: state.startedAtMs === null ? 0 : Date.now() - state.startedAtMs });
+  const usageOf = async (state: LeaderStateValue) => ({ gpuHours: await gpuHoursUsed(paths), wallTimeMs: state.startedAtMs === null ? 0 : Date.now() - state.startedAtMs });
+  const inputOf = async (state: LeaderStateValue): Promise<PlannerInput> => ({
+    topic: await topicOf(),
+    history: state.history,
+    usage: await usageOf(state),
+    ...(state.framing === null ? {} : { framing: state.framing }),
+    instructions: state.instructions,
+  });
   const recordStop = async (step: Extract<PlannerStep, { kind: "stop" }>, stage: number) => {
-    await appendEvent(paths.events, "campaign.stop_decided", { stage, reason: step.reason, explanation: step.explanation, best: step.best?.configuration.id ?? null, evidence: step.evidence });
+    await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason: step.reason }, { explanation: step.explanation, best: step.best?.configuration.id ?? null, evidence: step.evidence });
     return { stop: { reason: step.reason, explanation: step.explanation }, pending: null };
+  };
+  /** A model call refused by the LLM budget stops the campaign cleanly (it still gets its report). */
+  const stopOnBudget = async (error: unknown, stage: number) => {
+    if (!(error instanceof A3rError && error.code === "LLM_BUDGET_EXCEEDED")) throw error;
+    await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason: "budget" }, { explanation: error.message, evidence: error.details ?? {} });
+    return { stop: { reason: "budget", explanation: error.message }, pending: null };
+  };
+  const itemsOf = (files: string[]) => dispatchItems(files, paths);
+
+  /** Pauses for a person when review is on or commands need approval; returns the state update. */
+  const review = async (state: LeaderStateValue, at: ReviewRequest["at"], files: string[]): Promise<Partial<LeaderStateValue>> => {
+    const topic = await topicOf();
+    const plan = state.stagePlan!;
+    const commands = at === "blueprints" ? state.unapprovedCommands : [];
+    if (!topic.review && commands.length === 0) return {};
+    const request: ReviewRequest = {
+      stage: plan.stage,
+      at,
+      round: state.instructions.length,
+      files,
+      reason: topic.review ? "the topic asks for review" : "the planner's blueprints run commands the topic's base experiment does not",
+      ...(commands.length === 0 ? {} : { commands }),
+    };
+    await appendEventOnce(paths.events, "review.requested", { stage: request.stage, at, round: request.round }, { files, reason: request.reason, commands });
+    const answer = interrupt<ReviewRequest, ReviewAnswer>(request);
+    const key = { stage: request.stage, at, round: request.round };
+    if (answer.action === "approve") {
+      await appendEventOnce(paths.events, "review.approved", key);
+      return { unapprovedCommands: [] };
+    }
+    const instruction: ReviewInstruction = { stage: plan.stage, at, text: answer.text, time: new Date().toISOString() };
+    await appendEventOnce(paths.events, "review.instructed", key, { instruction: answer.text });
+    // Nothing of the stage has run yet (review comes before gate and dispatch): its files go,
+    // and planning starts again with the instruction.
+    await discardUndispatchedStage(paths, plan.stage);
+    return { instructions: [...state.instructions, instruction], stagePlan: null, pending: null, blueprintTexts: [], blueprintFiles: [], unapprovedCommands: [] };
   };
 
   return new StateGraph(LeaderState)
     .addNode("frame", async (state) => {
       await enter("frame", state);
       const topic = await topicOf();
-      await appendEvent(paths.events, "leader.framed", { title: topic.title, planner: options.planner.name, knobs: Object.keys(topic.knobs), seeds: topic.seeds });
-      return { startedAtMs: state.startedAtMs ?? Date.now() };
+      let framing = state.framing;
+      if (planner.frame && framing === null) {
+        try {
+          framing = await memoAnswer(paths, "frame", () => planner.frame!(topic));
+        } catch (error) {
+          return stopOnBudget(error, 0);
+        }
+        await writeFileAtomic(`${paths.root}/framing.md`, renderFraming(framing, topic.title));
+      }
+      await appendEventOnce(paths.events, "leader.framed", { planner: planner.name }, { title: topic.title, knobs: Object.keys(topic.knobs), seeds: topic.seeds, framing });
+      return { startedAtMs: state.startedAtMs ?? Date.now(), framing };
     })
     .addNode("plan", async (state) => {
       await enter("plan", state);
       const topic = await topicOf();
       let plan = state.pending;
       if (plan === null) {
-        const step = await options.planner.next({ topic, history: state.history, usage: usageOf(state) });
-        if (step.kind === "stop") return recordStop(step, state.history.length + 1);
+        const stage = state.history.length + 1;
+        let step: PlannerStep;
+        try {
+          step = await memoAnswer(paths, `plan-${stage}-r${state.instructions.length}`, async () => planner.next(await inputOf(state)));
+        } catch (error) {
+          return stopOnBudget(error, stage);
+        }
+        if (step.kind === "stop") return recordStop(step, stage);
         plan = step.plan;
       }
       const file = await writeStagePlan(paths, plan, topic.title);
-      await appendEvent(paths.events, "stage.planned", { stage: plan.stage, stageKind: plan.kind, plan: file, configurations: plan.configurations.map((item) => item.id), experiments: plan.experiments.length });
+      await appendEventOnce(paths.events, "stage.planned", { stage: plan.stage, round: state.instructions.length }, { stageKind: plan.kind, plan: file, configurations: plan.configurations.map((item) => item.id), experiments: plan.experiments.length });
       return { stagePlan: plan, pending: null };
+    })
+    .addNode("approve_plan", async (state) => {
+      await enter("approve_plan", state);
+      return review(state, "plan", [paths.stage(state.stagePlan!.stage).plan]);
     })
     .addNode("design", async (state) => {
       await enter("design", state);
-      const written = await writeStageBlueprints(await topicOf(), state.stagePlan!, paths, { rewritePath: options.rewritePath });
-      return { blueprintFiles: written.map((item) => item.file) };
+      const topic = await topicOf();
+      const plan = state.stagePlan!;
+      const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
+      if (!planner.writeBlueprints) return { blueprintTexts: drafts };
+      try {
+        const texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}`, () => planner.writeBlueprints!({ topic, plan, drafts }));
+        return { blueprintTexts: texts };
+      } catch (error) {
+        return stopOnBudget(error, plan.stage);
+      }
     })
     .addNode("audit", async (state) => {
       await enter("audit", state);
-      const findings = [];
-      for (const file of state.blueprintFiles) findings.push(...auditBlueprint(await readBlueprintFile(file), { file, allowedRoots: [paths.results] }).filter((finding) => finding.severity === "error"));
-      if (findings.length === 0) return {};
-      const explanation = `stage ${state.stagePlan!.stage}: ${findings.length} blueprint error(s), first: ${findings[0]!.file}:${findings[0]!.line} ${findings[0]!.message}`;
-      await appendEvent(paths.events, "stage.audit_failed", { stage: state.stagePlan!.stage, findings: findings.slice(0, 20) });
-      return { stop: { reason: "audit-failed", explanation } };
+      const topic = await topicOf();
+      const plan = state.stagePlan!;
+      const expected = plan.experiments.map((experiment) => experiment.blueprintId);
+      let texts = state.blueprintTexts;
+      let findings = auditBlueprintTexts(paths, plan.stage, texts, expected);
+      if (findings.length > 0 && planner.writeBlueprints) {
+        // One repair round: the planner sees the findings of its own blueprints.
+        await appendEventOnce(paths.events, "stage.audit_repair_asked", { stage: plan.stage, round: state.instructions.length }, { findings: findings.slice(0, 20) });
+        try {
+          const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
+          texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}-repair`, () => planner.writeBlueprints!({ topic, plan, drafts, findings }));
+        } catch (error) {
+          return stopOnBudget(error, plan.stage);
+        }
+        findings = auditBlueprintTexts(paths, plan.stage, texts, expected);
+      }
+      if (findings.length > 0) {
+        const first = findings[0]!;
+        const explanation = `stage ${plan.stage}: ${findings.length} blueprint error(s), first: ${first.blueprintId}:${first.line} ${first.message}`;
+        await appendEventOnce(paths.events, "stage.audit_failed", { stage: plan.stage }, { findings: findings.slice(0, 20) });
+        for (const id of expected) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: id }, { stage: plan.stage, reason: "its stage's blueprints failed the audit" });
+        return { stop: { reason: "audit-failed", explanation }, blueprintTexts: [] };
+      }
+      const files = await writeBlueprintTexts(paths, plan.stage, texts);
+      const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
+      return { blueprintFiles: files, blueprintTexts: [], unapprovedCommands: commandsAddedBy(drafts, texts) };
+    })
+    .addNode("approve_blueprints", async (state) => {
+      await enter("approve_blueprints", state);
+      return review(state, "blueprints", state.blueprintFiles);
+    })
+    .addNode("gate", async (state) => {
+      // Budgets are enforced before anything of the stage runs, whatever the planner said.
+      await enter("gate", state);
+      const topic = await topicOf();
+      const plan = state.stagePlan!;
+      const refusal = checkStageBudgets(topic, plan, state.history, await usageOf(state));
+      if (refusal === null) return {};
+      await appendEventOnce(paths.events, "campaign.stop_decided", { stage: plan.stage, reason: "budget" }, { explanation: refusal.explanation, evidence: refusal.evidence });
+      for (const experiment of plan.experiments) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: experiment.blueprintId }, { stage: plan.stage, reason: `not run: ${refusal.explanation}` });
+      return { stop: { reason: "budget", explanation: refusal.explanation } };
+    })
+    .addNode("smoke", async (state) => {
+      // The campaign's first blueprint runs alone until its first training signal: a base
+      // experiment that cannot start fails once, not on every slot. It keeps running after.
+      await enter("smoke", state);
+      const plan = state.stagePlan!;
+      if (state.history.length > 0 || state.blueprintFiles.length === 0) return {};
+      const first = await itemsOf(state.blueprintFiles.slice(0, 1));
+      const signalled = new AbortController();
+      const [row] = await dispatchBlueprints({
+        items: first,
+        hosts: options.hosts,
+        wait: true,
+        intervalMs: options.intervalMs,
+        signal: signalled.signal,
+        onUpdate: (rows) => {
+          options.onUpdate?.(rows);
+          if (rows[0]!.step !== null || rows[0]!.lastMetrics !== null) signalled.abort();
+        },
+      });
+      const failed = row!.state === "launch_failed" || row!.state === "unschedulable" || (row!.finished && row!.state !== "succeeded");
+      if (!failed) {
+        await appendEventOnce(paths.events, "stage.smoke_passed", { stage: plan.stage, blueprintId: row!.blueprintId }, { step: row!.step, state: row!.state });
+        return {};
+      }
+      const explanation = `smoke test: ${row!.blueprintId} ${row!.state} before its first training signal (${row!.note}); the stage's other runs were not started`;
+      await appendEventOnce(paths.events, "stage.smoke_failed", { stage: plan.stage, blueprintId: row!.blueprintId }, { state: row!.state, note: row!.note });
+      for (const experiment of plan.experiments.slice(1)) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: experiment.blueprintId }, { stage: plan.stage, reason: `not run: the smoke test (${row!.blueprintId}) failed` });
+      await appendEventOnce(paths.events, "campaign.stop_decided", { stage: plan.stage, reason: "stage-failed" }, { explanation });
+      return { stop: { reason: "stage-failed", explanation } };
     })
     .addNode("dispatch", async (state) => {
       await enter("dispatch", state);
-      const rows = await dispatchBlueprints({ items: await itemsOf(state, paths), hosts: options.hosts, wait: false });
-      await appendEvent(paths.events, "stage.dispatched", { stage: state.stagePlan!.stage, runs: rows.map((row) => ({ blueprintId: row.blueprintId, host: row.host, state: row.state, note: row.note })) });
+      const rows = await dispatchBlueprints({ items: await itemsOf(state.blueprintFiles), hosts: options.hosts, wait: false });
+      await appendEventOnce(paths.events, "stage.dispatched", { stage: state.stagePlan!.stage }, { runs: rows.map((row) => ({ blueprintId: row.blueprintId, host: row.host, state: row.state, note: row.note })) });
       return {};
     })
     .addNode("watch", async (state) => {
       await enter("watch", state);
-      const rows = await dispatchBlueprints({ items: await itemsOf(state, paths), hosts: options.hosts, wait: true, intervalMs: options.intervalMs, onUpdate: options.onUpdate });
-      await appendEvent(paths.events, "stage.finished", { stage: state.stagePlan!.stage, runs: rows.map((row) => ({ blueprintId: row.blueprintId, state: row.state, note: row.note })) });
+      const rows = await dispatchBlueprints({ items: await itemsOf(state.blueprintFiles), hosts: options.hosts, wait: true, intervalMs: options.intervalMs, onUpdate: options.onUpdate });
+      await appendEventOnce(paths.events, "stage.finished", { stage: state.stagePlan!.stage }, { runs: rows.map((row) => ({ blueprintId: row.blueprintId, state: row.state, note: row.note })) });
       return {};
     })
     .addNode("analyze", async (state) => {
       await enter("analyze", state);
       const plan = state.stagePlan!;
       const { analysis, file } = await analyzeStage(await topicOf(), plan, state.history, paths);
-      await appendEvent(paths.events, "stage.analyzed", { stage: plan.stage, analysis: file, best: analysis.best ?? null, verdicts: analysis.verdicts.map((verdict) => ({ configuration: verdict.configurationId, verdict: verdict.verdict, explanation: verdict.explanation })) });
+      await appendEventOnce(paths.events, "stage.analyzed", { stage: plan.stage }, { analysis: file, best: analysis.best ?? null, verdicts: analysis.verdicts.map((verdict) => ({ configuration: verdict.configurationId, verdict: verdict.verdict, explanation: verdict.explanation })) });
       return { history: [...state.history, { plan, outcomes: analysis.outcomes }], stagePlan: null, blueprintFiles: [] };
     })
     .addNode("decide", async (state) => {
       await enter("decide", state);
-      const step = await options.planner.next({ topic: await topicOf(), history: state.history, usage: usageOf(state) });
-      if (step.kind === "stop") return recordStop(step, state.history.length);
-      await appendEvent(paths.events, "stage.next_decided", { after: state.history.length, next: step.plan.stage, stageKind: step.plan.kind, rationale: step.plan.rationale });
+      const after = state.history.length;
+      let step: PlannerStep;
+      try {
+        step = await memoAnswer(paths, `decide-${after}-r${state.instructions.length}`, async () => planner.next(await inputOf(state)));
+      } catch (error) {
+        return stopOnBudget(error, after);
+      }
+      if (step.kind === "stop") return recordStop(step, after);
+      await appendEventOnce(paths.events, "stage.next_decided", { after }, { next: step.plan.stage, stageKind: step.plan.kind, rationale: step.plan.rationale });
       return { pending: step.plan };
     })
     .addNode("report", async (state) => {
       await enter("report", state);
       await writeFileAtomic(paths.report, renderMinimalReport(await topicOf(), state.history, state.stop));
-      await appendEvent(paths.events, "campaign.reported", { report: paths.report, stages: state.history.length, stop: state.stop });
+      await appendEventOnce(paths.events, "campaign.reported", {}, { report: paths.report, stages: state.history.length, stop: state.stop });
       return { reportFile: paths.report };
     })
     .addEdge(START, "frame")
-    .addEdge("frame", "plan")
-    .addConditionalEdges("plan", (state) => (state.stop ? "report" : "design"), ["design", "report"])
-    .addEdge("design", "audit")
-    .addConditionalEdges("audit", (state) => (state.stop ? "report" : "dispatch"), ["dispatch", "report"])
+    .addConditionalEdges("frame", (state) => (state.stop ? "report" : "plan"), ["plan", "report"])
+    .addConditionalEdges("plan", (state) => (state.stop ? "report" : "approve_plan"), ["approve_plan", "report"])
+    .addConditionalEdges("approve_plan", (state) => (state.stagePlan === null ? "plan" : "design"), ["plan", "design"])
+    .addConditionalEdges("design", (state) => (state.stop ? "report" : "audit"), ["audit", "report"])
+    .addConditionalEdges("audit", (state) => (state.stop ? "report" : "approve_blueprints"), ["approve_blueprints", "report"])
+    .addConditionalEdges("approve_blueprints", (state) => (state.stagePlan === null ? "plan" : "gate"), ["plan", "gate"])
+    .addConditionalEdges("gate", (state) => (state.stop ? "report" : "smoke"), ["smoke", "report"])
+    // A failed smoke test still goes through analysis: the stage's failure is on record there.
+    .addConditionalEdges("smoke", (state) => (state.stop ? "analyze" : "dispatch"), ["dispatch", "analyze"])
     .addEdge("dispatch", "watch")
     .addEdge("watch", "analyze")
-    .addEdge("analyze", "decide")
+    .addConditionalEdges("analyze", (state) => (state.stop ? "report" : "decide"), ["decide", "report"])
     .addConditionalEdges("decide", (state) => (state.stop ? "report" : "plan"), ["plan", "report"])
     .addEdge("report", END);
 }
 
-async function itemsOf(state: LeaderStateValue, paths: CampaignPaths): Promise<DispatchItem[]> {
+async function dispatchItems(files: string[], paths: CampaignPaths): Promise<DispatchItem[]> {
   return Promise.all(
-    state.blueprintFiles.map(async (file) => {
+    files.map(async (file) => {
       const blueprint = await readBlueprintFile(file);
       return { blueprint, file, campaign: paths.id, resultDir: paths.result(blueprint.id), eventsFile: paths.events };
     }),
   );
 }
 
+export interface LeaderRun {
+  state: LeaderStateValue;
+  /** Set when the campaign is paused for review; answer it with `runLeader({ answer })`. */
+  waitingFor: ReviewRequest | null;
+}
+
 /**
- * Runs the leader of an existing campaign to its end, or resumes it where its checkpoint
- * stopped; a finished campaign returns its final state without running anything.
+ * Runs the leader of an existing campaign to its end or to its next review, or resumes it
+ * where its checkpoint stopped; a finished campaign returns its final state without
+ * running anything. A paused campaign is only continued with an `answer`; an answer to a
+ * campaign that waits for none is refused (REVIEW_NOT_PENDING).
  */
-export async function runLeader(options: LeaderOptions): Promise<LeaderStateValue> {
+export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer }): Promise<LeaderRun> {
   const paths = campaignPaths(options.runsDir, options.campaignId);
   const saver = SqliteSaver.fromConnString(paths.leaderDatabase);
   try {
     const app = buildLeaderGraph(options).compile({ checkpointer: saver });
     const config = { configurable: { thread_id: options.campaignId }, durability: "sync" as const, recursionLimit: 1000 };
-    const snapshot = await app.getState(config);
+    const waitingIn = async () => {
+      const snapshot = await app.getState(config);
+      const request = snapshot.tasks.flatMap((task) => task.interrupts).at(0)?.value as ReviewRequest | undefined;
+      return { snapshot, request: request ?? null };
+    };
+    const { snapshot, request } = await waitingIn();
     const started = snapshot.values !== undefined && Object.keys(snapshot.values as object).length > 0;
-    if (started && snapshot.next.length === 0) return snapshot.values as LeaderStateValue;
-    const initial: LeaderStateValue = { campaignId: options.campaignId, startedAtMs: null, history: [], stagePlan: null, pending: null, blueprintFiles: [], stop: null, reportFile: null };
-    return (await app.invoke(started ? null : initial, config)) as LeaderStateValue;
+    if (options.answer !== undefined && request === null) {
+      throw new A3rError("REVIEW_NOT_PENDING", `campaign ${options.campaignId} is not waiting for review`, {
+        where: options.campaignId,
+        hint: `see what it is doing with: a3r status ${options.campaignId}; continue it with a3r resume ${options.campaignId} (without --approve or --instruct)`,
+      });
+    }
+    if (request !== null && options.answer === undefined) return { state: snapshot.values as LeaderStateValue, waitingFor: request };
+    if (started && snapshot.next.length === 0) return { state: snapshot.values as LeaderStateValue, waitingFor: null };
+    const initial: LeaderStateValue = { campaignId: options.campaignId, startedAtMs: null, framing: null, history: [], stagePlan: null, pending: null, blueprintTexts: [], blueprintFiles: [], unapprovedCommands: [], instructions: [], stop: null, reportFile: null };
+    const input = request !== null ? new Command({ resume: options.answer }) : started ? null : initial;
+    await app.invoke(input as Parameters<typeof app.invoke>[0], config);
+    const after = await waitingIn();
+    return { state: after.snapshot.values as LeaderStateValue, waitingFor: after.request };
   } finally {
     saver.db.close();
   }

@@ -8,7 +8,7 @@ import type { CampaignPaths } from "../campaign/index.ts";
 import { checkoutRoot } from "../worker/demo-blueprint.ts";
 import { formatNumber } from "./configurations.ts";
 import { scoreLabel } from "./heuristic-planner.ts";
-import type { StagePlan } from "./planner.ts";
+import type { BlueprintText, StagePlan } from "./planner.ts";
 import type { Topic } from "./topic.ts";
 
 /**
@@ -93,17 +93,32 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
   });
 }
 
+/** The stage's blueprints as the graph renders them from the topic's base (pure). */
+export function draftStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths, options: WriteBlueprintsOptions = {}): BlueprintText[] {
+  return buildStageBlueprints(topic, plan, paths, options).map((blueprint) => ({ blueprintId: blueprint.id, text: renderBlueprint(blueprint) }));
+}
+
 /**
  * Writes the stage's blueprints and audits each written text; returns them with their
  * findings (the caller decides whether an error finding stops the stage).
  */
 export async function writeStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths, options: WriteBlueprintsOptions = {}): Promise<WrittenBlueprint[]> {
-  const stage = paths.stage(plan.stage);
+  const texts = draftStageBlueprints(topic, plan, paths, options);
+  const files = await writeBlueprintTexts(paths, plan.stage, texts);
+  return buildStageBlueprints(topic, plan, paths, options).map((blueprint, index) => ({ blueprintId: blueprint.id, file: files[index]!, blueprint, findings: auditBlueprint(texts[index]!.text, { file: files[index]!, allowedRoots: [paths.results] }) }));
+}
+
+/**
+ * Writes blueprint texts into `stages/<n>/blueprints/<id>.md`, idempotently: a file that
+ * exists with the same text is left alone; one with different text is refused, because a
+ * written blueprint may already be running. Returns the files in the order given.
+ */
+export async function writeBlueprintTexts(paths: CampaignPaths, stageNumber: number, texts: readonly BlueprintText[]): Promise<string[]> {
+  const stage = paths.stage(stageNumber);
   await mkdir(stage.blueprints, { recursive: true });
-  const written: WrittenBlueprint[] = [];
-  for (const blueprint of buildStageBlueprints(topic, plan, paths, options)) {
-    const file = stage.blueprint(blueprint.id);
-    const text = renderBlueprint(blueprint);
+  const files: string[] = [];
+  for (const { blueprintId, text } of texts) {
+    const file = stage.blueprint(blueprintId);
     const existing = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
       if (error.code === "ENOENT") return undefined;
       throw error;
@@ -115,9 +130,9 @@ export async function writeStageBlueprints(topic: Topic, plan: StagePlan, paths:
         hint: "a written blueprint may already be running: plan the change as a new stage instead of rewriting it",
       });
     }
-    written.push({ blueprintId: blueprint.id, file, blueprint, findings: auditBlueprint(text, { file, allowedRoots: [paths.results] }) });
+    files.push(file);
   }
-  return written;
+  return files;
 }
 
 const exampleRoot = "/work/main";

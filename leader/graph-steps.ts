@@ -1,0 +1,150 @@
+import { mkdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { analyzeBlueprint, auditBlueprint } from "../blueprints/index.ts";
+import { readLedger, summarizeLedger } from "../campaign/index.ts";
+import type { CampaignPaths } from "../campaign/index.ts";
+import { writeFileAtomic } from "../core/atomic-file.ts";
+import { parseDuration } from "../core/duration.ts";
+import { pathExists } from "../core/path-exists.ts";
+import { formatNumber } from "./configurations.ts";
+import type { BlueprintText, FramedQuestion, StagePlan, StageRecord } from "./planner.ts";
+import type { Topic } from "./topic.ts";
+
+/**
+ * The pieces of the leader's nodes that are not graph wiring: memoized planner answers,
+ * the audit of blueprint texts before they are written, the budget gate, and the files
+ * a review sends back. Kept apart from graph.ts so each can be read and tested alone.
+ */
+
+/**
+ * Returns the answer stored under `key` in `leader-answers/`, or computes, stores and
+ * returns it. A node re-run after a crash gets the same planner answer as before: a model
+ * asked twice may answer differently, and the plan on disk must match the one in events.
+ */
+export async function memoAnswer<T>(paths: CampaignPaths, key: string, compute: () => Promise<T>): Promise<T> {
+  const file = join(paths.root, "leader-answers", `${key}.json`);
+  const stored = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw error;
+  });
+  if (stored !== undefined) return JSON.parse(stored) as T;
+  const answer = await compute();
+  await mkdir(join(paths.root, "leader-answers"), { recursive: true });
+  await writeFileAtomic(file, `${JSON.stringify(answer, null, 2)}\n`);
+  return answer;
+}
+
+export interface TextFinding {
+  blueprintId: string;
+  line: number;
+  message: string;
+}
+
+/**
+ * Audits blueprint texts before they are written: each must parse, carry the id it is
+ * filed under, keep its result directory at `results/<id>/`, and pass the blueprint audit
+ * (paths, confinement, command policy); the set of ids must be the stage's experiments.
+ */
+export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: readonly BlueprintText[], expectedIds: readonly string[]): TextFinding[] {
+  const findings: TextFinding[] = [];
+  const given = new Set(texts.map((text) => text.blueprintId));
+  for (const id of expectedIds) if (!given.has(id)) findings.push({ blueprintId: id, line: 0, message: `no blueprint was written for experiment ${id}` });
+  for (const { blueprintId, text } of texts) {
+    if (!expectedIds.includes(blueprintId)) {
+      findings.push({ blueprintId, line: 0, message: `${blueprintId} is not an experiment of stage ${stage} (expected one of: ${expectedIds.join(", ")})` });
+      continue;
+    }
+    const file = paths.stage(stage).blueprint(blueprintId);
+    for (const finding of auditBlueprint(text, { file, allowedRoots: [paths.results] })) {
+      if (finding.severity === "error") findings.push({ blueprintId, line: finding.line, message: finding.message });
+    }
+    const { blueprint } = analyzeBlueprint(text, file);
+    if (blueprint === undefined) continue;
+    if (blueprint.id !== blueprintId) findings.push({ blueprintId, line: blueprint.lines.id ?? 1, message: `the blueprint's id is ${blueprint.id}, but it is filed as ${blueprintId}` });
+    if (blueprint.resultDir !== paths.result(blueprintId)) {
+      findings.push({ blueprintId, line: blueprint.lines["resultDir.value"] ?? blueprint.lines.resultDir ?? 0, message: `result directory must be ${paths.result(blueprintId)}, not ${blueprint.resultDir}` });
+    }
+  }
+  return findings;
+}
+
+/**
+ * Command lines in the written blueprints that their draft (the topic's base experiment)
+ * does not have: what a planner added, which a person approves before it runs.
+ */
+export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonly BlueprintText[]): string[] {
+  const linesOf = (text: string | undefined): string[] => {
+    if (text === undefined) return [];
+    const { blueprint } = analyzeBlueprint(text);
+    return (blueprint?.command ?? "").split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#"));
+  };
+  const added = new Set<string>();
+  for (const { blueprintId, text } of texts) {
+    const known = new Set(linesOf(drafts.find((draft) => draft.blueprintId === blueprintId)?.text));
+    for (const line of linesOf(text)) if (!known.has(line)) added.add(line);
+  }
+  return [...added];
+}
+
+/**
+ * Removes a stage's plan and blueprints after a reviewer sent it back, so the next plan
+ * can reuse its number. Refuses when any of its runs has a result directory: a stage
+ * that ran is never rewritten.
+ */
+export async function discardUndispatchedStage(paths: CampaignPaths, stage: number): Promise<void> {
+  const { blueprints, plan } = paths.stage(stage);
+  const { readdir } = await import("node:fs/promises");
+  const names = await readdir(blueprints).catch(() => [] as string[]);
+  for (const name of names) {
+    if (name.endsWith(".md") && (await pathExists(paths.result(name.slice(0, -3))))) {
+      throw new Error(`stage ${stage} cannot be discarded: results/${name.slice(0, -3)} exists (it has run)`);
+    }
+  }
+  await rm(blueprints, { recursive: true, force: true });
+  await rm(plan, { force: true });
+}
+
+/** GPU-hours the campaign's runs have booked in its ledger (gpus × hours per run). */
+export async function gpuHoursUsed(paths: CampaignPaths): Promise<number> {
+  const { entries } = await readLedger(paths.ledger);
+  return summarizeLedger(entries).gpu.gpuHours;
+}
+
+/**
+ * The graph's own budget check before a stage runs, whatever the planner said: stages,
+ * experiments, GPU-hours (each run may use its whole time budget) and wall time.
+ * Returns why the stage may not run, or null.
+ */
+export function checkStageBudgets(
+  topic: Topic,
+  plan: StagePlan,
+  history: readonly StageRecord[],
+  usage: { gpuHours: number; wallTimeMs: number },
+): { explanation: string; evidence: Record<string, unknown> } | null {
+  const budgets = topic.budgets;
+  const used = history.reduce((total, record) => total + record.plan.experiments.length, 0);
+  const evidence = { stage: plan.stage, experimentsUsed: used, experimentsPlanned: plan.experiments.length, gpuHoursUsed: usage.gpuHours, wallTimeUsedMs: usage.wallTimeMs, budgets };
+  if (plan.stage > budgets.stages) return { explanation: `stage ${plan.stage} would exceed the budget of ${budgets.stages} stage(s)`, evidence };
+  if (used + plan.experiments.length > budgets.experiments) {
+    return { explanation: `stage ${plan.stage} needs ${plan.experiments.length} experiments but only ${Math.max(0, budgets.experiments - used)} of the budget of ${budgets.experiments} remain`, evidence };
+  }
+  const budgetMs = parseDuration(topic.base?.time_budget ?? "") ?? 0;
+  if (budgets.gpuHours !== undefined) {
+    const estimate = (plan.experiments.length * (topic.base?.gpus ?? 0) * budgetMs) / 3_600_000;
+    if (usage.gpuHours + estimate > budgets.gpuHours) {
+      return { explanation: `stage ${plan.stage} could use ${formatNumber(estimate)} GPU-hours (its time budgets), over the ${formatNumber(Math.max(0, budgets.gpuHours - usage.gpuHours))} left`, evidence };
+    }
+  }
+  if (budgets.wallTimeMs !== undefined && usage.wallTimeMs + budgetMs > budgets.wallTimeMs) {
+    return { explanation: `stage ${plan.stage} could take ${topic.base?.time_budget}, over the wall time left (${formatNumber(Math.max(0, budgets.wallTimeMs - usage.wallTimeMs) / 60_000)} min)`, evidence };
+  }
+  return null;
+}
+
+/** `framing.md`: the planner's framing of the topic, for people. */
+export function renderFraming(framing: FramedQuestion, title: string): string {
+  const lines = [`# Framing: ${title}`, "", `**Question.** ${framing.question}`, "", `**Metric.** ${framing.metric.name} (${framing.metric.goal})`, "", "## Variables", ""];
+  for (const variable of framing.variables) lines.push(`- \`${variable.name}\`: ${variable.values.map(String).join(", ")} — ${variable.why}`);
+  lines.push("", "## Controls", "", ...framing.controls.map((control) => `- ${control}`), "", "## What would answer it", "", framing.answeredWhen, "");
+  return lines.join("\n");
+}
