@@ -167,3 +167,23 @@ describe("configuration ids", () => {
     expect(long.length).toBeLessThanOrEqual(69);
   });
 });
+
+describe("heuristic planner: reviewer instructions", () => {
+  const instruction = (text: string) => ({ stage: 1, at: "plan" as const, text, time: "2026-11-29T12:00:00.000Z" });
+
+  it("applies seeds=N and drop <knob>=<value>, and says so in the rationale", () => {
+    const topic = topicWith("budgets: { stages: 3, experiments: 100 }");
+    const plan = stage(planNext({ ...input(topic), instructions: [instruction("seeds=2; drop lr=0.5")] }));
+    expect(plan.configurations.map((item) => item.id)).toEqual(["baseline", "lr-0.05", "batch-4", "batch-16"]);
+    expect(plan.experiments).toHaveLength(8);
+    expect(plan.rationale).toContain("reviewer instructions applied: seeds=2; drop lr=0.5");
+  });
+
+  it("keeps what it cannot read as not understood, and never drops the baseline value", () => {
+    const topic = topicWith("budgets: { stages: 3, experiments: 100 }");
+    const plan = stage(planNext({ ...input(topic), instructions: [instruction("please try a cosine schedule\ndrop lr=0.2")] }));
+    expect(plan.configurations.map((item) => item.id)).toEqual(["baseline", "lr-0.05", "lr-0.5", "batch-4", "batch-16"]);
+    expect(plan.rationale).toContain("not understood by the heuristic planner");
+    expect(plan.rationale).toContain("please try a cosine schedule; drop lr=0.2");
+  });
+});

@@ -11,6 +11,7 @@ import {
   type Goal,
 } from "./configurations.ts";
 import type { ConfigurationSummary, PlannedConfiguration, Planner, PlannerInput, PlannerStep, StagePlan } from "./planner.ts";
+import { applyInstructions } from "./heuristic-instructions.ts";
 import { refinementCandidates } from "./refinement.ts";
 import { heuristicNeeds, type Topic, type TopicMetric } from "./topic.ts";
 
@@ -40,6 +41,17 @@ export class HeuristicPlanner implements Planner {
 }
 
 export function planNext(input: PlannerInput): PlannerStep {
+  const reviewed = applyInstructions(input.topic, input.instructions);
+  const step = planWithTopic({ ...input, topic: reviewed.topic });
+  if (step.kind === "stop" || (reviewed.applied.length === 0 && reviewed.notUnderstood.length === 0)) return step;
+  const notes = [
+    ...(reviewed.applied.length > 0 ? [`reviewer instructions applied: ${reviewed.applied.join("; ")}`] : []),
+    ...(reviewed.notUnderstood.length > 0 ? [`not understood by the heuristic planner (it takes "seeds=N" and "drop <knob>=<value>"; the llm planner reads text): ${reviewed.notUnderstood.join("; ")}`] : []),
+  ];
+  return { ...step, plan: { ...step.plan, rationale: `${step.plan.rationale}; ${notes.join("; ")}` } };
+}
+
+function planWithTopic(input: PlannerInput): PlannerStep {
   const { topic, history } = input;
   const needs = heuristicNeeds(topic);
   if (needs.length > 0) {
