@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DispatchRow } from "./dispatcher.ts";
-import { dispatchChanges, formatTable, progressBar, renderDispatchTable, runFraction } from "./run-table.ts";
+import { blockBar, dispatchChanges, formatTable, progressBar, renderDispatchTable, rowNote, runFraction } from "./run-table.ts";
 
 const row = (overrides: Partial<DispatchRow>): DispatchRow => ({
   campaign: "c",
@@ -27,6 +27,19 @@ describe("run tables", () => {
     expect(progressBar(0.5, 10)).toBe("[#####.....]  50%");
     expect(progressBar(2, 4)).toBe("[####] 100%");
     expect(progressBar(Number.NaN, 4)).toBe("[....]   0%");
+  });
+
+  it("draws unicode block bars with aligned percentages, and percentages alone at width 0", () => {
+    expect(blockBar(0.52)).toBe("█████░░░░░  52%");
+    expect(blockBar(1.5, 4)).toBe("████ 100%");
+    expect(blockBar(Number.NaN, 4)).toBe("░░░░   0%");
+    expect(blockBar(0.5, 0)).toBe(" 50%");
+  });
+
+  it("notes the audit of a fetched result before the dispatcher's note", () => {
+    expect(rowNote(row({ note: "already dispatched" }))).toBe("already dispatched");
+    expect(rowNote(row({ note: "x", auditErrors: 0 }))).toBe("fetched, audit clean");
+    expect(rowNote(row({ auditErrors: 2 }))).toBe("fetched, 2 audit error(s)");
   });
 
   it("measures progress through the time budget, and full once finished", () => {
