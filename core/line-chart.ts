@@ -39,7 +39,7 @@ export function niceTicks(low: number, high: number, count = 5): number[] {
   return ticks;
 }
 
-function formatTick(value: number): string {
+export function formatTick(value: number): string {
   if (value === 0) return "0";
   const magnitude = Math.abs(value);
   if (magnitude >= 1e5 || magnitude < 1e-3) return value.toExponential(1);

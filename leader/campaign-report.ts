@@ -1,0 +1,126 @@
+import { readdir } from "node:fs/promises";
+import { relative, sep } from "node:path";
+import { readEvents, readLedger, resultDirPaths, summarizeLedger } from "../campaign/index.ts";
+import type { CampaignEvent, CampaignPaths } from "../campaign/index.ts";
+import { writeFileAtomic } from "../core/atomic-file.ts";
+import { pathExists } from "../core/path-exists.ts";
+import { analyzeStageResults, readStageRuns } from "./analyze-stage.ts";
+import type { Conclusion, ExperimentOutcome, FramedQuestion, StageRecord } from "./planner.ts";
+import { renderReportHtml } from "./report-html.ts";
+import { renderReportMarkdown } from "./report-markdown.ts";
+import { buildReportModel, type ReportRunFiles } from "./report-model.ts";
+import { readStagePlan } from "./stage-plan-file.ts";
+import type { Topic } from "./topic.ts";
+
+/**
+ * The campaign's final report, `report.md` and `report.html`, from the history the graph
+ * holds (or `historyFromFiles` rebuilds) plus what the files say now: the result
+ * directories (curves, links), the ledger (GPU-hours, LLM spending per role) and the stage
+ * plans (stages planned but not analyzed). Numbers come from the computed analysis only;
+ * a model's conclusion is shown beside them with each claim checked against the
+ * experiment ids of the campaign.
+ */
+export interface CampaignReportInput {
+  paths: CampaignPaths;
+  topic: Topic;
+  history: StageRecord[];
+  stop: { reason: string; explanation: string } | null;
+  framing?: FramedQuestion;
+  conclusion?: Conclusion;
+}
+
+export type CampaignStop = { reason: string; explanation: string } | null;
+
+/** Writes report.md and report.html (each atomically) and returns their text. */
+export async function writeCampaignReport(input: CampaignReportInput): Promise<{ markdown: string; html: string }> {
+  const { paths } = input;
+  const runs: Record<string, ReportRunFiles> = {};
+  for (const record of input.history) {
+    for (const read of await readStageRuns(paths, record.plan)) runs[read.blueprintId] = { read, link: await linkOf(paths, read.blueprintId) };
+  }
+  const ledger = await readLedger(paths.ledger);
+  const model = buildReportModel({
+    campaignId: paths.id,
+    topic: input.topic,
+    history: input.history,
+    stop: input.stop,
+    ...(input.framing ? { framing: input.framing } : {}),
+    ...(input.conclusion ? { conclusion: input.conclusion } : {}),
+    runs,
+    ledger: summarizeLedger(ledger.entries),
+    ledgerProblems: ledger.problems.length,
+    plannedStages: await plannedStageNumbers(paths),
+  });
+  const markdown = renderReportMarkdown(model);
+  const html = renderReportHtml(model);
+  await writeFileAtomic(paths.report, markdown);
+  await writeFileAtomic(paths.reportHtml, html);
+  return { markdown, html };
+}
+
+/**
+ * The history and stop decision rebuilt from files alone (for `a3r report`): every stage
+ * plan (`stages/<n>/plan.md`) that was analyzed (a `stage.analyzed` event) or has at least
+ * one result directory, re-analyzed from its result directories in stage order; the stop
+ * is the last `campaign.stop_decided` (or `stage.audit_failed`) event, null without one.
+ */
+export async function historyFromFiles(paths: CampaignPaths, topic: Topic): Promise<{ history: StageRecord[]; stop: CampaignStop }> {
+  const { events } = await readEvents(paths.events);
+  const analyzed = new Set(events.filter((event) => event.kind === "stage.analyzed" && typeof event.stage === "number").map((event) => event.stage as number));
+  const history: StageRecord[] = [];
+  for (const stage of await plannedStageNumbers(paths)) {
+    const plan = await readStagePlan(paths, stage);
+    const reads = await readStageRuns(paths, plan);
+    if (!analyzed.has(stage) && reads.every((read) => read.state === "missing")) continue;
+    const outcomes: ExperimentOutcome[] = topic.metric
+      ? analyzeStageResults(topic, plan, history, reads, (id) => paths.result(id)).outcomes
+      : reads.map((read) => {
+          const experiment = plan.experiments.find((item) => item.blueprintId === read.blueprintId)!;
+          const state = ["succeeded", "failed", "timed_out", "cancelled"].includes(read.state) ? (read.state as ExperimentOutcome["state"]) : "missing";
+          return { blueprintId: read.blueprintId, configurationId: experiment.configurationId, seed: experiment.seed, state, score: undefined, ...(read.reason === undefined ? {} : { reason: read.reason }) };
+        });
+    history.push({ plan, outcomes });
+  }
+  return { history, stop: stopFromEvents(events) };
+}
+
+/** The campaign's stop as the graph decided it: the last stop or audit-failure event. */
+export function stopFromEvents(events: CampaignEvent[]): CampaignStop {
+  for (let index = events.length - 1; index >= 0; index -= 1) {
+    const event = events[index]!;
+    if (event.kind === "campaign.stop_decided" && typeof event.reason === "string") {
+      return { reason: event.reason, explanation: typeof event.explanation === "string" ? event.explanation : "" };
+    }
+    if (event.kind === "stage.audit_failed") {
+      const findings = Array.isArray(event.findings) ? (event.findings as { file?: unknown; line?: unknown; message?: unknown }[]) : [];
+      const first = findings[0];
+      const where = first ? `, first: ${String(first.file)}:${String(first.line)} ${String(first.message)}` : "";
+      return { reason: "audit-failed", explanation: `stage ${String(event.stage)}: ${findings.length}${findings.length >= 20 ? " or more" : ""} blueprint error(s)${where}` };
+    }
+  }
+  return null;
+}
+
+/** Stage numbers with a plan.md, ascending. */
+export async function plannedStageNumbers(paths: CampaignPaths): Promise<number[]> {
+  let names: string[];
+  try {
+    names = await readdir(paths.stages);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  const stages = names.filter((name) => /^\d+$/.test(name)).map(Number);
+  const planned: number[] = [];
+  for (const stage of stages) if (await pathExists(paths.stage(stage).plan)) planned.push(stage);
+  return planned.sort((left, right) => left - right);
+}
+
+/** A link from the campaign folder to the run's result.md, else its status.json, else none. */
+async function linkOf(paths: CampaignPaths, blueprintId: string): Promise<string | undefined> {
+  const files = resultDirPaths(paths.result(blueprintId));
+  for (const file of [files.result, files.status]) {
+    if (await pathExists(file)) return relative(paths.root, file).split(sep).join("/");
+  }
+  return undefined;
+}
