@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CollectingStream } from "../test-support/collecting-stream.ts";
 import { replayOnScreen } from "../test-support/terminal-screen.ts";
-import { capHeight, createTerminalFrame, eraseUp, fitToWidth, printableLine } from "./terminal-frame.ts";
+import { capHeight, createTerminalFrame, eraseUp, fitToWidth, printableLine, terminalColumns } from "./terminal-frame.ts";
 
 describe("terminal frame", () => {
   it("redraws in place: each frame moves up over exactly the previous frame's rows", () => {
@@ -45,6 +45,15 @@ describe("terminal frame", () => {
     frame.draw("y");
     expect(stream.chunks[1]!.startsWith(eraseUp(3))).toBe(true);
     expect(replayOnScreen(stream.text, 8)).toEqual(["y"]);
+  });
+
+  it("draws 80 columns wide when the terminal reports no width (a pty without a size says 0)", () => {
+    const stream = new CollectingStream();
+    stream.columns = 0;
+    expect(terminalColumns(stream)).toBe(80);
+    expect(terminalColumns(stream, 33)).toBe(33);
+    createTerminalFrame({ stream }).draw("z".repeat(100));
+    expect(stream.text).toBe(`${"z".repeat(79)}…\n`);
   });
 
   it("keeps the last frame on close; later notes are plain lines and later draws do nothing", () => {

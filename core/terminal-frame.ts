@@ -70,10 +70,16 @@ function rowsOf(length: number, columns: number): number {
   return Math.max(1, Math.ceil(length / Math.max(1, columns)));
 }
 
+/** The width to draw for: the given one, else the stream's (a pty may report 0: unknown), else 80. */
+export function terminalColumns(stream: NodeJS.WritableStream, columns?: number): number {
+  const reported = (stream as { columns?: unknown }).columns;
+  return columns ?? (typeof reported === "number" && reported > 0 ? reported : defaultColumns);
+}
+
 export function createTerminalFrame(options: TerminalFrameOptions): TerminalFrame {
   const { stream } = options;
-  const size = stream as { columns?: unknown; rows?: unknown };
-  const columns = (): number => options.columns ?? (typeof size.columns === "number" && size.columns > 0 ? size.columns : defaultColumns);
+  const size = stream as { rows?: unknown };
+  const columns = (): number => terminalColumns(stream, options.columns);
   const maxLines = (): number => {
     const rows = options.rows ?? (typeof size.rows === "number" && size.rows > 0 ? size.rows : Number.POSITIVE_INFINITY);
     // One row stays free for the cursor, else the frame's last newline scrolls its top away.

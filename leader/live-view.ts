@@ -1,5 +1,5 @@
 import { isRunState, isTerminalRunState } from "../campaign/index.ts";
-import { createTerminalFrame, defaultColumns } from "../core/terminal-frame.ts";
+import { createTerminalFrame, terminalColumns } from "../core/terminal-frame.ts";
 import { formatDuration } from "../core/duration.ts";
 import type { DispatchRow } from "../hosts/dispatcher.ts";
 import { blockBar, dispatchChanges, formatTable, rowNote } from "../hosts/run-table.ts";
@@ -78,11 +78,9 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     };
   }
   const frame = createTerminalFrame({ stream: options.stream, ...(options.columns !== undefined ? { columns: options.columns } : {}), ...(options.rows !== undefined ? { rows: options.rows } : {}) });
-  const size = options.stream as { columns?: unknown };
-  const columns = (): number => options.columns ?? (typeof size.columns === "number" && size.columns > 0 ? size.columns : defaultColumns);
   return {
     update(rows) {
-      frame.draw(renderLiveTable(rows, { metric: options.metric, now: now(), columns: columns(), memory, ...(options.maxSteps ? { maxSteps: options.maxSteps } : {}) }));
+      frame.draw(renderLiveTable(rows, { metric: options.metric, now: now(), columns: terminalColumns(options.stream, options.columns), memory, ...(options.maxSteps ? { maxSteps: options.maxSteps } : {}) }));
     },
     note(line) {
       frame.note(line);
