@@ -27,7 +27,7 @@ import type { Topic } from "./topic.ts";
  *   model gives none; what an experiment is (id, seed, overrides ...) cannot change.
  * - `conclude` (analyze, leader-analyze-results): the figures and the stop → an answer
  *   with claims citing experiment ids and caveats; claims are returned as given, for the
- *   report to flag those citing ids that do not exist (`claimsCitingUnknownIds`).
+ *   report to flag those citing ids that do not exist (leader/conclusion-check.ts).
  *
  * An answer that is well-formed but unusable (an unknown knob, a prediction about a
  * configuration that is not there, an id that is not a draft's) is sent back once with
@@ -131,8 +131,6 @@ export class LlmPlanner implements Planner {
       maxTokens: 3000,
       check: (answer) => {
         if (answer.answer.trim() === "") return { ok: false, problems: ["`answer` is empty: answer the question in words, citing the figures"] };
-        const empty = answer.claims.filter((claim) => claim.experimentIds.length === 0).map((claim) => `"${claim.text}"`);
-        if (empty.length > 0) return { ok: false, problems: [`claims without experiment ids: ${empty.join(", ")}; cite the experiments each rests on, or drop the claim`] };
         return { ok: true, value: { answer: answer.answer.trim(), claims: answer.claims, caveats: answer.caveats } };
       },
     });
@@ -189,15 +187,4 @@ function checkFraming(answer: FramedQuestionAnswer, topic: Topic): { ok: true; v
       answeredWhen: answer.answeredWhen.trim(),
     },
   };
-}
-
-/**
- * The claims of a conclusion that cite an experiment id no stage planned (or cite none),
- * for the report to flag. Pure.
- */
-export function claimsCitingUnknownIds(conclusion: Conclusion, history: PlannerInput["history"]): { text: string; unknownIds: string[] }[] {
-  const known = new Set(history.flatMap((record) => record.plan.experiments.map((experiment) => experiment.blueprintId)));
-  return conclusion.claims
-    .map((claim) => ({ text: claim.text, unknownIds: claim.experimentIds.filter((id) => !known.has(id)) }))
-    .filter((claim, index) => claim.unknownIds.length > 0 || conclusion.claims[index]!.experimentIds.length === 0);
 }
