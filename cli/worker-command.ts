@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { join, resolve } from "node:path";
 import { JsonlLedger } from "../campaign/index.ts";
 import { chatModelFromEnv, describeModelChoice, type ChatModel } from "../llm/index.ts";
+import { budgetedWorkerModel, findCampaignOf, readCampaignBudget, type CampaignBudget } from "../worker/campaign-llm.ts";
 import { describeRun } from "../worker/dry-run.ts";
 import { createProgressReporter } from "../worker/progress-reporter.ts";
 import { loadBlueprintForRun, runWorker } from "../worker/run-worker.ts";
@@ -15,6 +16,8 @@ interface RunFlags {
   dryRun?: boolean;
   gpus?: string;
   ledger?: string;
+  llmTokens?: number;
+  llmUsd?: number;
   llm: boolean;
   quiet?: boolean;
   json?: boolean;
@@ -23,6 +26,16 @@ interface RunFlags {
 function gpuList(value: string): string {
   if (!/^\d+(,\d+)*$/.test(value.trim())) throw new InvalidArgumentError("--gpus takes GPU indices such as 0 or 0,1.");
   return value.trim();
+}
+
+function positiveNumber(flag: string, example: string, whole: boolean): (value: string) => number {
+  return (value) => {
+    const number = Number(value);
+    if (value.trim() === "" || !Number.isFinite(number) || number <= 0 || (whole && !Number.isInteger(number))) {
+      throw new InvalidArgumentError(`${flag} takes a positive ${whole ? "whole number" : "number"}, such as ${example}.`);
+    }
+    return number;
+  };
 }
 
 function demoMode(value: string): DemoMode {
@@ -40,7 +53,9 @@ export function registerWorkerCommands(program: Command): void {
     .option("--result-dir <dir>", "write the result directory here instead of the blueprint's Result Directory")
     .option("--dry-run", "print what would be prepared, launched and watched; change nothing")
     .option("--gpus <list>", "GPU slots for CUDA_VISIBLE_DEVICES, e.g. 0,1", gpuList)
-    .option("--ledger <file>", "ledger for LLM tokens and GPU-hours (the campaign's ledger.jsonl); default <result dir>/ledger.jsonl")
+    .option("--ledger <file>", "ledger for LLM tokens and GPU-hours; default: the campaign's ledger.jsonl when the result directory is <campaign>/results/<id>, else <result dir>/ledger.jsonl")
+    .option("--llm-tokens <n>", "LLM budget in tokens, counted over the whole ledger; default: the campaign topic's budgets.llm_tokens", positiveNumber("--llm-tokens", "2000000", true))
+    .option("--llm-usd <x>", "LLM budget in US dollars, counted over the whole ledger; default: the campaign topic's budgets.llm_usd", positiveNumber("--llm-usd", "20", false))
     .option("--no-llm", "never consult a language model, even when one is configured")
     .option("--quiet", "no progress output")
     .option("--json", "print the outcome as JSON on stdout")
@@ -72,9 +87,21 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
     process.stdout.write(await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }));
     return;
   }
-  const ledger = new JsonlLedger(resolve(flags.ledger ?? join(resultDir, "ledger.jsonl")));
+  // A run in a campaign folder books in the campaign's ledger and spends the campaign's
+  // LLM budget (worker/campaign-llm.ts); flags say it for a run elsewhere.
+  const campaign = await findCampaignOf(resultDir);
+  const ledgerFile = resolve(flags.ledger ?? campaign?.ledgerFile ?? join(resultDir, "ledger.jsonl"));
+  const ledger = new JsonlLedger(ledgerFile);
   let model: ChatModel | null = null;
-  if (choice) model = await chatModelFromEnv(process.env, { sink: ledger });
+  if (choice) {
+    const fromFlags = flags.llmTokens !== undefined || flags.llmUsd !== undefined;
+    const budget: CampaignBudget = fromFlags
+      ? { ok: true, limit: { ...(flags.llmTokens === undefined ? {} : { tokens: flags.llmTokens }), ...(flags.llmUsd === undefined ? {} : { usd: flags.llmUsd }) } }
+      : campaign
+        ? await readCampaignBudget(campaign.topicFile)
+        : { ok: true, limit: {} };
+    model = budgetedWorkerModel(await chatModelFromEnv(process.env, { sink: ledger }), ledgerFile, budget, fromFlags ? { tokens: "--llm-tokens", usd: "--llm-usd" } : undefined);
+  }
   const progress = createProgressReporter(process.stderr, { quiet: flags.quiet === true });
   // TERM or INT cancels the run (its process groups too); only a SIGKILLed worker leaves it running.
   const cancel = new AbortController();

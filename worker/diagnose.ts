@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { checkCommand, defaultCommandRules, type CommandRule } from "../blueprints/index.ts";
+import { isA3rError } from "../core/errors.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
 import type { Overrides } from "./recovery-playbook.ts";
@@ -29,9 +30,15 @@ export const diagnosisSchema = z.object({
 
 export type Diagnosis = z.infer<typeof diagnosisSchema>;
 
+/**
+ * `skipped`: the model was not asked because the campaign's LLM budget would not allow
+ * it (LLM_BUDGET_EXCEEDED, nothing sent); the worker then follows its playbook without a
+ * diagnosis instead of failing the run over money.
+ */
 export type DiagnosisOutcome =
   | { kind: "apply"; diagnosis: string; overrides: Overrides; command?: string }
-  | { kind: "fail"; diagnosis?: string; reason: string };
+  | { kind: "fail"; diagnosis?: string; reason: string }
+  | { kind: "skipped"; reason: string };
 
 const skillPath = fileURLToPath(new URL("../skills/worker-recover/SKILL.md", import.meta.url));
 
@@ -87,6 +94,7 @@ export async function diagnoseFailure(input: DiagnoseInput): Promise<DiagnosisOu
     });
     answer = result.parsed;
   } catch (error) {
+    if (isA3rError(error, "LLM_BUDGET_EXCEEDED")) return { kind: "skipped", reason: error.message };
     return { kind: "fail", reason: `the model could not diagnose it (${(error as Error).message})` };
   }
   if (!answer) return { kind: "fail", reason: "the model gave no structured diagnosis" };

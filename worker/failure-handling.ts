@@ -88,20 +88,31 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
         env: context.env,
         ...(context.commandRules ? { rules: context.commandRules } : {}),
       }));
-      await writer.appendEvent(diagnosis.kind === "apply" ? "diagnosis.applied" : "diagnosis.refused", {
-        attempt,
-        diagnosis: diagnosis.diagnosis ?? null,
-        ...(diagnosis.kind === "fail" ? { reason: diagnosis.reason } : { command: diagnosis.command ?? null, overrides: diagnosis.overrides }),
-      });
-      if (diagnosis.diagnosis) diagnosisNote = `Model diagnosis (${context.model.provider}/${context.model.model}): ${redactSecrets(diagnosis.diagnosis, secretValuesFromEnv(context.env))}`;
-      if (diagnosis.kind === "fail") {
-        decision = { kind: "fail", reason: `${label}: ${classification.evidence}; ${diagnosis.reason}` };
+      if (diagnosis.kind === "skipped") {
+        // Over budget: no diagnosis, and no failure for it either. The playbook's plain
+        // retry (as is, from the checkpoint when there is one) stands in, still bounded by
+        // the unknown class's attempts; the run ends on its own merits, not on money.
+        await writer.appendEvent("diagnosis.skipped", { attempt, reason: diagnosis.reason, fallback: "resume_from_checkpoint" });
+        context.progress.event(`${context.blueprint.id}: no model diagnosis (${diagnosis.reason}); retrying as the playbook would`);
+        diagnosisNote = `No model diagnosis: ${diagnosis.reason}. Falling back to the deterministic playbook: relaunch without changes${facts.hasCheckpoint ? ", resuming from the checkpoint" : ""}.`;
+        decision = { kind: "relaunch", strategy: "resume_from_checkpoint", overrides: memory.overrides, changed: [], resumeFromCheckpoint: facts.hasCheckpoint, delayMs: 0, reason: `${label}: ${classification.evidence}` };
+        strategy = "resume_from_checkpoint";
       } else {
-        const changed = diffOverrides(memory.overrides, diagnosis.overrides).map((change) => ({ key: change.key, from: change.from, to: change.to ?? "" }));
-        decision = { kind: "relaunch", strategy: "ask_llm", overrides: diagnosis.overrides, changed, resumeFromCheckpoint: facts.hasCheckpoint, delayMs: 0, reason: `${label}: ${classification.evidence}` };
-        if (diagnosis.command !== undefined) command = diagnosis.command;
+        await writer.appendEvent(diagnosis.kind === "apply" ? "diagnosis.applied" : "diagnosis.refused", {
+          attempt,
+          diagnosis: diagnosis.diagnosis ?? null,
+          ...(diagnosis.kind === "fail" ? { reason: diagnosis.reason } : { command: diagnosis.command ?? null, overrides: diagnosis.overrides }),
+        });
+        if (diagnosis.diagnosis) diagnosisNote = `Model diagnosis (${context.model.provider}/${context.model.model}): ${redactSecrets(diagnosis.diagnosis, secretValuesFromEnv(context.env))}`;
+        if (diagnosis.kind === "fail") {
+          decision = { kind: "fail", reason: `${label}: ${classification.evidence}; ${diagnosis.reason}` };
+        } else {
+          const changed = diffOverrides(memory.overrides, diagnosis.overrides).map((change) => ({ key: change.key, from: change.from, to: change.to ?? "" }));
+          decision = { kind: "relaunch", strategy: "ask_llm", overrides: diagnosis.overrides, changed, resumeFromCheckpoint: facts.hasCheckpoint, delayMs: 0, reason: `${label}: ${classification.evidence}` };
+          if (diagnosis.command !== undefined) command = diagnosis.command;
+        }
+        strategy = "ask_llm";
       }
-      strategy = "ask_llm";
     }
   }
 
