@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InMemoryUsageSink, createScriptedChatModel } from "../llm/index.ts";
+import { withBudget } from "../llm/budget.ts";
 import { buildDiagnosisPrompt, diagnoseFailure, fenceUntrusted } from "./diagnose.ts";
 
 const input = { blueprintId: "b1", command: "python train.py", overrides: { lr: 0.001 }, logTail: "boom\nOPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx", exit: "exit 3", env: {} };
@@ -23,5 +24,14 @@ describe("diagnosis", () => {
     expect(await diagnoseFailure({ ...input, model })).toMatchObject({ kind: "fail", reason: expect.stringContaining("policy forbids, refused: rm-recursive-root") });
     expect(await diagnoseFailure({ ...input, model })).toMatchObject({ kind: "fail", reason: "the model sees no fix: the dataset is corrupt" });
     expect(await diagnoseFailure({ ...input, model })).toMatchObject({ kind: "fail", reason: "the model proposed no change: no idea" });
+  });
+
+  it("is skipped, not failed, when the budget refuses the call; other model errors still fail", async () => {
+    const model = createScriptedChatModel([{ parsed: { diagnosis: "never asked", retry: false } }], { sink: new InMemoryUsageSink() });
+    const budgeted = withBudget(model, { limit: { tokens: 10 }, spent: () => ({ tokens: 0, usd: 0 }) });
+    expect(await diagnoseFailure({ ...input, model: budgeted })).toEqual({ kind: "skipped", reason: expect.stringMatching(/^language-model budget budgets\.llm_tokens would be exceeded: 0 tokens spent/) });
+    expect(model.requests).toHaveLength(0);
+    const failing = createScriptedChatModel([{ error: { code: "LLM_RATE_LIMITED" } }], { sink: new InMemoryUsageSink() });
+    expect(await diagnoseFailure({ ...input, model: failing })).toMatchObject({ kind: "fail", reason: expect.stringContaining("the model could not diagnose it") });
   });
 });
