@@ -37,7 +37,8 @@ const maxLabelCharacters = 26;
 
 export function renderIntervalChart(rows: IntervalRow[], options: IntervalChartOptions): string {
   const width = options.width ?? 640;
-  const margin = { top: 36, right: noteWidth, bottom: 48, left: labelWidth };
+  // Room above the rows for the title, and for the reference line's label under it.
+  const margin = { top: options.reference ? 48 : 36, right: noteWidth, bottom: 48, left: labelWidth };
   const plotWidth = width - margin.left - margin.right;
   const plotHeight = Math.max(1, rows.length) * rowHeight;
   const height = margin.top + plotHeight + margin.bottom;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { summarizeLedger, type LedgerEntry } from "../campaign/index.ts";
+import { summarizeLedger, type LedgerEntry, type MetricsRecord } from "../campaign/index.ts";
 import { analyzeStageResults, type RunRead } from "./analyze-stage.ts";
 import type { Conclusion, StageRecord } from "./planner.ts";
 import { reportFixturePlans, reportFixtureRuns, reportFixtureTopicText } from "./report-fixtures.ts";
@@ -13,7 +13,7 @@ const time = "2026-11-29T10:00:00.000Z";
 function runsOf(): Record<string, ReportRunFiles> {
   return Object.fromEntries(
     reportFixtureRuns().map((run) => {
-      const read: RunRead = { blueprintId: run.blueprintId, state: run.state, reason: run.reason, records: run.records.map((record) => ({ ...record, time })) };
+      const read: RunRead = { blueprintId: run.blueprintId, state: run.state, reason: run.reason, records: run.records.map((record) => ({ ...record, time }) as MetricsRecord) };
       return [run.blueprintId, { read, link: `results/${run.blueprintId}/result.md` }];
     }),
   );
@@ -95,23 +95,24 @@ describe("buildReportModel", () => {
     const base = inputs();
     const runs = { ...base.runs };
     const changed = runs["s1-baseline-seed1"]!;
-    runs["s1-baseline-seed1"] = { ...changed, read: { ...changed.read, records: [...changed.read.records, { step: 5, time, reward_mean: 0.9 }] } };
+    runs["s1-baseline-seed1"] = { ...changed, read: { ...changed.read, records: [...changed.read.records, { step: 5, time, reward_mean: 0.9 } as MetricsRecord] } };
     const model = buildReportModel({ ...base, runs });
     expect(model.caveats.join("\n")).toContain("The result directory of s1-baseline-seed1 changed after its stage was analyzed: the analysis scored it 0.48, its files now give 0.9");
     expect(model.experiments.find((row) => row.blueprintId === "s1-baseline-seed1")!.score).toBe(0.48);
   });
 
-  it("draws one curve per configuration per stage, the mean over its runs at each step", () => {
+  it("draws one curve per configuration per stage, the mean over its succeeded runs at each step", () => {
     const model = buildReportModel(inputs());
     expect(model.curves.map((curves) => curves.series.map((series) => series.name))).toEqual([
       ["baseline (mean of 3)", "lr-0.01 (mean of 3)", "lr-1 (mean of 3)"],
-      ["lr-0.03 (mean of 3)"],
+      ["lr-0.03 (mean of 2)"],
     ]);
     const baseline = model.curves[0]!.series[0]!;
     expect(baseline.points.map((point) => point.x)).toEqual([0, 1, 2, 3, 4]);
     expect(baseline.points[4]!.y).toBeCloseTo(0.5, 9);
-    // The failed seed recorded steps 0 and 1 only: steps 2..4 average the two others.
+    // The failed seed (steps 0 and 1 only) is left out, as it is from the score.
     const refined = model.curves[1]!.series[0]!;
+    expect(refined.points[0]!.y).toBeCloseTo(0.79 / 5, 9);
     expect(refined.points[4]!.y).toBeCloseTo(0.79, 9);
   });
 

@@ -253,13 +253,18 @@ function rescoredRuns(history: StageRecord[], analyses: StageAnalysis[]): { blue
   });
 }
 
-/** One series per configuration of the stage: its run's curve, or the mean over its runs at each step. */
+/**
+ * One series per configuration of the stage: its run's curve, or the mean over its runs at
+ * each step. Only runs that succeeded are drawn, the same runs its score counts; a failed
+ * run's partial curve would bend the mean where it stops (the caveats list those runs).
+ */
 export function stageCurves(record: StageRecord, runs: Record<string, ReportRunFiles>, metricName: string): StageCurves {
   const series: ChartSeries[] = [];
   const counts: number[] = [];
+  const succeeded = new Set(record.outcomes.filter((outcome) => outcome.state === "succeeded").map((outcome) => outcome.blueprintId));
   for (const configuration of record.plan.configurations) {
     const curves = record.plan.experiments
-      .filter((experiment) => experiment.configurationId === configuration.id)
+      .filter((experiment) => experiment.configurationId === configuration.id && succeeded.has(experiment.blueprintId))
       .map((experiment) => curveOf(runs[experiment.blueprintId]?.read.records ?? [], metricName))
       .filter((curve) => curve.size > 0);
     if (curves.length === 0) continue;
