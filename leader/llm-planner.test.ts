@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isA3rError } from "../core/errors.ts";
+import { outputSpecification } from "../llm/model-schema.ts";
+import { blueprintsAnswer, conclusionAnswer, framedQuestionAnswer, stageDecisionAnswer } from "./llm-answers.ts";
 import { LlmPlanner } from "./llm-planner.ts";
 import {
   configurationAnswer,
@@ -275,6 +277,14 @@ describe("llm planner: untrusted text", () => {
       const start = prompt.indexOf(opening![0]);
       const inside = prompt.slice(start, prompt.indexOf(`<<<END-UNTRUSTED-DATA ${opening![1]}>>>`, start));
       expect(inside).toContain(text);
+    }
+  });
+});
+
+describe("llm planner: answer schemas", () => {
+  it("all meet OpenAI's strict mode, so a provider enforces their shape", () => {
+    for (const [name, schema] of Object.entries({ framedQuestionAnswer, stageDecisionAnswer, blueprintsAnswer, conclusionAnswer })) {
+      expect(outputSpecification(schema, name).strictCompatible, name).toBe(true);
     }
   });
 });
