@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { summarizeLedger, type LedgerEntry, type MetricsRecord } from "../campaign/index.ts";
+import { makeMetricsRecord, summarizeLedger, type LedgerEntry } from "../campaign/index.ts";
 import { analyzeStageResults, type RunRead } from "./analyze-stage.ts";
 import type { Conclusion, StageRecord } from "./planner.ts";
 import { reportFixturePlans, reportFixtureRuns, reportFixtureTopicText } from "./report-fixtures.ts";
@@ -13,7 +13,7 @@ const time = "2026-11-29T10:00:00.000Z";
 function runsOf(): Record<string, ReportRunFiles> {
   return Object.fromEntries(
     reportFixtureRuns().map((run) => {
-      const read: RunRead = { blueprintId: run.blueprintId, state: run.state, reason: run.reason, records: run.records.map((record) => ({ ...record, time }) as MetricsRecord) };
+      const read: RunRead = { blueprintId: run.blueprintId, state: run.state, reason: run.reason, records: run.records.map((record) => makeMetricsRecord({ ...record, time })) };
       return [run.blueprintId, { read, link: `results/${run.blueprintId}/result.md` }];
     }),
   );
@@ -95,7 +95,7 @@ describe("buildReportModel", () => {
     const base = inputs();
     const runs = { ...base.runs };
     const changed = runs["s1-baseline-seed1"]!;
-    runs["s1-baseline-seed1"] = { ...changed, read: { ...changed.read, records: [...changed.read.records, { step: 5, time, reward_mean: 0.9 } as MetricsRecord] } };
+    runs["s1-baseline-seed1"] = { ...changed, read: { ...changed.read, records: [...changed.read.records, makeMetricsRecord({ step: 5, time, reward_mean: 0.9 })] } };
     const model = buildReportModel({ ...base, runs });
     expect(model.caveats.join("\n")).toContain("The result directory of s1-baseline-seed1 changed after its stage was analyzed: the analysis scored it 0.48, its files now give 0.9");
     expect(model.experiments.find((row) => row.blueprintId === "s1-baseline-seed1")!.score).toBe(0.48);
