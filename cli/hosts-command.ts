@@ -11,6 +11,7 @@ import { registerWorkerDaemonCommand } from "../hosts/worker-daemon-command.ts";
 import { closeDispatchHosts, openDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
 import type { Launcher, RunProgress } from "../hosts/launcher.ts";
 import { exitCode } from "./exit-codes.ts";
+import { createTerminalFrame } from "../core/terminal-frame.ts";
 
 // Launchers pull in ssh2 and BullMQ (half a second to load): loaded only by the commands
 // that use them, so every other `a3r` command starts as fast as before.
@@ -86,19 +87,13 @@ async function dispatch(files: string[], flags: { hosts: string; campaign?: stri
   if (hosts.length === 0) {
     throw new A3rError("HOST_UNREACHABLE", `no host of ${hostsFile.file} can take runs`, { hint: "run a3r hosts check --hosts to see why" });
   }
-  const live = Boolean(process.stdout.isTTY) && !flags.json;
+  const live = Boolean(process.stdout.isTTY) && !flags.json && flags.wait === true;
+  const frame = live ? createTerminalFrame({ stream: process.stdout }) : null;
   const previous = new Map<string, string>();
-  let drawnLines = 0;
   const onUpdate = (rows: DispatchRow[]): void => {
     if (flags.json) return;
-    if (live && flags.wait) {
-      const table = renderDispatchTable(rows);
-      // Redraw in place: move up over the last table and clear to the end of the screen.
-      process.stdout.write(`${drawnLines > 0 ? `\x1b[${drawnLines}F\x1b[J` : ""}${table}\n`);
-      drawnLines = table.split("\n").length;
-      return;
-    }
-    for (const line of dispatchChanges(rows, previous)) process.stdout.write(`${line}\n`);
+    if (frame) frame.draw(renderDispatchTable(rows));
+    else for (const line of dispatchChanges(rows, previous)) process.stdout.write(`${line}\n`);
   };
   const abort = new AbortController();
   const onInterrupt = (): void => {
@@ -110,6 +105,7 @@ async function dispatch(files: string[], flags: { hosts: string; campaign?: stri
   try {
     rows = await dispatchBlueprints({ items, hosts, wait: flags.wait === true, intervalMs: flags.interval, onUpdate, signal: abort.signal });
   } finally {
+    frame?.close();
     process.removeListener("SIGINT", onInterrupt);
     await closeDispatchHosts(hosts);
   }

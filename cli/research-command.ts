@@ -5,10 +5,11 @@ import { fileURLToPath } from "node:url";
 import { createCampaign, loadCampaign } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
-import { dispatchChanges } from "../hosts/run-table.ts";
 import { localDispatchHost, openDispatchHostsFile } from "../leader/cli-support-hosts.ts";
 import { closeDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
 import { markLeaderRunning } from "../leader/cli-support-leader-mark.ts";
+import { createLiveView, maxStepsFromOverrides } from "../leader/live-view.ts";
+import { watchStatus } from "../leader/status-watch.ts";
 import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
 import type { LeaderRun, ReviewAnswer } from "../leader/graph.ts";
@@ -84,8 +85,14 @@ export function registerResearchCommands(program: Command): void {
     .argument("[campaign]", "campaign id")
     .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
     .option("--json", "print JSON instead of tables")
-    .action(async (campaignId: string | undefined, flags: { runsDir: string; json?: boolean }) => {
+    .option("--watch", "refresh the view every 2 s until the campaign finishes (Ctrl-C to stop watching)")
+    .action(async (campaignId: string | undefined, flags: { runsDir: string; json?: boolean; watch?: boolean }) => {
       const runsDir = resolve(flags.runsDir);
+      if (flags.watch) {
+        if (flags.json) throw new A3rError("USAGE", "--watch and --json do not go together", { where: "--watch", hint: "poll a3r status --json yourself, or watch the tables" });
+        await watchCampaigns(runsDir, campaignId);
+        return;
+      }
       if (campaignId === undefined) {
         const summaries = await listCampaignSummaries(runsDir);
         process.stdout.write(flags.json ? `${JSON.stringify(summaries, null, 2)}\n` : `${renderCampaignTable(summaries)}\n`);
@@ -113,6 +120,28 @@ export function registerResearchCommands(program: Command): void {
       process.stderr.write(`demo campaign ${campaignId} in ${runsDir}\n`);
       await lead(runsDir, campaignId, { json: flags.json });
     });
+}
+
+/** `a3r status --watch`: the same tables, redrawn until the campaign finishes or Ctrl-C. */
+async function watchCampaigns(runsDir: string, campaignId: string | undefined): Promise<void> {
+  const stop = new AbortController();
+  const onInterrupt = (): void => stop.abort();
+  process.once("SIGINT", onInterrupt);
+  try {
+    await watchStatus({
+      stream: process.stdout,
+      tty: process.stdout.isTTY === true,
+      intervalMs: 2000,
+      signal: stop.signal,
+      render: async () => {
+        if (campaignId === undefined) return { text: renderCampaignTable(await listCampaignSummaries(runsDir)), done: false };
+        const detail = await describeCampaign(runsDir, campaignId);
+        return { text: renderCampaignDetail(detail), done: detail.state === "finished" };
+      },
+    });
+  } finally {
+    process.removeListener("SIGINT", onInterrupt);
+  }
 }
 
 function plannerOption(value: string): "heuristic" | "auto" {
@@ -166,7 +195,8 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
     process.stderr.write(`hosts: ${hosts.map((host) => host.config.name).join(", ")} (${topic.hostsFile})\n`);
   }
   const unmark = await markLeaderRunning(runsDir, campaignId);
-  const previous = new Map<string, string>();
+  // A table redrawn in place on a terminal, plain change lines otherwise (logs, CI).
+  const view = createLiveView({ stream: process.stderr, tty: process.stderr.isTTY === true, metric: topic.metric?.name ?? null, maxSteps: () => maxStepsFromOverrides(topic.base?.overrides) });
   let run: LeaderRun;
   try {
     run = await runLeader({
@@ -177,13 +207,12 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
       hosts,
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
-        process.stderr.write(`leader: ${node}${stage === undefined ? "" : ` (stage ${stage})`}\n`);
+        view.note(`leader: ${node}${stage === undefined ? "" : ` (stage ${stage})`}`);
       },
-      onUpdate: (rows: DispatchRow[]) => {
-        for (const line of dispatchChanges(rows, previous)) process.stderr.write(`  ${line}\n`);
-      },
+      onUpdate: (rows: DispatchRow[]) => view.update(rows),
     });
   } finally {
+    view.close();
     await unmark();
     await closeDispatchHosts(hosts);
   }
