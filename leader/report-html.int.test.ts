@@ -143,11 +143,13 @@ describe("report.html in a browser", () => {
     const expected = reportFixturePlans().flatMap((plan) =>
       plan.configurations.map((configuration) => {
         const own = runs.filter((run) => run.stage === plan.stage && run.configurationId === configuration.id);
-        return { name: `${configuration.id} (mean of ${own.length})`, points: new Set(own.flatMap((run) => run.records.map((record) => record.step))).size };
+        return { name: configuration.id, points: new Set(own.flatMap((run) => run.records.map((record) => record.step))).size, runs: own.length };
       }),
     );
-    expect(curves.map(({ name, points }) => ({ name, points }))).toEqual(expected);
+    expect(curves.map(({ name, points }) => ({ name, points }))).toEqual(expected.map(({ name, points }) => ({ name, points })));
     for (const curve of curves) expect(curve.length).toBeGreaterThan(50);
+    const captions = await page.$$eval('figure[data-chart="curves"] figcaption', (elements) => elements.map((element) => element.textContent ?? ""));
+    expect(captions[0]).toContain(`runs per line: ${expected.slice(0, 3).map((item) => `${item.name} ${item.runs}`).join(", ")}`);
   });
 
   it("draws the score of each configuration as a dot with its interval, the best furthest right", async () => {

@@ -104,7 +104,10 @@ function curveFigure(model: CampaignReportModel, curves: StageCurves): string {
   const height = Math.max(360, 36 + 14 * curves.series.length + 60);
   const svg = renderLineChart(curves.series, { title: `Stage ${curves.stage}: ${metric.name}`, xLabel: "step", yLabel: metric.name, height });
   const averaged = curves.runs.some((count) => count > 1);
-  const caption = `Stage ${curves.stage}: ${metric.name} per training step, one line per configuration${averaged ? " (at each step, the mean over its runs that recorded that step)" : ""}; only runs that succeeded are drawn.`;
+  const counts = curves.series.map((series, index) => `${series.name} ${curves.runs[index]}`).join(", ");
+  const caption = averaged
+    ? `Stage ${curves.stage}: ${metric.name} per training step, one line per configuration: at each step, the mean over its succeeded runs that recorded that step (runs per line: ${counts}).`
+    : `Stage ${curves.stage}: ${metric.name} per training step, one line per configuration (one succeeded run each).`;
   return `<figure class="chart" data-chart="curves" data-stage="${curves.stage}">${svg}<figcaption>${escapeHtml(caption)}</figcaption></figure>`;
 }
 

@@ -104,9 +104,10 @@ describe("buildReportModel", () => {
   it("draws one curve per configuration per stage, the mean over its succeeded runs at each step", () => {
     const model = buildReportModel(inputs());
     expect(model.curves.map((curves) => curves.series.map((series) => series.name))).toEqual([
-      ["baseline (mean of 3)", "lr-0.01 (mean of 3)", "lr-1 (mean of 3)"],
-      ["lr-0.03 (mean of 2)"],
+      ["baseline", "lr-0.01", "lr-1"],
+      ["lr-0.03"],
     ]);
+    expect(model.curves.map((curves) => curves.runs)).toEqual([[3, 3, 3], [2]]);
     const baseline = model.curves[0]!.series[0]!;
     expect(baseline.points.map((point) => point.x)).toEqual([0, 1, 2, 3, 4]);
     expect(baseline.points[4]!.y).toBeCloseTo(0.5, 9);

@@ -84,7 +84,7 @@ export interface VerdictRow {
 export interface StageCurves {
   stage: number;
   series: ChartSeries[];
-  /** How many runs each series averages, parallel to `series`. */
+  /** How many runs each series averages (its configuration's succeeded runs), parallel to `series`. */
   runs: number[];
 }
 
@@ -268,7 +268,8 @@ export function stageCurves(record: StageRecord, runs: Record<string, ReportRunF
       .map((experiment) => curveOf(runs[experiment.blueprintId]?.read.records ?? [], metricName))
       .filter((curve) => curve.size > 0);
     if (curves.length === 0) continue;
-    series.push({ name: curves.length === 1 ? configuration.id : `${configuration.id} (mean of ${curves.length})`, points: meanCurve(curves) });
+    // The name stays the bare id: the chart legend cuts long names, and the caption gives the run counts.
+    series.push({ name: configuration.id, points: meanCurve(curves) });
     counts.push(curves.length);
   }
   return { stage: record.plan.stage, series, runs: counts };
