@@ -110,7 +110,8 @@ export async function plannedStageNumbers(paths: CampaignPaths): Promise<number[
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;
   }
-  const stages = names.filter((name) => /^\d+$/.test(name)).map(Number);
+  // Only canonical numbers: "01" is not the folder `paths.stage(1)` names.
+  const stages = names.filter((name) => /^(0|[1-9]\d*)$/.test(name)).map(Number);
   const planned: number[] = [];
   for (const stage of stages) if (await pathExists(paths.stage(stage).plan)) planned.push(stage);
   return planned.sort((left, right) => left - right);
