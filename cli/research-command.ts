@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createCampaign, loadCampaign } from "../campaign/index.ts";
+import { campaignPaths, createCampaign, loadCampaign } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
 import { localDispatchHost, openDispatchHostsFile } from "../leader/cli-support-hosts.ts";
@@ -13,7 +13,8 @@ import { watchStatus } from "../leader/status-watch.ts";
 import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
 import type { LeaderRun, ReviewAnswer } from "../leader/graph.ts";
-import { HeuristicPlanner } from "../leader/heuristic-planner.ts";
+import { plannerOfCampaign, recordPlannerChoice } from "../leader/cli-support-planner.ts";
+import { choosePlanner, type PlannerFlag } from "../leader/planner-choice.ts";
 import { loadTopic, parseTopic } from "../leader/topic.ts";
 import { examplePathRewriter } from "../leader/write-blueprints.ts";
 
@@ -38,7 +39,7 @@ interface ResearchFlags {
   campaign?: string;
   runsDir: string;
   hosts?: string;
-  planner: "heuristic" | "auto";
+  planner: PlannerFlag;
   maxStages?: number;
   maxExperiments?: number;
   review?: boolean;
@@ -53,7 +54,7 @@ export function registerResearchCommands(program: Command): void {
     .option("--campaign <id>", "campaign id (default: from the topic's title)")
     .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
     .option("--hosts <file>", "hosts.yaml (default: the topic's hosts, else this machine, 2 runs at a time, no GPU)")
-    .option("--planner <name>", "heuristic, or auto (the heuristic while the LLM planner does not exist)", plannerOption, "heuristic")
+    .option("--planner <name>", "heuristic, llm (a language model; see README), or auto (llm when a model is configured)", plannerOption, "auto")
     .option("--max-stages <n>", "stage budget (overrides the topic's)", positiveInteger("--max-stages"))
     .option("--max-experiments <n>", "experiment budget (overrides the topic's)", positiveInteger("--max-experiments"))
     .option("--review", "pause for a person after each plan and each stage's blueprints (a3r resume --approve | --instruct)")
@@ -117,6 +118,7 @@ export function registerResearchCommands(program: Command): void {
       const text = adjustTopicText(examplePathRewriter()(await readFile(demoTopic, "utf8")), { hostsFile: null });
       parseTopic(text, { file: demoTopic });
       await createCampaign(runsDir, campaignId, text);
+      await recordPlannerChoice(campaignPaths(runsDir, campaignId), "heuristic", process.env);
       process.stderr.write(`demo campaign ${campaignId} in ${runsDir}\n`);
       await lead(runsDir, campaignId, { json: flags.json });
     });
@@ -144,15 +146,16 @@ async function watchCampaigns(runsDir: string, campaignId: string | undefined): 
   }
 }
 
-function plannerOption(value: string): "heuristic" | "auto" {
-  if (value === "heuristic" || value === "auto") return value;
-  throw new InvalidArgumentError("--planner must be heuristic or auto (the LLM planner is not built yet).");
+function plannerOption(value: string): PlannerFlag {
+  if (value === "heuristic" || value === "llm" || value === "auto") return value;
+  throw new InvalidArgumentError("--planner must be heuristic, llm or auto.");
 }
 
 async function research(topicFile: string, flags: ResearchFlags): Promise<void> {
   const file = resolve(topicFile);
   const { topic, text } = await loadTopic(file);
-  process.stderr.write(flags.planner === "auto" ? "planner: heuristic (auto: the LLM planner does not exist yet)\n" : "planner: heuristic\n");
+  // Says which planner and why first, and refuses `--planner llm` without a model before anything is created.
+  process.stderr.write(`${choosePlanner(flags.planner, process.env).line}\n`);
   const runsDir = resolve(flags.runsDir);
   const campaignId = flags.campaign ?? campaignIdFor(topic, file);
   const hostsFile = flags.hosts === undefined ? topic.hostsFile : resolve(flags.hosts);
@@ -171,6 +174,7 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
     }
     throw error;
   }
+  await recordPlannerChoice(campaignPaths(runsDir, campaignId), flags.planner, process.env);
   process.stderr.write(`campaign ${campaignId} in ${runsDir}\n`);
   await lead(runsDir, campaignId, { json: flags.json, runsDirFlag: runsDirFlag(flags.runsDir) });
 }
@@ -203,7 +207,7 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
       runsDir,
       campaignId,
       ...(options.answer === undefined ? {} : { answer: options.answer }),
-      planner: new HeuristicPlanner(),
+      planner: await plannerOfCampaign(campaign.paths, topic, process.env),
       hosts,
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;

@@ -13,11 +13,19 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * The environment minus model keys and settings: a developer's ANTHROPIC_API_KEY must not
+ * turn a test's `--planner auto` into paid model calls. Tests that want a model pass it.
+ */
+export function withoutModelSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !/^(ANTHROPIC_API_KEY|OPENAI_API_KEY|A3R_LLM_.*)$/.test(name)));
+}
+
 /** Runs `node bin/a3r.js ...args` as a child process; a non-zero exit is a result, not a throw. */
 export async function runA3r(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   try {
     const { stdout, stderr } = await run(process.execPath, [a3rEntry, ...args], {
-      env: { ...process.env, NO_COLOR: "1", ...options.env },
+      env: { ...withoutModelSettings(process.env), NO_COLOR: "1", ...options.env },
       ...(options.cwd ? { cwd: options.cwd } : {}),
       ...(options.timeoutMs ? { timeout: options.timeoutMs } : {}),
     });
