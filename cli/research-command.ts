@@ -104,6 +104,19 @@ export function registerResearchCommands(program: Command): void {
     });
 
   program
+    .command("report")
+    .description("write report.md and report.html of a campaign again from its files (no model call, nothing launched)")
+    .argument("<campaign>", "campaign id")
+    .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
+    .action(async (campaignId: string, flags: { runsDir: string }) => {
+      const runsDir = resolve(flags.runsDir);
+      const campaign = await loadCampaign(runsDir, campaignId);
+      const { rewriteCampaignReport } = await import("../leader/campaign-report.ts");
+      await rewriteCampaignReport(campaign.paths, parseTopic(campaign.topic, { file: campaign.paths.topic }));
+      process.stdout.write(`report: ${campaign.paths.report}\nreport: ${campaign.paths.reportHtml}\n`);
+    });
+
+  program
     .command("demo")
     .description("the example campaign: which learning rate trains the embedded swarm policy fastest (this machine, a few minutes)")
     .option("--campaign <id>", "campaign id (default: demo-<time>)")

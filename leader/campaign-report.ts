@@ -4,6 +4,7 @@ import { readEvents, readLedger, resultDirPaths, summarizeLedger } from "../camp
 import type { CampaignEvent, CampaignPaths } from "../campaign/index.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import { pathExists } from "../core/path-exists.ts";
+import { readStoredAnswer } from "./graph-steps.ts";
 import { analyzeStageResults, readStageRuns } from "./analyze-stage.ts";
 import type { Conclusion, ExperimentOutcome, FramedQuestion, StageRecord } from "./planner.ts";
 import { renderReportHtml } from "./report-html.ts";
@@ -82,6 +83,17 @@ export async function historyFromFiles(paths: CampaignPaths, topic: Topic): Prom
     history.push({ plan, outcomes });
   }
   return { history, stop: stopFromEvents(events) };
+}
+
+/**
+ * `a3r report`: the report again from files alone. The planner's framing and conclusion
+ * are the answers the leader stored (`leader-answers/`), so no model is called.
+ */
+export async function rewriteCampaignReport(paths: CampaignPaths, topic: Topic): Promise<{ markdown: string; html: string }> {
+  const { history, stop } = await historyFromFiles(paths, topic);
+  const framing = await readStoredAnswer<FramedQuestion>(paths, "frame");
+  const conclusion = await readStoredAnswer<Conclusion>(paths, "conclude");
+  return writeCampaignReport({ paths, topic, history, stop, ...(framing ? { framing } : {}), ...(conclusion ? { conclusion } : {}) });
 }
 
 /** The campaign's stop as the graph decided it: the last stop or audit-failure event. */

@@ -102,3 +102,11 @@ export function formatNumber(value: number | undefined): string {
   if (value !== 0 && (Math.abs(value) >= 1e5 || Math.abs(value) < 1e-3)) return value.toExponential(3);
   return String(Number(value.toPrecision(4)));
 }
+
+/** Every configuration's summary, best mean first (configurations without a score last). */
+export function rankedSummaries(history: StageRecord[], goal: Goal): ConfigurationSummary[] {
+  const summaries = summarizeConfigurations(history);
+  const scored = summaries.filter((summary) => summary.scores.length > 0);
+  const unscored = summaries.filter((summary) => summary.scores.length === 0);
+  return [...scored.sort((a, b) => (isBetter(a.sample.mean, b.sample.mean, goal) ? -1 : isBetter(b.sample.mean, a.sample.mean, goal) ? 1 : 0)), ...unscored];
+}

@@ -22,16 +22,25 @@ import type { Topic } from "./topic.ts";
  * asked twice may answer differently, and the plan on disk must match the one in events.
  */
 export async function memoAnswer<T>(paths: CampaignPaths, key: string, compute: () => Promise<T>): Promise<T> {
-  const file = join(paths.root, "leader-answers", `${key}.json`);
-  const stored = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
+  const stored = await readStoredAnswer<T>(paths, key);
+  if (stored !== undefined) return stored;
+  const answer = await compute();
+  await mkdir(join(paths.root, "leader-answers"), { recursive: true });
+  await writeFileAtomic(answerFile(paths, key), `${JSON.stringify(answer, null, 2)}\n`);
+  return answer;
+}
+
+/** The answer the leader stored under `key`, if any. */
+export async function readStoredAnswer<T>(paths: CampaignPaths, key: string): Promise<T | undefined> {
+  const stored = await readFile(answerFile(paths, key), "utf8").catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") return undefined;
     throw error;
   });
-  if (stored !== undefined) return JSON.parse(stored) as T;
-  const answer = await compute();
-  await mkdir(join(paths.root, "leader-answers"), { recursive: true });
-  await writeFileAtomic(file, `${JSON.stringify(answer, null, 2)}\n`);
-  return answer;
+  return stored === undefined ? undefined : (JSON.parse(stored) as T);
+}
+
+function answerFile(paths: CampaignPaths, key: string): string {
+  return join(paths.root, "leader-answers", `${key}.json`);
 }
 
 export interface TextFinding {

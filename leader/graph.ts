@@ -9,8 +9,9 @@ import { dispatchBlueprints } from "../hosts/index.ts";
 import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/index.ts";
 import { analyzeStage } from "./analyze-stage.ts";
 import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, renderFraming } from "./graph-steps.ts";
-import { renderMinimalReport } from "./minimal-report.ts";
-import type { BlueprintText, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
+import { writeCampaignReport } from "./campaign-report.ts";
+import { rankedSummaries } from "./configurations.ts";
+import type { BlueprintText, Conclusion, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
 import { writeStagePlan } from "./stage-plan-file.ts";
 import { loadTopic } from "./topic.ts";
 import { draftStageBlueprints, writeBlueprintTexts } from "./write-blueprints.ts";
@@ -208,8 +209,9 @@ export function buildLeaderGraph(options: LeaderOptions) {
         // One repair round: the planner sees the findings of its own blueprints.
         await appendEventOnce(paths.events, "stage.audit_repair_asked", { stage: plan.stage, round: state.instructions.length }, { findings: findings.slice(0, 20) });
         try {
-          const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
-          texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}-repair`, () => planner.writeBlueprints!({ topic, plan, drafts, findings }));
+          // The findings' line numbers refer to the planner's own texts, so those are its drafts now.
+          const previous = texts;
+          texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}-repair`, () => planner.writeBlueprints!({ topic, plan, drafts: previous, findings }));
         } catch (error) {
           return stopOnBudget(error, plan.stage);
         }
@@ -305,8 +307,21 @@ export function buildLeaderGraph(options: LeaderOptions) {
     })
     .addNode("report", async (state) => {
       await enter("report", state);
-      await writeFileAtomic(paths.report, renderMinimalReport(await topicOf(), state.history, state.stop));
-      await appendEventOnce(paths.events, "campaign.reported", {}, { report: paths.report, stages: state.history.length, stop: state.stop });
+      const topic = await topicOf();
+      let conclusion: Conclusion | undefined;
+      if (planner.conclude && state.history.length > 0) {
+        const summaries = rankedSummaries(state.history, topic.metric?.goal ?? "maximize");
+        try {
+          conclusion = await memoAnswer(paths, "conclude", () => planner.conclude!({ topic, ...(state.framing === null ? {} : { framing: state.framing }), history: state.history, stop: state.stop, summaries }));
+        } catch (error) {
+          // The report is written from the computed figures anyway; a refused or unusable
+          // interpretation is recorded, never a reason to leave the campaign without a report.
+          if (!(error instanceof A3rError && ["LLM_BUDGET_EXCEEDED", "PLANNER_OUTPUT_INVALID", "LLM_OUTPUT_INVALID"].includes(error.code))) throw error;
+          await appendEventOnce(paths.events, "report.conclusion_skipped", {}, { code: error.code, reason: error.message });
+        }
+      }
+      await writeCampaignReport({ paths, topic, history: state.history, stop: state.stop, ...(state.framing === null ? {} : { framing: state.framing }), ...(conclusion ? { conclusion } : {}) });
+      await appendEventOnce(paths.events, "campaign.reported", {}, { report: paths.report, html: paths.reportHtml, stages: state.history.length, stop: state.stop });
       return { reportFile: paths.report };
     })
     .addEdge(START, "frame")
