@@ -1,5 +1,6 @@
 import { basename } from "node:path";
-import { campaignPaths, listCampaigns, listStages, loadCampaign, readEvents, readResultDir } from "../campaign/index.ts";
+import { campaignPaths, listCampaigns, listStages, loadCampaign, readEvents, readLedger, readResultDir, summarizeLedger } from "../campaign/index.ts";
+import { renderSpendingByRole } from "../llm/budget-ledger.ts";
 import type { CampaignEvent } from "../campaign/index.ts";
 import { formatTable } from "../hosts/run-table.ts";
 import { formatNumber } from "./configurations.ts";
@@ -48,6 +49,8 @@ export interface ExperimentStatus {
 
 export interface CampaignDetail extends CampaignSummary {
   metric: string | null;
+  /** From the campaign ledger: GPU-hours booked and model calls per role. */
+  costs: { gpuHours: number; llmCalls: number; llmTokens: number; llmUsd: number; byRoleTable: string };
   stageDetails: { stage: number; experiments: ExperimentStatus[] }[];
 }
 
@@ -126,7 +129,9 @@ export async function describeCampaign(runsDir: string, id: string): Promise<Cam
     }
     stageDetails.push({ stage: stage.number, experiments });
   }
-  return { ...summary, metric, stageDetails };
+  const ledger = summarizeLedger((await readLedger(paths.ledger)).entries);
+  const costs = { gpuHours: ledger.gpu.gpuHours, llmCalls: ledger.llm.calls, llmTokens: ledger.llm.inputTokens + ledger.llm.outputTokens, llmUsd: ledger.llm.costUsd, byRoleTable: renderSpendingByRole(ledger) };
+  return { ...summary, metric, stageDetails, costs };
 }
 
 export function renderCampaignTable(summaries: CampaignSummary[]): string {
@@ -148,6 +153,8 @@ export function renderCampaignDetail(detail: CampaignDetail): string {
       ),
     );
   }
+  lines.push("", `GPU-hours booked: ${formatNumber(detail.costs.gpuHours)}`);
+  if (detail.costs.llmCalls > 0) lines.push("language-model spending per role:", detail.costs.byRoleTable);
   if (detail.waitingFor) lines.push("", ...describeWaiting(detail.id, detail.waitingFor));
   if (detail.stop) lines.push("", `stopped: ${detail.stop.reason} - ${detail.stop.explanation}`);
   if (detail.report) lines.push(`report: ${detail.report}`);
