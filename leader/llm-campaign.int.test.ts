@@ -1,0 +1,142 @@
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readEvents, readLedger } from "../campaign/index.ts";
+import type { CampaignEvent } from "../campaign/index.ts";
+import { fastTopicText, fastTrainerName, writeFastTopic } from "../test-support/fast-topic.ts";
+import { renderCampaignScript } from "../test-support/llm-campaign-script.ts";
+import { runA3r, type CliResult } from "../test-support/run-cli.ts";
+
+/**
+ * Whole campaigns with the `llm` planner, as a person runs them: `a3r research --planner
+ * llm` with the `scripted` provider (A3R_LLM_SCRIPT), real `a3r worker run` processes and
+ * the fast fixture trainer (test-support/fast-topic.ts). The model's answers are the
+ * fixtures in leader/__fixtures__/llm-campaigns/, rendered per test
+ * (test-support/llm-campaign-script.ts). Scripts use by-matching steps: a call the script
+ * does not foresee, or a prompt that does not match, fails the campaign
+ * (LLM_SCRIPT_EXHAUSTED), so each scenario also pins which calls are made.
+ */
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "a3r-llm-campaign-"));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+interface Scenario {
+  dir: string;
+  runsDir: string;
+  campaignId: string;
+  campaign: string;
+  topicFile: string;
+  scriptFile: string;
+  env: NodeJS.ProcessEnv;
+}
+
+let counter = 0;
+
+/** A fresh folder with the fast topic (changed by `editTopic`) and the fixture's script rendered for it. */
+async function scenario(fixture: string, options: { seeds?: number; editTopic?: (text: string, dir: string) => string; values?: (dir: string) => Record<string, string> } = {}): Promise<Scenario> {
+  counter += 1;
+  const dir = join(root, `s${counter}`);
+  const topicFile = await writeFastTopic({ dir: await mkdirp(dir), seeds: options.seeds ?? 2 });
+  const text = (options.editTopic ?? ((same) => same))(fastTopicText(dir, { seeds: options.seeds ?? 2 }), dir);
+  await writeFile(topicFile, text);
+  const runsDir = join(dir, "runs");
+  const campaignId = `llm-${counter}`;
+  const script = await renderCampaignScript(fixture, { dir, runsDir, campaignId, topicText: text, values: options.values?.(dir) ?? {} });
+  return { dir, runsDir, campaignId, campaign: join(runsDir, campaignId), topicFile, scriptFile: script.file, env: { A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: script.file } };
+}
+
+async function mkdirp(dir: string): Promise<string> {
+  const { mkdir } = await import("node:fs/promises");
+  await mkdir(dir, { recursive: true });
+  return dir;
+}
+
+function research(s: Scenario, extra: string[] = []): Promise<CliResult> {
+  return runA3r(["research", s.topicFile, "--planner", "llm", "--runs-dir", s.runsDir, "--campaign", s.campaignId, ...extra], { env: s.env, timeoutMs: 90_000 });
+}
+
+async function eventsOf(s: Scenario): Promise<CampaignEvent[]> {
+  return (await readEvents(join(s.campaign, "events.jsonl"))).events;
+}
+
+const ofKind = (events: CampaignEvent[], kind: string) => events.filter((event) => event.kind === kind);
+
+/** Calls per role in the campaign ledger. */
+async function callsByRole(s: Scenario): Promise<Record<string, number>> {
+  const calls: Record<string, number> = {};
+  for (const entry of (await readLedger(join(s.campaign, "ledger.jsonl"))).entries) {
+    const record = entry as { kind?: string; role?: string };
+    if (record.kind === "llm" && record.role) calls[record.role] = (calls[record.role] ?? 0) + 1;
+  }
+  return calls;
+}
+
+/** Every file under a folder, relative, sorted (to find leftovers of interrupted writes). */
+async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
+  const names: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) names.push(...(await filesUnder(join(dir, entry.name), path)));
+    else names.push(path);
+  }
+  return names.sort();
+}
+
+/** The markdown table row of a role in the report's spending table: its call count. */
+function reportedCalls(report: string, role: string): number | undefined {
+  const row = new RegExp(`^\\| ${role} \\| (\\d+) \\|`, "m").exec(report);
+  return row ? Number(row[1]) : undefined;
+}
+
+describe("a campaign planned by a scripted model", () => {
+  it("runs a good campaign end to end: framing, plan, the model's blueprints, stop, a grounded conclusion and the spending per role", async () => {
+    const s = await scenario("good-run.yaml");
+    const result = await research(s);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr.split("\n")[0]).toBe(`planner: llm (scripted ${s.scriptFile} from A3R_LLM_PROVIDER)`);
+    expect(result.stdout.trim()).toBe(`report: ${join(s.campaign, "report.md")}`);
+
+    const events = await eventsOf(s);
+    expect(ofKind(events, "leader.configured")).toMatchObject([{ planner: "llm" }]);
+    expect(ofKind(events, "leader.framed")).toMatchObject([{ planner: "llm" }]);
+    expect(ofKind(events, "stage.audit_repair_asked")).toEqual([]);
+    expect(ofKind(events, "review.requested")).toEqual([]);
+    expect(ofKind(events, "campaign.stop_decided")).toMatchObject([{ stage: 1, reason: "separated" }]);
+    // The model's blueprint is the one that ran: its note is in the stage's file.
+    const changed = await readFile(join(s.campaign, "stages", "1", "blueprints", "s1-lr-0.01-seed1.md"), "utf8");
+    expect(changed).toContain("Checked by the model: the trainer reads lr from A3R_OVERRIDES.");
+    expect(await readFile(join(s.campaign, "stages", "1", "blueprints", "s1-baseline-seed1.md"), "utf8")).not.toContain("Checked by the model");
+    const finished = ofKind(events, "stage.finished")[0] as unknown as { runs: { blueprintId: string; state: string }[] };
+    expect(finished.runs.map((run) => [run.blueprintId, run.state]).sort()).toEqual([
+      ["s1-baseline-seed1", "succeeded"],
+      ["s1-baseline-seed2", "succeeded"],
+      ["s1-lr-0.01-seed1", "succeeded"],
+      ["s1-lr-0.01-seed2", "succeeded"],
+    ]);
+    expect(await readFile(join(s.campaign, "framing.md"), "utf8")).toContain("Does lr 0.01 give the fast trainer a higher final reward_mean than lr 0.1?");
+
+    const report = await readFile(join(s.campaign, "report.md"), "utf8");
+    const html = await readFile(join(s.campaign, "report.html"), "utf8");
+    expect(report).toContain("## Conclusion (model-written)");
+    expect(report).toContain("model-written answer, good run");
+    expect(report).toContain("- lr 0.01 beats the baseline on final reward_mean (experiments: `s1-lr-0.01-seed1`, `s1-lr-0.01-seed2`, `s1-baseline-seed1`, `s1-baseline-seed2`)");
+    expect(report).not.toContain("FLAGGED");
+    expect(html).toContain("model-written answer, good run");
+    expect(html).toContain("lr 0.01 beats the baseline on final reward_mean");
+    // The spending table is the ledger's: one row per role, with the calls the campaign made.
+    const calls = await callsByRole(s);
+    expect(calls).toEqual({ frame: 1, plan: 2, write: 1, analyze: 1 });
+    for (const role of ["frame", "plan", "write", "analyze"]) expect(reportedCalls(report, role)).toBe(calls[role]);
+    expect(report).toMatch(/^\| \*\*total\*\* \| 5 \|/m);
+    for (const role of ["frame", "plan", "write", "analyze"]) expect(html).toContain(role);
+
+    const audit = await runA3r(["audit", s.campaign]);
+    expect(audit.code, `${audit.stdout}\n${audit.stderr}`).toBe(0);
+    expect(audit.stdout).not.toMatch(/\berror\b/i);
+  }, 120_000);
+});
