@@ -93,6 +93,27 @@ describe("the leader graph", () => {
     expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
   }, 180_000);
 
+  it("stops at the smoke test when the campaign's first run fails before its first training signal, and launches nothing else", async () => {
+    // The base command names a trainer that does not exist: node exits at once, no metric ever.
+    await createCampaign(runsDir, "smoke-fails", topicText().replace("command: node trainer.mjs", "command: node no-such-trainer.mjs"));
+    const { state: final } = await runLeader({ runsDir, campaignId: "smoke-fails", planner: new HeuristicPlanner(), hosts, intervalMs: 300 });
+
+    expect(final.stop?.reason).toBe("stage-failed");
+    expect(final.stop?.explanation).toMatch(/^smoke test: s1-baseline-seed1 failed before its first training signal/);
+    expect(await readdir(join(runsDir, "smoke-fails", "results"))).toEqual(["s1-baseline-seed1"]);
+    const { events } = await readEvents(join(runsDir, "smoke-fails", "events.jsonl"));
+    expect(events.filter((event) => event.kind === "run.dispatched").map((event) => event.blueprintId)).toEqual(["s1-baseline-seed1"]);
+    expect(events.find((event) => event.kind === "blueprint.skipped")).toMatchObject({ blueprintId: "s1-lr-0.01-seed1", reason: "not run: the smoke test (s1-baseline-seed1) failed" });
+    // The failure is in the analysis and the report, and the folder passes the audit.
+    expect(final.history[0]!.outcomes.map((outcome) => [outcome.blueprintId, outcome.state])).toEqual([
+      ["s1-baseline-seed1", "failed"],
+      ["s1-lr-0.01-seed1", "missing"],
+    ]);
+    expect(await readFile(join(runsDir, "smoke-fails", "report.md"), "utf8")).toContain("Stopped: stage-failed: smoke test");
+    const findings = await auditCampaign(join(runsDir, "smoke-fails"));
+    expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
+  }, 180_000);
+
   it("runs the embedded swarm example topic (2 tiny stages, real swarm engine) to a report whose answer is the measured best", async () => {
     // The example topic, made tiny: 3 training steps, one seed, on this machine only.
     const text = (await readFile(join(root, "examples/topics/embedded-lr.md"), "utf8"))
