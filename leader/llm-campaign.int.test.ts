@@ -139,4 +139,70 @@ describe("a campaign planned by a scripted model", () => {
     expect(audit.code, `${audit.stdout}\n${audit.stderr}`).toBe(0);
     expect(audit.stdout).not.toMatch(/\berror\b/i);
   }, 120_000);
+  it("sends the audit findings of a blueprint with a relative path and `rm -rf /` back to the model once, and runs its repaired answer", async () => {
+    const s = await scenario("bad-blueprint-repaired.yaml", { seeds: 1 });
+    const result = await research(s);
+    expect(result.code, result.stderr).toBe(0);
+
+    const events = await eventsOf(s);
+    const repair = ofKind(events, "stage.audit_repair_asked") as unknown as { stage: number; findings: { blueprintId: string; message: string }[] }[];
+    expect(repair).toHaveLength(1);
+    const messages = repair[0]!.findings.map((finding) => `${finding.blueprintId}: ${finding.message}`).join("\n");
+    expect(messages).toMatch(/s1-lr-0\.01-seed1: .*trainer-code/);
+    expect(messages).toMatch(/s1-lr-0\.01-seed1: .*rm -rf/);
+    expect(repair[0]!.findings.every((finding) => finding.blueprintId === "s1-lr-0.01-seed1")).toBe(true);
+    expect(ofKind(events, "stage.audit_failed")).toEqual([]);
+    // The repaired text is the one written and run; no trace of the bad one.
+    const written = await readFile(join(s.campaign, "stages", "1", "blueprints", "s1-lr-0.01-seed1.md"), "utf8");
+    expect(written).toContain("Repaired after the audit");
+    expect(written).not.toContain("rm -rf");
+    expect(written).not.toContain("./trainer-code");
+    expect(ofKind(events, "review.requested")).toEqual([]);
+    expect(ofKind(events, "campaign.stop_decided")).toMatchObject([{ stage: 1, reason: "separated" }]);
+    expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 2, analyze: 1 });
+    expect(await readFile(join(s.campaign, "report.md"), "utf8")).toContain("model-written answer, repaired run");
+  }, 120_000);
+
+  describe("when the repaired answer is bad again", () => {
+    let s: Scenario;
+    let result: CliResult;
+    beforeAll(async () => {
+      s = await scenario("bad-blueprint-twice.yaml", { seeds: 1 });
+      result = await research(s);
+    }, 120_000);
+
+    it("stops the stage with audit-failed and its first finding in the report, launching nothing", async () => {
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toMatch(/stopped: audit-failed - stage 1: 2 blueprint error\(s\), first: s1-lr-0\.01-seed1:\d+ /);
+
+      const events = await eventsOf(s);
+      expect(ofKind(events, "stage.audit_repair_asked")).toHaveLength(1);
+      const failed = ofKind(events, "stage.audit_failed") as unknown as { findings: { blueprintId: string; message: string }[] }[];
+      expect(failed).toHaveLength(1);
+      const messages = failed[0]!.findings.map((finding) => finding.message);
+      expect(messages.some((message) => message.includes("rm -rf"))).toBe(true);
+      expect(messages.some((message) => message.includes("trainer-code"))).toBe(true);
+      expect(ofKind(events, "blueprint.skipped").map((event) => event.blueprintId).sort()).toEqual(["s1-baseline-seed1", "s1-lr-0.01-seed1"]);
+      // Nothing launched: no dispatch, no launch record, no result directory, no blueprint file.
+      expect(events.filter((event) => event.kind.startsWith("run.") || event.kind === "stage.dispatched" || event.kind === "stage.smoke_passed")).toEqual([]);
+      expect(await readdir(join(s.campaign, "results")).catch(() => [])).toEqual([]);
+      expect(await readdir(join(s.campaign, "stages", "1", "blueprints")).catch(() => [])).toEqual([]);
+      expect(await readdir(join(s.runsDir, ".hosts")).catch(() => [])).toEqual([]);
+      expect(await callsByRole(s)).toEqual({ frame: 1, plan: 1, write: 2 });
+
+      const report = await readFile(join(s.campaign, "report.md"), "utf8");
+      expect(report).toContain("Stopped: audit-failed: stage 1: 2 blueprint error(s), first: s1-lr-0.01-seed1:");
+      expect(report).toContain('Codebase path "./trainer-code" is not absolute');
+      expect(await readFile(join(s.campaign, "report.html"), "utf8")).toContain("audit-failed");
+    });
+
+    // Gap (leader/graph.ts audit node + leader/report-model.ts): the stop explanation, and so
+    // the report, carries only the count and the FIRST finding. The second one, the forbidden
+    // `rm -rf /` command, is in events.jsonl (stage.audit_failed) but nowhere in report.md,
+    // although issue 7 says the stage "stops with the findings".
+    it.fails("lists every audit finding in the report, the forbidden command too", async () => {
+      const report = await readFile(join(s.campaign, "report.md"), "utf8");
+      expect(report).toContain("rm -rf");
+    });
+  });
 });
