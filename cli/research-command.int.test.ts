@@ -70,6 +70,27 @@ describe("a3r research, status and resume", () => {
     expect(resume.stderr).not.toMatch(/leader: /);
     expect((await readEvents(join(campaign, "events.jsonl"))).events).toHaveLength(before.length);
 
+    // status --watch of a finished campaign draws it once and returns; with --json it is refused.
+    const watched = await runA3r(["status", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--watch"], { timeoutMs: 30_000 });
+    expect(watched.code, watched.stderr).toBe(0);
+    expect(watched.stdout).toMatch(/state: finished/);
+    expect(watched.stdout).not.toContain("\x1b[");
+    const watchJson = await runA3r(["status", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--watch", "--json"]);
+    expect(watchJson.code).toBe(2);
+    expect(watchJson.stderr).toContain("--watch and --json do not go together");
+
+    // a3r report writes both reports again from the files alone, the same numbers.
+    const firstReport = await readFile(join(campaign, "report.md"), "utf8");
+    await rm(join(campaign, "report.html"));
+    const report = await runA3r(["report", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir], { timeoutMs: 60_000 });
+    expect(report.code, report.stderr).toBe(0);
+    expect(report.stdout).toBe(`report: ${join(campaign, "report.md")}\nreport: ${join(campaign, "report.html")}\n`);
+    expect(await readFile(join(campaign, "report.md"), "utf8")).toBe(firstReport);
+    expect(await readFile(join(campaign, "report.html"), "utf8")).toMatch(/<svg/);
+    const missing = await runA3r(["report", "no-such-campaign", "--runs-dir", runsDir]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/CAMPAIGN_NOT_FOUND/);
+
     // The same topic again is the same campaign: refused, pointing at resume.
     const again = await runA3r(["research", topicFile, "--runs-dir", runsDir]);
     expect(again.code).toBe(1);
