@@ -205,4 +205,53 @@ describe("a campaign planned by a scripted model", () => {
       expect(report).toContain("rm -rf");
     });
   });
+  it("flags in the report a conclusion's claim that cites an experiment the campaign never had", async () => {
+    const s = await scenario("invented-result.yaml", { seeds: 1 });
+    const result = await research(s);
+    expect(result.code, result.stderr).toBe(0);
+    const report = await readFile(join(s.campaign, "report.md"), "utf8");
+    expect(report).toContain("- lr 0.01 ran and recorded reward_mean (experiments: `s1-lr-0.01-seed1`)");
+    expect(report).toContain("- **FLAGGED: not supported by any experiment of this campaign** (cites s3-lr-0.003-seed1, which is not an experiment of this campaign): lr 0.003 reaches a final reward_mean of 0.9");
+    expect(report.match(/FLAGGED/g)).toHaveLength(1);
+    const html = await readFile(join(s.campaign, "report.html"), "utf8");
+    expect(html).toMatch(/flagged/i);
+    expect(html).toContain("s3-lr-0.003-seed1");
+    // The computed figures stand beside the claim: no run of lr 0.003 is in the report's tables.
+    expect(report).not.toMatch(/^\| [^|]*lr-0\.003/m);
+  }, 120_000);
+
+  it("stops cleanly with reason budget when the LLM budget refuses a call, and still writes the whole report", async () => {
+    const s = await scenario("over-budget.yaml", {
+      seeds: 1,
+      editTopic: (text) => text.replace(/budgets: \{ stages: (\d+), experiments: (\d+) \}/, "budgets: { stages: $1, experiments: $2, llm_tokens: 95000 }"),
+    });
+    expect(await readFile(s.topicFile, "utf8")).toContain("llm_tokens: 95000");
+    const result = await research(s);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/stopped: budget - .*budgets\.llm_tokens|stopped: budget - .*LLM budget/);
+    expect(result.stdout.trim()).toBe(`report: ${join(s.campaign, "report.md")}`);
+
+    const events = await eventsOf(s);
+    // Stage 1 ran; the plan after it was refused before it was sent, and so was the conclusion.
+    expect(ofKind(events, "stage.analyzed")).toHaveLength(1);
+    expect(ofKind(events, "campaign.stop_decided")).toMatchObject([{ stage: 1, reason: "budget" }]);
+    expect(ofKind(events, "report.conclusion_skipped")).toMatchObject([{ code: "LLM_BUDGET_EXCEEDED" }]);
+    expect(ofKind(events, "campaign.reported")).toHaveLength(1);
+    const ledger = (await readLedger(join(s.campaign, "ledger.jsonl"))).entries as { kind?: string; role?: string; ok?: boolean }[];
+    expect(ledger.filter((entry) => entry.kind === "llm").map((entry) => [entry.role, entry.ok])).toEqual([
+      ["frame", true],
+      ["plan", true],
+      ["write", true],
+    ]);
+
+    const report = await readFile(join(s.campaign, "report.md"), "utf8");
+    expect(report).toContain("Stopped: budget:");
+    expect(report).toMatch(/^\| write \| 1 \| 0 \| 60000 \| 32000 \|/m);
+    expect(report).not.toContain("## Conclusion (model-written)");
+    expect(report).toMatch(/\| \[?s1-lr-0\.01-seed1[^|]*\| lr-0\.01 \| 1 \| succeeded \|/);
+    expect((await stat(join(s.campaign, "report.html"))).size).toBeGreaterThan(0);
+    // Never mid-write: no temp file of an atomic write is left anywhere in the campaign.
+    expect((await filesUnder(s.campaign)).filter((file) => /\.tmp$|\.partial$/.test(file))).toEqual([]);
+    expect(await readFile(join(s.campaign, "report.md"), "utf8")).toMatch(/Stage analyses: \[stage 1\]/);
+  }, 120_000);
 });
