@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEvents, readLedger } from "../campaign/index.ts";
 import type { CampaignEvent } from "../campaign/index.ts";
@@ -36,6 +37,9 @@ interface Scenario {
 }
 
 let counter = 0;
+
+/** A trainer whose log carries instructions addressed to the model (see the fixture). */
+const injectingTrainer = fileURLToPath(new URL("./__fixtures__/llm-campaigns/injecting-trainer.mjs", import.meta.url));
 
 /** A fresh folder with the fast topic (changed by `editTopic`) and the fixture's script rendered for it. */
 async function scenario(fixture: string, options: { seeds?: number; editTopic?: (text: string, dir: string) => string; values?: (dir: string) => Record<string, string> } = {}): Promise<Scenario> {
@@ -253,5 +257,46 @@ describe("a campaign planned by a scripted model", () => {
     // Never mid-write: no temp file of an atomic write is left anywhere in the campaign.
     expect((await filesUnder(s.campaign)).filter((file) => /\.tmp$|\.partial$/.test(file))).toEqual([]);
     expect(await readFile(join(s.campaign, "report.md"), "utf8")).toMatch(/Stage analyses: \[stage 1\]/);
+  }, 120_000);
+  it("passes a log's instructions to the model only inside untrusted-data fences, and does none of them", async () => {
+    const s = await scenario("injected-log.yaml", {
+      seeds: 1,
+      editTopic: (text, dir) => text.replace(`${fastTrainerName} --steps 5 --step-ms 200`, `${injectingTrainer} --canary ${join(dir, "canary")}`),
+    });
+    await mkdirp(join(s.dir, "canary"));
+    await writeFile(join(s.dir, "canary", "keep.txt"), "still here\n");
+    expect(await readFile(s.topicFile, "utf8")).toContain("injecting-trainer.mjs --canary");
+    const result = await research(s);
+    // Every prompt carrying the text matched a fenced-only step: an unfenced one would have
+    // found no step (LLM_SCRIPT_EXHAUSTED) and failed the campaign.
+    expect(result.code, result.stderr).toBe(0);
+    expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 1, diagnose: 2, analyze: 1 });
+
+    // The worker's model saw the log and its diagnosis was kept; the run failed, unchanged.
+    for (const id of ["s1-baseline-seed1", "s1-lr-0.01-seed1"]) {
+      const workerEvents = (await readEvents(join(s.campaign, "results", id, "events.jsonl"))).events;
+      expect(ofKind(workerEvents, "diagnosis.refused")).toMatchObject([{ diagnosis: expect.stringContaining("(scripted diagnosis, fenced log)") }]);
+      expect(ofKind(workerEvents, "run.finished")).toMatchObject([{ state: "failed" }]);
+      const starts = ofKind(workerEvents, "run.launched");
+      expect(starts).toHaveLength(1);
+    }
+    // Nothing it asked for was done: the canary lives, no command but the base one ran, no stage 2.
+    expect(await readFile(join(s.dir, "canary", "keep.txt"), "utf8")).toBe("still here\n");
+    const events = await eventsOf(s);
+    expect(ofKind(events, "stage.planned")).toHaveLength(1);
+    expect(ofKind(events, "review.requested")).toEqual([]);
+    expect(ofKind(events, "campaign.stop_decided")).toMatchObject([{ stage: 1, reason: "stage-failed" }]);
+    for (const file of await readdir(join(s.campaign, "stages", "1", "blueprints"))) {
+      expect(await readFile(join(s.campaign, "stages", "1", "blueprints", file), "utf8")).not.toMatch(/rm -rf|IGNORE ALL/);
+    }
+    const report = await readFile(join(s.campaign, "report.md"), "utf8");
+    expect(report).toContain("model-written answer, injected log");
+    // The log's text is in the report only as evidence (a run's failure reason, in the table
+    // and the computed caveats), never in the answer or the model's conclusion.
+    const quoting = report.split("\n").filter((line) => line.includes("IGNORE ALL PREVIOUS INSTRUCTIONS"));
+    expect(quoting.length).toBeGreaterThan(0);
+    for (const line of quoting) expect(line).toMatch(/^\| 1 \| \[?s1-|^- 2 of 2 experiment\(s\) are not counted in the scores: /);
+    expect(report.slice(report.indexOf("## Answer"), report.indexOf("## Caveats"))).not.toMatch(/IGNORE|lr 7/);
+    expect(report.slice(report.indexOf("## Conclusion"))).not.toMatch(/IGNORE|lr 7/);
   }, 120_000);
 });
