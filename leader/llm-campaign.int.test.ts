@@ -327,6 +327,30 @@ describe("a campaign planned by a scripted model", () => {
     expect(await readFile(join(s.campaign, "report.md"), "utf8")).toContain("model-written answer, good run");
     expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 1, analyze: 1 });
   }, 180_000);
+  it("pauses for approval, with review off, before running a blueprint whose command the base experiment does not have", async () => {
+    const s = await scenario("new-command.yaml", { seeds: 1, values: () => ({ node: process.execPath }) });
+    const command = `${process.execPath} trainer.mjs --steps 3 --step-ms 200`;
+    const research = await runA3r(["research", s.topicFile, "--planner", "llm", "--runs-dir", s.runsDir, "--campaign", s.campaignId], { env: s.env, timeoutMs: 60_000 });
+    expect(research.code, research.stderr).toBe(0);
+    expect(research.stdout).toContain(command);
+    const paused = await eventsOf(s);
+    expect(ofKind(paused, "review.requested")).toMatchObject([{ stage: 1, at: "blueprints", reason: "the planner's blueprints run commands the topic's base experiment does not", commands: [command] }]);
+    expect(paused.filter((event) => event.kind.startsWith("run.") || event.kind === "stage.smoke_passed")).toEqual([]);
+    expect(await readdir(join(s.campaign, "results")).catch(() => [])).toEqual([]);
+
+    const approved = await runA3r(["resume", s.campaignId, "--runs-dir", s.runsDir, "--approve"], { env: s.env, timeoutMs: 90_000 });
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout.trim()).toBe(`report: ${join(s.campaign, "report.md")}`);
+    const events = await eventsOf(s);
+    expect(ofKind(events, "review.approved")).toHaveLength(1);
+    const finished = ofKind(events, "stage.finished")[0] as unknown as { runs: { blueprintId: string; state: string }[] };
+    expect(finished.runs.map((run) => run.state)).toEqual(["succeeded", "succeeded"]);
+    // The approved command is the one that ran: 3 steps instead of the base's 5.
+    const metrics = (await readFile(join(s.campaign, "results", "s1-lr-0.01-seed1", "metrics.jsonl"), "utf8")).trim().split("\n").map((line) => JSON.parse(line) as { step?: number });
+    expect(Math.max(...metrics.map((record) => record.step ?? 0))).toBe(3);
+    expect(await readFile(join(s.campaign, "report.md"), "utf8")).toContain("model-written answer, approved command");
+  }, 150_000);
+
   // The injected-log fixture's steps are what makes that test able to fail: check them alone.
   it("has fenced-only steps that refuse the injected text outside a fence, or in a fence closed by a forged marker", async () => {
     const script = parse(await readFile(new URL("./__fixtures__/llm-campaigns/injected-log.yaml", import.meta.url), "utf8")) as { steps: { match?: { role?: string; lastUserMessage?: string } }[] };

@@ -20,7 +20,8 @@ import { draftStageBlueprints } from "../leader/write-blueprints.ts";
  * - `@draft` — the draft as it is;
  * - `@draft note=<text>` — the draft with one more line in its Additional Notes;
  * - `@draft bad` — the draft with a relative codebase path and `rm -rf /` as its command
- *   (two audit errors, and a command the base experiment does not have).
+ *   (two audit errors, and a command the base experiment does not have);
+ * - `@draft command=<line>` — the draft with this command (allowed, but not the base's).
  *
  * The stage-1 plan answer is the step whose `match.lastUserMessage` is "Plan stage 1".
  */
@@ -80,6 +81,7 @@ function applyRecipe(text: string, recipe: string): string {
   if (recipe === "bad") {
     return text.replace(/## Codebase\n\n`[^`]+`/, "## Codebase\n\n`./trainer-code`").replace(/## Command\n\n```bash\n[^\n]*\n```/, "## Command\n\n```bash\nrm -rf /\n```");
   }
+  if (recipe.startsWith("command=")) return text.replace(/## Command\n\n```bash\n[^\n]*\n```/, `## Command\n\n\`\`\`bash\n${recipe.slice("command=".length)}\n\`\`\``);
   throw new Error(`unknown blueprint recipe "@draft ${recipe}"`);
 }
 
