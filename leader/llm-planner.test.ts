@@ -165,6 +165,23 @@ describe("llm planner: answers checked in code", () => {
     expect(second.experiments.map((item) => item.blueprintId)).toEqual(["s2-lr-0.1-seed1", "s2-lr-0.1-seed2"]);
   });
 
+  it("gives a configuration measured again the seeds after those it used, so no run is counted twice", async () => {
+    const topic = llmTestTopic();
+    const { model } = scriptedModel([
+      planStep(screenAnswer),
+      planStep(planAnswer([configurationAnswer("control", [], { kind: "records" }), configurationAnswer("mid", [{ knob: "lr", value: 0.1 }], { kind: "beats-configuration", against: "control" })], "refine")),
+    ]);
+    const planner = new LlmPlanner({ model });
+    const first = stage(await planner.next({ topic, history: [], usage }));
+    const second = stage(await planner.next({ topic, history: [runStage(first, { baseline: 0.4, "lr-0.05": 0.45 })], usage }));
+    expect(second.experiments.map((item) => [item.blueprintId, item.seed])).toEqual([
+      ["s2-baseline-seed3", 3],
+      ["s2-baseline-seed4", 4],
+      ["s2-lr-0.1-seed1", 1],
+      ["s2-lr-0.1-seed2", 2],
+    ]);
+  });
+
   it("rejects a value of the wrong type, a self-comparison, an unknown hypothesis and a twin configuration", async () => {
     const bad = planAnswer([
       configurationAnswer("base", [], { kind: "records" }, "H0"),

@@ -118,7 +118,7 @@ function convertPlan(answer: StagePlanAnswer, stage: number, input: PlannerInput
     rationale: answer.rationale.trim(),
     hypotheses: answer.hypotheses.map((hypothesis) => ({ id: hypothesis.id, statement: hypothesis.statement.trim() })),
     configurations,
-    experiments: experimentsOf(stage, configurations, input.topic.seeds),
+    experiments: experimentsOf(stage, configurations, input.topic.seeds, input.history),
     decisions: answer.decisions.map((decision) => ({ outcome: decision.outcome.trim(), decision: decision.decision.trim() })),
   };
   return { plan, problems };
@@ -150,10 +150,17 @@ function resolvePrediction(
   return { kind: "beats-configuration", text, configurationId: resolved ?? target };
 }
 
-function experimentsOf(stage: number, configurations: PlannedConfiguration[], seeds: number): StagePlan["experiments"] {
-  return configurations.flatMap((configuration) =>
-    Array.from({ length: seeds }, (_, index) => ({ blueprintId: blueprintIdOf(stage, configuration.id, index + 1), configurationId: configuration.id, seed: index + 1 })),
-  );
+/**
+ * A configuration measured again (a control repeated in a later stage) gets the seeds after
+ * the highest it has used: the same seed twice would be the same run counted as two samples,
+ * narrowing its interval with no new information.
+ */
+function experimentsOf(stage: number, configurations: PlannedConfiguration[], seeds: number, history: PlannerInput["history"]): StagePlan["experiments"] {
+  return configurations.flatMap((configuration) => {
+    const used = history.flatMap((record) => record.plan.experiments).filter((experiment) => experiment.configurationId === configuration.id).map((experiment) => experiment.seed);
+    const first = used.length === 0 ? 1 : Math.max(...used) + 1;
+    return Array.from({ length: seeds }, (_, index) => ({ blueprintId: blueprintIdOf(stage, configuration.id, first + index), configurationId: configuration.id, seed: first + index }));
+  });
 }
 
 /**
