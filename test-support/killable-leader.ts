@@ -203,3 +203,28 @@ async function readEventsLoosely(path: string): Promise<Record<string, unknown>[
   }
   return events;
 }
+
+/**
+ * Leaves leader.sqlite as a SIGKILL leaves it in the instant between a node's saved
+ * writes and the checkpoint after them (durability "sync" saves them one after the
+ * other; the gap is too short to hit from outside): the newest checkpoint is removed, so
+ * the one before it, with its finished node's writes pending, is the newest again.
+ * Call it on a leader killed as a node started. Returns how many writes are pending.
+ */
+export async function rollBackNewestCheckpoint({ runsDir, campaignId }: TriggerContext): Promise<number> {
+  const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+  const saver = SqliteSaver.fromConnString(join(runsDir, campaignId, "leader.sqlite"));
+  try {
+    const newestOf = () =>
+      saver.db.prepare("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1").get(campaignId) as { checkpoint_id: string } | undefined;
+    const newest = newestOf();
+    if (!newest) throw new Error(`campaign ${campaignId} has no checkpoint to roll back`);
+    saver.db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?").run(campaignId, newest.checkpoint_id);
+    saver.db.prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?").run(campaignId, newest.checkpoint_id);
+    const previous = newestOf();
+    if (!previous) return 0;
+    return (saver.db.prepare("SELECT COUNT(*) AS count FROM writes WHERE thread_id = ? AND checkpoint_id = ?").get(campaignId, previous.checkpoint_id) as { count: number }).count;
+  } finally {
+    saver.db.close();
+  }
+}
