@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -58,7 +58,6 @@ async function scenario(fixture: string, options: { seeds?: number; editTopic?: 
 }
 
 async function mkdirp(dir: string): Promise<string> {
-  const { mkdir } = await import("node:fs/promises");
   await mkdir(dir, { recursive: true });
   return dir;
 }
