@@ -104,9 +104,9 @@ export function stopFromEvents(events: CampaignEvent[]): CampaignStop {
       return { reason: event.reason, explanation: typeof event.explanation === "string" ? event.explanation : "" };
     }
     if (event.kind === "stage.audit_failed") {
-      const findings = Array.isArray(event.findings) ? (event.findings as { file?: unknown; line?: unknown; message?: unknown }[]) : [];
+      const findings = Array.isArray(event.findings) ? (event.findings as { blueprintId?: unknown; line?: unknown; message?: unknown }[]) : [];
       const first = findings[0];
-      const where = first ? `, first: ${String(first.file)}:${String(first.line)} ${String(first.message)}` : "";
+      const where = first ? `, first: ${String(first.blueprintId)}:${String(first.line)} ${String(first.message)}` : "";
       return { reason: "audit-failed", explanation: `stage ${String(event.stage)}: ${findings.length}${findings.length >= 20 ? " or more" : ""} blueprint error(s)${where}` };
     }
   }

@@ -2,7 +2,7 @@ import { appendEventOnce, readEvents } from "../campaign/index.ts";
 import type { CampaignPaths } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { HeuristicPlanner } from "./heuristic-planner.ts";
-import type { Planner } from "./planner.ts";
+import type { BlueprintText, BlueprintWritingInput, Conclusion, ConclusionInput, FramedQuestion, Planner, PlannerInput, PlannerStep } from "./planner.ts";
 import { choosePlanner, openLeaderModel } from "./planner-choice.ts";
 import type { PlannerFlag } from "./planner-choice.ts";
 import type { Topic } from "./topic.ts";
@@ -22,14 +22,49 @@ export async function plannerOfCampaign(paths: CampaignPaths, topic: Topic, env:
   const { events } = await readEvents(paths.events);
   const configured = events.find((event) => event.kind === "leader.configured");
   if (configured?.planner !== "llm") return new HeuristicPlanner();
-  if (choosePlanner("auto", env).planner !== "llm") {
-    throw new A3rError("LLM_CONFIG_INVALID", `campaign ${paths.id} is planned by a language model, and none is configured now`, {
-      where: paths.events,
-      hint: "set the same model as when it started (ANTHROPIC_API_KEY, OPENAI_API_KEY, or A3R_LLM_PROVIDER with A3R_LLM_BASE_URL), then resume again",
-    });
+  return new PlannerOpenedWhenAsked(async () => {
+    if (choosePlanner("auto", env).planner !== "llm") {
+      throw new A3rError("LLM_CONFIG_INVALID", `campaign ${paths.id} is planned by a language model, and none is configured now`, {
+        where: paths.events,
+        hint: "set the same model as when it started (ANTHROPIC_API_KEY, OPENAI_API_KEY, or A3R_LLM_PROVIDER with A3R_LLM_BASE_URL), then resume again",
+      });
+    }
+    const hint = `the campaign stops with its report; for more, raise budgets.llm_tokens / budgets.llm_usd in ${paths.topic} and the next topic`;
+    const model = await openLeaderModel(env, { ledgerFile: paths.ledger, budget: { tokens: topic.budgets.llmTokens, usd: topic.budgets.llmUsd }, hint });
+    // Loaded only here: the model planner's prompts and schemas are not needed by a heuristic campaign.
+    const { LlmPlanner } = await import("./llm-planner.ts");
+    return new LlmPlanner({ model });
+  });
+}
+
+/**
+ * The llm planner, opened at its first call: resuming a finished campaign, or one waiting
+ * for review, needs no model keys, since nothing is asked of the model then.
+ */
+class PlannerOpenedWhenAsked implements Planner {
+  readonly name = "llm";
+  private opened: Promise<Planner> | undefined;
+
+  constructor(private readonly open: () => Promise<Planner>) {}
+
+  private planner(): Promise<Planner> {
+    this.opened ??= this.open();
+    return this.opened;
   }
-  const model = await openLeaderModel(env, { ledgerFile: paths.ledger, budget: { tokens: topic.budgets.llmTokens, usd: topic.budgets.llmUsd } });
-  // Loaded only here: the model planner's prompts and schemas are not needed by a heuristic campaign.
-  const { LlmPlanner } = await import("./llm-planner.ts");
-  return new LlmPlanner({ model });
+
+  async frame(topic: Topic): Promise<FramedQuestion> {
+    return (await this.planner()).frame!(topic);
+  }
+
+  async next(input: PlannerInput): Promise<PlannerStep> {
+    return (await this.planner()).next(input);
+  }
+
+  async writeBlueprints(input: BlueprintWritingInput): Promise<BlueprintText[]> {
+    return (await this.planner()).writeBlueprints!(input);
+  }
+
+  async conclude(input: ConclusionInput): Promise<Conclusion> {
+    return (await this.planner()).conclude!(input);
+  }
 }

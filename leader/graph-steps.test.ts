@@ -18,11 +18,10 @@ const plan = (() => {
   return step.plan;
 })();
 const drafts = draftStageBlueprints(topic, plan, paths);
-const ids = plan.experiments.map((experiment) => experiment.blueprintId);
 
 describe("auditing blueprint texts before they are written", () => {
   it("passes the graph's own drafts", () => {
-    expect(auditBlueprintTexts(paths, 1, drafts, ids)).toEqual([]);
+    expect(auditBlueprintTexts(paths, 1, drafts, drafts)).toEqual([]);
   });
 
   it("finds a relative path, a forbidden command, a moved result directory, a wrong id and a missing experiment", () => {
@@ -32,11 +31,22 @@ describe("auditing blueprint texts before they are written", () => {
       { blueprintId: second!.blueprintId, text: second!.text.replaceAll(paths.result(second!.blueprintId), paths.result(first!.blueprintId)) },
       { blueprintId: "s1-extra-seed1", text: first!.text },
     ];
-    const messages = auditBlueprintTexts(paths, 1, broken, ids).map((finding) => `${finding.blueprintId}: ${finding.message}`);
+    const messages = auditBlueprintTexts(paths, 1, broken, drafts).map((finding) => `${finding.blueprintId}: ${finding.message}`);
     expect(messages.some((text) => text.startsWith(`${first!.blueprintId}:`) && /absolute/i.test(text))).toBe(true);
     expect(messages.some((text) => text.startsWith(`${first!.blueprintId}:`) && /rule rm-recursive-root/.test(text))).toBe(true);
     expect(messages).toContain(`${second!.blueprintId}: result directory must be ${paths.result(second!.blueprintId)}, not ${paths.result(first!.blueprintId)}`);
     expect(messages.some((text) => text.startsWith("s1-extra-seed1: s1-extra-seed1 is not an experiment of stage 1"))).toBe(true);
+  });
+
+  it("refuses changes to what runs and what it costs, and lets purpose, command and notes change", () => {
+    const [first] = drafts;
+    const costly = first!.text.replace("gpus: 0", "gpus: 8").replace(/## Time Budget\n\n2m/, "## Time Budget\n\n300h").replace("lr: 0.1", "lr: 0.01");
+    const messages = auditBlueprintTexts(paths, 1, [{ blueprintId: first!.blueprintId, text: costly }, ...drafts.slice(1)], drafts).map((finding) => finding.message);
+    expect(messages).toContain("front matter gpus must stay 0 as planned, not 8");
+    expect(messages).toContain('timeBudget must stay "2m" as planned, not "300h" (a planner may change only the purpose, the command and the notes)');
+    expect(messages.some((text) => text.startsWith("front matter overrides must stay"))).toBe(true);
+    const allowed = first!.text.replace("node trainer.mjs", "echo start && node trainer.mjs").replace("- Written by the a3r leader", "- Checked by the planner. Written by the a3r leader");
+    expect(auditBlueprintTexts(paths, 1, [{ blueprintId: first!.blueprintId, text: allowed }, ...drafts.slice(1)], drafts)).toEqual([]);
   });
 });
 

@@ -1,9 +1,10 @@
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { analyzeBlueprint, auditBlueprint } from "../blueprints/index.ts";
-import { readLedger, summarizeLedger } from "../campaign/index.ts";
+import { readEvents, readLedger, summarizeLedger } from "../campaign/index.ts";
 import type { CampaignPaths } from "../campaign/index.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
+import { A3rError } from "../core/errors.ts";
 import { parseDuration } from "../core/duration.ts";
 import { pathExists } from "../core/path-exists.ts";
 import { formatNumber } from "./configurations.ts";
@@ -50,12 +51,16 @@ export interface TextFinding {
 }
 
 /**
- * Audits blueprint texts before they are written: each must parse, carry the id it is
- * filed under, keep its result directory at `results/<id>/`, and pass the blueprint audit
- * (paths, confinement, command policy); the set of ids must be the stage's experiments.
+ * Audits blueprint texts before they are written: each must parse, pass the blueprint
+ * audit (paths, confinement, command policy) and be one of the stage's experiments; and
+ * against the graph's draft of the same experiment, only the purpose, the command and the
+ * notes may differ. Whatever decides what runs and what it costs (front matter: id, seed,
+ * overrides, gpus, worker settings ...; codebase, interpreter, config, mode, time budget,
+ * result directory) stays as the plan made it, so the budget gate and the analysis hold.
  */
-export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: readonly BlueprintText[], expectedIds: readonly string[]): TextFinding[] {
+export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: readonly BlueprintText[], drafts: readonly BlueprintText[]): TextFinding[] {
   const findings: TextFinding[] = [];
+  const expectedIds = drafts.map((draft) => draft.blueprintId);
   const given = new Set(texts.map((text) => text.blueprintId));
   for (const id of expectedIds) if (!given.has(id)) findings.push({ blueprintId: id, line: 0, message: `no blueprint was written for experiment ${id}` });
   for (const { blueprintId, text } of texts) {
@@ -72,6 +77,19 @@ export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: 
     if (blueprint.id !== blueprintId) findings.push({ blueprintId, line: blueprint.lines.id ?? 1, message: `the blueprint's id is ${blueprint.id}, but it is filed as ${blueprintId}` });
     if (blueprint.resultDir !== paths.result(blueprintId)) {
       findings.push({ blueprintId, line: blueprint.lines["resultDir.value"] ?? blueprint.lines.resultDir ?? 0, message: `result directory must be ${paths.result(blueprintId)}, not ${blueprint.resultDir}` });
+    }
+    const draft = analyzeBlueprint(drafts.find((item) => item.blueprintId === blueprintId)!.text).blueprint;
+    if (draft === undefined) continue;
+    for (const field of ["codebase", "venv", "config", "mode", "timeBudget"] as const) {
+      if (JSON.stringify(blueprint[field]) !== JSON.stringify(draft[field])) {
+        findings.push({ blueprintId, line: blueprint.lines[`${field}.value`] ?? blueprint.lines[field] ?? 0, message: `${field} must stay ${JSON.stringify(draft[field])} as planned, not ${JSON.stringify(blueprint[field])} (a planner may change only the purpose, the command and the notes)` });
+      }
+    }
+    const keys = new Set([...Object.keys(draft.frontMatter), ...Object.keys(blueprint.frontMatter)]);
+    for (const key of keys) {
+      if (JSON.stringify(blueprint.frontMatter[key]) !== JSON.stringify(draft.frontMatter[key])) {
+        findings.push({ blueprintId, line: blueprint.lines[key] ?? 1, message: `front matter ${key} must stay ${JSON.stringify(draft.frontMatter[key]) ?? "absent"} as planned, not ${JSON.stringify(blueprint.frontMatter[key]) ?? "absent"}` });
+      }
     }
   }
   return findings;
@@ -102,15 +120,26 @@ export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonl
  */
 export async function discardUndispatchedStage(paths: CampaignPaths, stage: number): Promise<void> {
   const { blueprints, plan } = paths.stage(stage);
-  const { readdir } = await import("node:fs/promises");
   const names = await readdir(blueprints).catch(() => [] as string[]);
   for (const name of names) {
-    if (name.endsWith(".md") && (await pathExists(paths.result(name.slice(0, -3))))) {
-      throw new Error(`stage ${stage} cannot be discarded: results/${name.slice(0, -3)} exists (it has run)`);
+    const result = name.endsWith(".md") ? paths.result(name.slice(0, -3)) : undefined;
+    if (result !== undefined && (await pathExists(result))) {
+      throw new A3rError("REVIEW_NOT_PENDING", `stage ${stage} cannot be sent back to planning: ${result} exists (its run has started)`, {
+        where: result,
+        hint: `answer with --approve; a change to a stage that ran belongs in a new stage`,
+      });
     }
   }
   await rm(blueprints, { recursive: true, force: true });
   await rm(plan, { force: true });
+}
+
+/** The answer to a review already in the event log (`review.approved` / `review.instructed` with this key), if any. */
+export async function recordedReviewAnswer(eventsFile: string, key: { stage: number; at: string; round: number }): Promise<{ action: "approve" } | { action: "instruct"; text: string } | undefined> {
+  const { events } = await readEvents(eventsFile);
+  const answered = events.find((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && event.stage === key.stage && event.at === key.at && event.round === key.round);
+  if (answered === undefined) return undefined;
+  return answered.kind === "review.approved" ? { action: "approve" } : { action: "instruct", text: String(answered.instruction ?? "") };
 }
 
 /** GPU-hours the campaign's runs have booked in its ledger (gpus × hours per run). */

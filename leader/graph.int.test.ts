@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { auditCampaign, createCampaign, readEvents } from "../campaign/index.ts";
+import { appendEvent, auditCampaign, createCampaign, readEvents } from "../campaign/index.ts";
 import { parseHostsText } from "../hosts/hosts-config.ts";
 import { LocalLauncher } from "../hosts/index.ts";
 import type { DispatchHost, HostConfig } from "../hosts/index.ts";
@@ -113,6 +113,19 @@ describe("the leader graph", () => {
     const findings = await auditCampaign(join(runsDir, "smoke-fails"));
     expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
   }, 180_000);
+
+  it("takes the review answer already on record when a leader died after taking it, not a second one", async () => {
+    await createCampaign(runsDir, "reviewed", topicText().replace("seeds: 1", "seeds: 1\nreview: true"));
+    const options = { runsDir, campaignId: "reviewed", planner: new HeuristicPlanner(), hosts, intervalMs: 300 };
+    expect((await runLeader(options)).waitingFor).toMatchObject({ stage: 1, at: "plan", round: 0 });
+    // What a leader killed right after taking `--instruct` leaves: the answer in the log, the
+    // checkpoint still at the interrupt.
+    await appendEvent(join(runsDir, "reviewed", "events.jsonl"), "review.instructed", { stage: 1, at: "plan", round: 0, instruction: "drop lr=0.01" });
+    const run = await runLeader({ ...options, answer: { action: "approve" } });
+    expect(run.waitingFor).toMatchObject({ stage: 1, at: "plan", round: 1 });
+    expect(run.state.instructions.map((item) => item.text)).toEqual(["drop lr=0.01"]);
+    expect(await readFile(join(runsDir, "reviewed", "stages/1/plan.md"), "utf8")).not.toContain("lr-0.01");
+  }, 60_000);
 
   it("runs the embedded swarm example topic (2 tiny stages, real swarm engine) to a report whose answer is the measured best", async () => {
     // The example topic, made tiny: 3 training steps, one seed, on this machine only.

@@ -8,7 +8,7 @@ import { writeFileAtomic } from "../core/atomic-file.ts";
 import { dispatchBlueprints } from "../hosts/index.ts";
 import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/index.ts";
 import { analyzeStage } from "./analyze-stage.ts";
-import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, renderFraming } from "./graph-steps.ts";
+import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, recordedReviewAnswer, renderFraming } from "./graph-steps.ts";
 import { writeCampaignReport } from "./campaign-report.ts";
 import { rankedSummaries } from "./configurations.ts";
 import type { BlueprintText, Conclusion, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
@@ -132,8 +132,10 @@ export function buildLeaderGraph(options: LeaderOptions) {
       ...(commands.length === 0 ? {} : { commands }),
     };
     await appendEventOnce(paths.events, "review.requested", { stage: request.stage, at, round: request.round }, { files, reason: request.reason, commands });
-    const answer = interrupt<ReviewRequest, ReviewAnswer>(request);
     const key = { stage: request.stage, at, round: request.round };
+    // A leader killed after taking an answer re-runs this node and would ask again (the
+    // checkpoint still shows the interrupt): the answer on record is the answer.
+    const answer = (await recordedReviewAnswer(paths.events, key)) ?? interrupt<ReviewRequest, ReviewAnswer>(request);
     if (answer.action === "approve") {
       await appendEventOnce(paths.events, "review.approved", key);
       return { unapprovedCommands: [] };
@@ -192,7 +194,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
       if (!planner.writeBlueprints) return { blueprintTexts: drafts };
       try {
-        const texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}`, () => planner.writeBlueprints!({ topic, plan, drafts }));
+        const texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}`, () => planner.writeBlueprints!({ topic, plan, drafts, instructions: state.instructions }));
         return { blueprintTexts: texts };
       } catch (error) {
         return stopOnBudget(error, plan.stage);
@@ -203,29 +205,30 @@ export function buildLeaderGraph(options: LeaderOptions) {
       const topic = await topicOf();
       const plan = state.stagePlan!;
       const expected = plan.experiments.map((experiment) => experiment.blueprintId);
+      const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
       let texts = state.blueprintTexts;
-      let findings = auditBlueprintTexts(paths, plan.stage, texts, expected);
+      let findings = auditBlueprintTexts(paths, plan.stage, texts, drafts);
       if (findings.length > 0 && planner.writeBlueprints) {
         // One repair round: the planner sees the findings of its own blueprints.
         await appendEventOnce(paths.events, "stage.audit_repair_asked", { stage: plan.stage, round: state.instructions.length }, { findings: findings.slice(0, 20) });
         try {
           // The findings' line numbers refer to the planner's own texts, so those are its drafts now.
           const previous = texts;
-          texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}-repair`, () => planner.writeBlueprints!({ topic, plan, drafts: previous, findings }));
+          texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}-repair`, () => planner.writeBlueprints!({ topic, plan, drafts: previous, findings, instructions: state.instructions }));
         } catch (error) {
           return stopOnBudget(error, plan.stage);
         }
-        findings = auditBlueprintTexts(paths, plan.stage, texts, expected);
+        findings = auditBlueprintTexts(paths, plan.stage, texts, drafts);
       }
       if (findings.length > 0) {
         const first = findings[0]!;
         const explanation = `stage ${plan.stage}: ${findings.length} blueprint error(s), first: ${first.blueprintId}:${first.line} ${first.message}`;
         await appendEventOnce(paths.events, "stage.audit_failed", { stage: plan.stage }, { findings: findings.slice(0, 20) });
+        await appendEventOnce(paths.events, "campaign.stop_decided", { stage: plan.stage, reason: "audit-failed" }, { explanation });
         for (const id of expected) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: id }, { stage: plan.stage, reason: "its stage's blueprints failed the audit" });
         return { stop: { reason: "audit-failed", explanation }, blueprintTexts: [] };
       }
       const files = await writeBlueprintTexts(paths, plan.stage, texts);
-      const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
       return { blueprintFiles: files, blueprintTexts: [], unapprovedCommands: commandsAddedBy(drafts, texts) };
     })
     .addNode("approve_blueprints", async (state) => {

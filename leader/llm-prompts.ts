@@ -102,6 +102,9 @@ export function writePrompt(input: BlueprintWritingInput, options: PromptOptions
     json("The stage plan (computed by a3r)", planData),
     `Keep as in each draft: the front-matter fields id, campaign, stage, seed, configuration, overrides, metric, prediction and hypothesis, and the result directory. Paths are absolute. Leave out a blueprint you do not change.`,
     ...input.drafts.map((draft) => fence(`${findings.length === 0 ? "draft" : "audited"} blueprint ${draft.blueprintId}`, draft.text, { maxUntrustedChars: maxDraftChars }, "head")),
+    ...((input.instructions ?? []).length === 0
+      ? []
+      : ["What reviewers asked (follow it where it concerns these blueprints and the rules above allow it):", fence("reviewer instructions", input.instructions!.map((item) => `stage ${item.stage}, at the ${item.at}: ${item.text}`).join("\n"), options, "head")]),
     "The topic:",
     fence("topic", `${input.topic.title}\n\n${input.topic.question}`, options, "head"),
   ].join("\n\n");

@@ -57,6 +57,8 @@ export interface LeaderModelOptions {
   ledgerFile: string;
   /** The topic's `budgets.llm_tokens` and `budgets.llm_usd`; unset measures are not limited. */
   budget: LlmBudgetLimit;
+  /** What to tell a person when the budget refuses a call (default: llm/budget.ts's). */
+  hint?: string;
   /** For tests: fetch, warnings, clock (the sink is always the campaign ledger). */
   dependencies?: Omit<ChatModelDependencies, "sink">;
 }
@@ -69,5 +71,5 @@ export interface LeaderModelOptions {
  */
 export async function openLeaderModel(env: NodeJS.ProcessEnv, options: LeaderModelOptions): Promise<ChatModel> {
   const model = await chatModelFromEnv(env, { ...options.dependencies, sink: new JsonlLedger(options.ledgerFile) });
-  return withBudget(model, { limit: options.budget, spent: () => ledgerSpending(options.ledgerFile) });
+  return withBudget(model, { limit: options.budget, spent: () => ledgerSpending(options.ledgerFile), ...(options.hint === undefined ? {} : { hint: options.hint }) });
 }

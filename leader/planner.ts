@@ -81,6 +81,8 @@ export interface BlueprintWritingInput {
   drafts: BlueprintText[];
   /** Audit errors in the previous answer (the one repair round); absent on the first ask. */
   findings?: { blueprintId: string; line: number; message: string }[];
+  /** What reviewers asked with `a3r resume --instruct`, oldest first. */
+  instructions?: ReviewInstruction[];
 }
 
 export interface ConclusionInput {
