@@ -18,17 +18,26 @@ export async function recordPlannerChoice(paths: CampaignPaths, flag: PlannerFla
   return choice.line;
 }
 
-export async function plannerOfCampaign(paths: CampaignPaths, topic: Topic, env: NodeJS.ProcessEnv): Promise<Planner> {
+/**
+ * The campaign's planner. With `willRun` (the leader is going to move: a new campaign, a
+ * review answer, a resume that is not just a look at a paused or finished campaign) a
+ * missing model is refused here, before anything is recorded; otherwise the model is
+ * opened at its first call, so looking at a campaign needs no key.
+ */
+export async function plannerOfCampaign(paths: CampaignPaths, topic: Topic, env: NodeJS.ProcessEnv, willRun: boolean): Promise<Planner> {
   const { events } = await readEvents(paths.events);
   const configured = events.find((event) => event.kind === "leader.configured");
   if (configured?.planner !== "llm") return new HeuristicPlanner();
+  const requireModel = () => {
+    if (choosePlanner("auto", env).planner === "llm") return;
+    throw new A3rError("LLM_CONFIG_INVALID", `campaign ${paths.id} is planned by a language model, and none is configured now`, {
+      where: paths.events,
+      hint: "set the same model as when it started (ANTHROPIC_API_KEY, OPENAI_API_KEY, or A3R_LLM_PROVIDER with A3R_LLM_BASE_URL), then resume again",
+    });
+  };
+  if (willRun) requireModel();
   return new PlannerOpenedWhenAsked(async () => {
-    if (choosePlanner("auto", env).planner !== "llm") {
-      throw new A3rError("LLM_CONFIG_INVALID", `campaign ${paths.id} is planned by a language model, and none is configured now`, {
-        where: paths.events,
-        hint: "set the same model as when it started (ANTHROPIC_API_KEY, OPENAI_API_KEY, or A3R_LLM_PROVIDER with A3R_LLM_BASE_URL), then resume again",
-      });
-    }
+    requireModel();
     const hint = `the campaign stops with its report; for more, raise budgets.llm_tokens / budgets.llm_usd in ${paths.topic} and the next topic`;
     const model = await openLeaderModel(env, { ledgerFile: paths.ledger, budget: { tokens: topic.budgets.llmTokens, usd: topic.budgets.llmUsd }, hint });
     // Loaded only here: the model planner's prompts and schemas are not needed by a heuristic campaign.

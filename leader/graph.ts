@@ -221,8 +221,9 @@ export function buildLeaderGraph(options: LeaderOptions) {
         findings = auditBlueprintTexts(paths, plan.stage, texts, drafts);
       }
       if (findings.length > 0) {
-        const first = findings[0]!;
-        const explanation = `stage ${plan.stage}: ${findings.length} blueprint error(s), first: ${first.blueprintId}:${first.line} ${first.message}`;
+        // Every finding (up to a bound) goes into the stop, so the report shows them all.
+        const shown = findings.slice(0, 10).map((finding) => `${finding.blueprintId}:${finding.line} ${finding.message}`);
+        const explanation = `stage ${plan.stage}: ${findings.length} blueprint error(s): ${shown.join("; ")}${findings.length > shown.length ? `; and ${findings.length - shown.length} more in events.jsonl` : ""}`;
         await appendEventOnce(paths.events, "stage.audit_failed", { stage: plan.stage }, { findings: findings.slice(0, 20) });
         await appendEventOnce(paths.events, "campaign.stop_decided", { stage: plan.stage, reason: "audit-failed" }, { explanation });
         for (const id of expected) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: id }, { stage: plan.stage, reason: "its stage's blueprints failed the audit" });
