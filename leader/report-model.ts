@@ -88,15 +88,8 @@ export interface StageCurves {
   runs: number[];
 }
 
-export interface RoleCostRow {
-  role: string;
-  calls: number;
-  failedCalls: number;
-  inputTokens: number;
-  outputTokens: number;
-  cachedTokens: number;
-  costUsd: number;
-}
+/** One role's line of the ledger, as the report shows it (time spent is left out). */
+export type RoleCostRow = { role: string } & Omit<RoleTotals, "durationMs">;
 
 export interface ReportCosts {
   gpuHours: number;
