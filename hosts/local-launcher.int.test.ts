@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -18,7 +18,7 @@ describeLauncherConformance("local", async () => {
 });
 
 describe("local launcher: runs nobody will finish", () => {
-  it("reports lost when the run's process group is gone without finish.flag, or was never started", async () => {
+  it("reports lost when the run's process group is gone without finish.flag; a claim whose worker never started is launched again", async () => {
     const workdir = await mkdtemp(join(tmpdir(), "a3r-local-lost-"));
     const launcher = new LocalLauncher({ host: "here", workdir, a3r: fixtureA3rCommand });
     try {
@@ -34,8 +34,18 @@ describe("local launcher: runs nobody will finish", () => {
       await write("just-started", null, new Date().toISOString());
       const [died, never, young] = await launcher.pollMany(["died", "never-started", "just-started"].map((blueprintId) => ({ campaign: "lost", blueprintId })));
       expect(died!.state).toBe("lost");
-      expect(never!.state).toBe("lost");
+      // The launcher died between its claim and the spawn: no run, so launching it starts one.
+      expect(never!.state).toBe("unknown");
       expect(young!.state).toBe("launching");
+      const blueprintFile = join(workdir, "blueprint.md");
+      await writeFile(blueprintFile, "not read by the fixture worker\n");
+      const relaunch = await launcher.launch({ campaign: "lost", blueprintId: "never-started", blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", "never-started") });
+      expect(relaunch.started).toBe(true);
+      expect(relaunch.pgid).not.toBeNull();
+      const young2 = await launcher.launch({ campaign: "lost", blueprintId: "just-started", blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", "just-started") });
+      expect(young2.started).toBe(false);
+      expect((await readdir(join(workdir, "lost", "never-started"))).some((name) => name.startsWith("launch.never-started-"))).toBe(true);
+      await launcher.cancel({ campaign: "lost", blueprintId: "never-started" });
     } finally {
       await rm(workdir, { recursive: true, force: true });
     }

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { copyFile, cp, mkdir, open, readdir, readFile, writeFile } from "node:fs/promises";
-import { basename, join, resolve } from "node:path";
+import { copyFile, cp, mkdir, open, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import { writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
@@ -66,11 +66,7 @@ export class LocalLauncher implements Launcher {
       pgid: null,
       launchedAt: new Date().toISOString(),
     };
-    try {
-      // "wx" fails when the file exists: two launches racing start exactly one run.
-      await writeFile(markerPath, `${JSON.stringify(marker)}\n`, { flag: "wx" });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    if (!(await this.claim(ref, markerPath, marker))) {
       const existing = await this.readMarker(ref);
       return { ref, host: this.host, started: false, pgid: existing?.pgid ?? null };
     }
@@ -105,9 +101,35 @@ export class LocalLauncher implements Launcher {
     return { ref, host: this.host, started: true, pgid };
   }
 
+  /**
+   * Writes the launch claim; false when the run is already claimed. "wx" fails when the
+   * file exists, so two launches racing start exactly one run. A claim whose worker never
+   * started (see `neverStarted`) is set aside (renamed, which only one racer can do) and
+   * claimed again: a launcher killed between its claim and the spawn must not lose the run.
+   */
+  private async claim(ref: RunRef, markerPath: string, marker: LaunchMarker): Promise<boolean> {
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      try {
+        await writeFile(markerPath, `${JSON.stringify(marker)}\n`, { flag: "wx" });
+        return true;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      }
+      const existing = await this.readMarker(ref);
+      if (existing === undefined || !(await neverStarted(existing))) return false;
+      try {
+        await rename(markerPath, join(dirname(markerPath), `launch.never-started-${Date.now()}.json`));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      }
+    }
+    return false;
+  }
+
   async poll(ref: RunRef): Promise<RunProgress> {
     const marker = await this.readMarker(ref);
-    if (!marker) return describeProgress(ref, this.host, {});
+    // A claim whose worker never started is no run: the dispatcher may launch it again.
+    if (!marker || (await neverStarted(marker))) return describeProgress(ref, this.host, {});
     const [status, finish, metrics] = await Promise.all([
       readText(join(marker.resultDir, "status.json")),
       readText(join(marker.resultDir, "finish.flag")),
@@ -118,8 +140,8 @@ export class LocalLauncher implements Launcher {
       status,
       finish,
       metricsTail: metrics,
-      // No pgid: the launcher died between the marker and the start; lost once past the grace.
-      alive: marker.pgid === null ? (Date.now() - Date.parse(marker.launchedAt) > launchGraceMs ? false : undefined) : isGroupAlive(marker.pgid),
+      // No pgid yet: still starting (within the grace; past it, `neverStarted` above).
+      alive: marker.pgid === null ? undefined : isGroupAlive(marker.pgid),
     });
   }
 
@@ -196,4 +218,14 @@ async function listFiles(root: string, prefix = ""): Promise<string[]> {
     else if (entry.isFile()) files.push(relative);
   }
   return files.sort();
+}
+
+/**
+ * A claim past the launch grace with no process group and no status.json: the launcher
+ * died between writing the claim and starting the worker (a worker that did start writes
+ * status.json at once, and the launcher records its group right after the spawn).
+ */
+async function neverStarted(marker: LaunchMarker): Promise<boolean> {
+  if (marker.pgid !== null || Date.now() - Date.parse(marker.launchedAt) <= launchGraceMs) return false;
+  return (await readText(join(marker.resultDir, "status.json"))) === undefined;
 }

@@ -386,7 +386,9 @@ export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer
       });
     }
     if (request !== null && options.answer === undefined) return { state: snapshot.values as LeaderStateValue, waitingFor: request };
-    if (started && snapshot.next.length === 0) return { state: snapshot.values as LeaderStateValue, waitingFor: null };
+    // Finished means nothing left at all: a node whose writes were saved but whose checkpoint
+    // was not (killed in between) is out of `next` yet still among the tasks.
+    if (started && snapshot.next.length === 0 && snapshot.tasks.length === 0) return { state: snapshot.values as LeaderStateValue, waitingFor: null };
     const initial: LeaderStateValue = { campaignId: options.campaignId, startedAtMs: null, framing: null, history: [], stagePlan: null, pending: null, blueprintTexts: [], blueprintFiles: [], unapprovedCommands: [], instructions: [], stop: null, reportFile: null };
     const input = request !== null ? new Command({ resume: options.answer }) : started ? null : initial;
     await app.invoke(input as Parameters<typeof app.invoke>[0], config);
