@@ -12,12 +12,12 @@ import {
   launchMarkers,
   onEvent,
   onFirstMetric,
-  onLaunchClaimedNotStarted,
   onLaunchRecords,
   onLeaderLine,
   onStderrLine,
   rollBackNewestCheckpoint,
   runLeaderUntil,
+  writeUnstartedClaim,
   type LeaderRun,
   type Trigger,
 } from "../test-support/killable-leader.ts";
@@ -36,7 +36,10 @@ import { runA3r, type CliResult } from "../test-support/run-cli.ts";
  *
  * Triggers name nodes and count their lines, so nodes added to the graph leave them
  * meaning the same moment. A kill lands a few milliseconds after its trigger, often one
- * node later for nodes that take milliseconds; each case names where its resume started.
+ * node later for nodes that take milliseconds; each case logs where its resume started.
+ * Two moments are too short to hit from outside (a launch claimed but its worker not yet
+ * spawned; a node's writes saved but not the checkpoint after it): those cases kill at a
+ * nearby line, then leave the files exactly as a kill in that moment would.
  */
 interface KillPoint {
   name: string;
@@ -49,15 +52,23 @@ interface KillPoint {
   mayFinishFirst?: boolean;
   /** Fails today because of a bug outside this test (see the comments on `it.fails`). */
   knownBug?: boolean;
-  /** Turns the on-disk state the kill left into a neighbouring one (see rollBackNewestCheckpoint). */
-  afterKill?: (context: { runsDir: string; campaignId: string }) => Promise<number>;
+  /**
+   * Turns the state the kill left into the one a kill in a gap too short to hit would
+   * leave (writeUnstartedClaim, rollBackNewestCheckpoint); returns why it could not, or null.
+   */
+  afterKill?: (context: { runsDir: string; campaignId: string }) => Promise<string | null>;
 }
 
 const [stage1, stage2] = fastTopicBlueprintIds as [readonly string[], readonly string[]];
 
 const killPoints: KillPoint[] = [
   { name: "planning stage 1", trigger: onLeaderLine("plan", 1) },
-  { name: "launching the first run: launch record claimed, worker not started yet", trigger: onLaunchClaimedNotStarted(), knownBug: true },
+  {
+    name: "launching the first run: its launch claimed, its worker not started yet",
+    trigger: onLeaderLine("plan", 1),
+    afterKill: (context) => writeUnstartedClaim(context, stage1[0]!),
+    knownBug: true,
+  },
   { name: "mid-dispatch: a second run started, the rest waiting", trigger: onLaunchRecords(2), runsLive: true },
   { name: "the smoke run's first metric", trigger: onFirstMetric(stage1[0]!), runsLive: true },
   {
@@ -88,8 +99,8 @@ const killPoints: KillPoint[] = [
 
 interface KillOutcome {
   killed: LeaderRun;
-  /** Writes left pending by `afterKill`. */
-  pendingWrites: number | undefined;
+  /** Why `afterKill` could not make the state under test (null: it did). */
+  afterKillProblem: string | null;
   killedResume: LeaderRun | undefined;
   resume: CliResult;
   evidence: CampaignEvidence;
@@ -165,36 +176,56 @@ describe("a3r resume after the leader was SIGKILLed", () => {
     //   and exits 0 with nothing run. Finished should mean no tasks at all
     //   (`snapshot.tasks.length === 0`). A kill that lands on a node boundary by chance
     //   (the fast nodes: plan, design, audit, decide) fails the same way now and then.
-    const test = point.knownBug ? it.fails : it;
-    test(`killed at: ${point.name}`, async () => {
-      const expected = campaignOutcome((await reference).evidence);
-      const { killed, pendingWrites, killedResume, resume, evidence, auditErrors } = await outcomes.get(point.name)!;
-      const story = `the killed leader's stderr:\n${killed.stderr}\nthe resume's stderr:\n${resume.stderr}`;
+    // The kill itself must reach the moment the case is about; for a known bug this is
+    // checked apart, so that its expected failure cannot come from a trigger that missed.
+    it(`killed at: ${point.name}${point.knownBug ? " (the kill reaches the state under test)" : ""}`, async () => {
+      const { killed, afterKillProblem, killedResume, resume } = await outcomes.get(point.name)!;
+      const story = storyOf(killed, resume);
+      console.log(`${point.name}: ${landingOf(killed, resume)}`);
       if (!point.mayFinishFirst) expect(killed.killed, `the trigger (${point.trigger.describe}) never fired before the leader ended\n${story}`).toBe(true);
       if (point.runsLive) expect(Object.values(killed.launchedAtKill).filter((pgid) => pgid !== null).length, `no run was started when the leader was killed\n${story}`).toBeGreaterThan(0);
-      if (point.afterKill) expect(pendingWrites, "the rolled-back checkpoint left no pending writes: not the state under test").toBeGreaterThan(0);
+      expect(afterKillProblem, story).toBeNull();
       if (point.resumeTrigger) expect(killedResume?.killed, `the resume's trigger (${point.resumeTrigger.describe}) never fired\n${killedResume?.stderr}`).toBe(true);
-      expect(resume.code, story).toBe(0);
-      expect(campaignInvariantProblems(evidence), story).toEqual([]);
-      expect(campaignOutcome(evidence), story).toEqual(expected);
-      expect(auditErrors).toEqual([]);
-      // Where the last resume picked the campaign up, for whoever reads the test log.
-      const launched = Object.entries(killed.launchedAtKill).map(([id, pgid]) => `${id}${pgid === null ? " (claimed, not started)" : ""}`);
-      console.log(`${point.name}: ${killed.killed ? `killed with launch records [${launched.join(", ")}]` : "ended before the kill"}; resumed at ${firstLeaderNode(resume.stderr) ?? "(finished: nothing to do)"}`);
+      if (!point.knownBug) await expectResumedLikeReference(point);
     }, 300_000);
+    if (point.knownBug) {
+      it.fails(`killed at: ${point.name} (known bug: the resumed campaign differs)`, async () => {
+        await expectResumedLikeReference(point);
+      }, 300_000);
+    }
+  }
+
+  async function expectResumedLikeReference(point: KillPoint): Promise<void> {
+    const expected = campaignOutcome((await reference).evidence);
+    const { killed, resume, evidence, auditErrors } = await outcomes.get(point.name)!;
+    const story = storyOf(killed, resume);
+    expect(resume.code, story).toBe(0);
+    expect(campaignInvariantProblems(evidence), story).toEqual([]);
+    expect(campaignOutcome(evidence), story).toEqual(expected);
+    expect(auditErrors).toEqual([]);
   }
 });
+
+function storyOf(killed: LeaderRun, resume: CliResult): string {
+  return `the killed leader's stderr:\n${killed.stderr}\nthe resume's stderr:\n${resume.stderr}`;
+}
+
+/** Where the kill landed and where the last resume picked the campaign up, for the test log. */
+function landingOf(killed: LeaderRun, resume: CliResult): string {
+  const launched = Object.entries(killed.launchedAtKill).map(([id, pgid]) => `${id}${pgid === null ? " (claimed, not started)" : ""}`);
+  return `${killed.killed ? `killed with launch records [${launched.join(", ")}]` : "ended before the kill"}; resumed at ${firstLeaderNode(resume.stderr) ?? "(finished: nothing to do)"}`;
+}
 
 async function killAndResume(topic: string, runsDir: string, point: KillPoint): Promise<KillOutcome> {
   const context = { runsDir, campaignId };
   const killed = await runLeaderUntil(["research", topic, "--planner", "heuristic", "--runs-dir", runsDir, "--campaign", campaignId], point.trigger, context);
-  const pendingWrites = point.afterKill ? await point.afterKill(context) : undefined;
+  const afterKillProblem = point.afterKill && killed.killed ? await point.afterKill(context) : null;
   const killedResume = point.resumeTrigger ? await runLeaderUntil(["resume", campaignId, "--runs-dir", runsDir], point.resumeTrigger, context) : undefined;
   const resume = await runA3r(["resume", campaignId, "--runs-dir", runsDir], { timeoutMs: 180_000 });
   const evidence = await collectCampaignEvidence(runsDir, campaignId);
   const audit = await auditPaths([join(runsDir, campaignId)]);
   const auditErrors = audit.findings.filter((finding) => finding.severity === "error").map(formatFinding);
-  return { killed, pendingWrites, killedResume, resume, evidence, auditErrors };
+  return { killed, afterKillProblem, killedResume, resume, evidence, auditErrors };
 }
 
 function escape(text: string): string {

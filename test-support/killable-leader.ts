@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { pathExists } from "../core/path-exists.ts";
+import type { LaunchMarker } from "../hosts/run-progress.ts";
 import { localHostWorkdir } from "../leader/cli-support-hosts.ts";
 import { a3rEntry } from "./run-cli.ts";
 
@@ -61,25 +61,6 @@ export function onLaunchRecords(count: number): Trigger {
   return {
     describe: `${count} run(s) started on the host`,
     poll: async (context) => Object.values(await launchMarkers(context)).filter((pgid) => pgid !== null).length >= count,
-  };
-}
-
-/**
- * While the local launcher is between claiming a run (launch.json written, exclusively)
- * and starting its worker (worker.log opened just before the spawn): the narrowest window
- * a launch has.
- */
-export function onLaunchClaimedNotStarted(): Trigger {
-  return {
-    describe: "a launch claimed (launch.json) before its worker started (no worker.log)",
-    poll: async ({ runsDir, campaignId }) => {
-      const folder = join(localHostWorkdir(runsDir), campaignId);
-      for (const id of await readdir(folder).catch(() => [] as string[])) {
-        const claimed = (await readFile(join(folder, id, "launch.json"), "utf8").catch(() => undefined)) !== undefined;
-        if (claimed && !(await pathExists(join(folder, id, "worker.log")))) return true;
-      }
-      return false;
-    },
   };
 }
 
@@ -205,13 +186,43 @@ async function readEventsLoosely(path: string): Promise<Record<string, unknown>[
 }
 
 /**
+ * Leaves the local host as a SIGKILL of the launching leader leaves it in the instant
+ * after the launcher claimed `blueprintId` (launch.json created exclusively, no pgid yet)
+ * and before it started the worker: hosts/local-launcher.ts writes the claim first, then
+ * copies the blueprint and spawns. The gap is a millisecond, too short to hit reliably
+ * from outside; call this on a leader killed before it launched anything. Returns why the
+ * state could not be made (a claim already there), or null.
+ */
+export async function writeUnstartedClaim(context: TriggerContext, blueprintId: string): Promise<string | null> {
+  const folder = join(localHostWorkdir(context.runsDir), context.campaignId, blueprintId);
+  const marker: LaunchMarker = {
+    campaign: context.campaignId,
+    blueprintId,
+    host: "here",
+    resultDir: join(context.runsDir, context.campaignId, "results", blueprintId),
+    gpuIndices: [],
+    pgid: null,
+    launchedAt: new Date().toISOString(),
+  };
+  await mkdir(folder, { recursive: true });
+  try {
+    await writeFile(join(folder, "launch.json"), `${JSON.stringify(marker)}\n`, { flag: "wx" });
+    return null;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return `${blueprintId} was already claimed when the leader died`;
+    throw error;
+  }
+}
+
+/**
  * Leaves leader.sqlite as a SIGKILL leaves it in the instant between a node's saved
  * writes and the checkpoint after them (durability "sync" saves them one after the
  * other; the gap is too short to hit from outside): the newest checkpoint is removed, so
  * the one before it, with its finished node's writes pending, is the newest again.
- * Call it on a leader killed as a node started. Returns how many writes are pending.
+ * Call it on a leader killed as a node started. Returns why the state could not be made
+ * (no writes pending after the roll-back), or null.
  */
-export async function rollBackNewestCheckpoint({ runsDir, campaignId }: TriggerContext): Promise<number> {
+export async function rollBackNewestCheckpoint({ runsDir, campaignId }: TriggerContext): Promise<string | null> {
   const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
   const saver = SqliteSaver.fromConnString(join(runsDir, campaignId, "leader.sqlite"));
   try {
@@ -222,8 +233,8 @@ export async function rollBackNewestCheckpoint({ runsDir, campaignId }: TriggerC
     saver.db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?").run(campaignId, newest.checkpoint_id);
     saver.db.prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?").run(campaignId, newest.checkpoint_id);
     const previous = newestOf();
-    if (!previous) return 0;
-    return (saver.db.prepare("SELECT COUNT(*) AS count FROM writes WHERE thread_id = ? AND checkpoint_id = ?").get(campaignId, previous.checkpoint_id) as { count: number }).count;
+    const pending = previous ? (saver.db.prepare("SELECT COUNT(*) AS count FROM writes WHERE thread_id = ? AND checkpoint_id = ?").get(campaignId, previous.checkpoint_id) as { count: number }).count : 0;
+    return pending > 0 ? null : "no writes are pending after the roll-back";
   } finally {
     saver.db.close();
   }
