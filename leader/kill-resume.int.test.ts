@@ -1,6 +1,5 @@
-import { availableParallelism } from "node:os";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditPaths, formatFinding } from "../campaign/index.ts";
@@ -70,7 +69,7 @@ const killPoints: KillPoint[] = [
     knownBug: true,
   },
   { name: "mid-dispatch: a second run started, the rest waiting", trigger: onLaunchRecords(2), runsLive: true },
-  { name: "the smoke run's first metric", trigger: onFirstMetric(stage1[0]!), runsLive: true },
+  { name: "the first run's first metric (the smoke test's signal)", trigger: onFirstMetric(stage1[0]!), runsLive: true },
   {
     name: "between dispatch's saved writes and the checkpoint after them",
     trigger: onLeaderLine("watch", 1, 1),
