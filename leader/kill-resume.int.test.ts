@@ -14,6 +14,7 @@ import {
   onLaunchRecords,
   onLeaderLine,
   onStderrLine,
+  forgetDispatchEvent,
   rollBackNewestCheckpoint,
   runLeaderUntil,
   writeUnstartedClaim,
@@ -66,7 +67,6 @@ const killPoints: KillPoint[] = [
     name: "launching the first run: its launch claimed, its worker not started yet",
     trigger: onLeaderLine("plan", 1),
     afterKill: (context) => writeUnstartedClaim(context, stage1[0]!),
-    knownBug: true,
   },
   { name: "mid-dispatch: a second run started, the rest waiting", trigger: onLaunchRecords(2), runsLive: true },
   { name: "the first run's first metric (the smoke test's signal)", trigger: onFirstMetric(stage1[0]!), runsLive: true },
@@ -74,6 +74,12 @@ const killPoints: KillPoint[] = [
     name: "between dispatch's saved writes and the checkpoint after them",
     trigger: onLeaderLine("watch", 1, 1),
     afterKill: rollBackNewestCheckpoint,
+    runsLive: true,
+  },
+  {
+    name: "a run launched, its run.dispatched event not yet written",
+    trigger: onLeaderLine("watch", 1, 1),
+    afterKill: (context) => forgetDispatchEvent(context, stage1[1]!),
     runsLive: true,
     knownBug: true,
   },
@@ -164,17 +170,11 @@ describe("a3r resume after the leader was SIGKILLed", () => {
 
   for (const point of killPoints) {
     // Known bugs, each failing its case until fixed (then drop `knownBug`):
-    // - A kill between the local launcher's claim (launch.json) and its spawn leaves a
-    //   claim with no pgid and no worker: the resumed leader follows it as "already
-    //   dispatched", calls it lost after the launch grace, and the campaign ends without
-    //   that result (the smoke test even passes on it). The fix belongs in hosts/: a stale
-    //   claim whose worker never started must be launched again.
-    // - A kill between a node's saved writes and the next checkpoint: LangGraph's getState
-    //   leaves a task with pending writes out of `next`, so runLeader (leader/graph.ts)
-    //   takes the empty `next` for a finished campaign; `a3r resume` prints the report path
-    //   and exits 0 with nothing run. Finished should mean no tasks at all
-    //   (`snapshot.tasks.length === 0`). A kill that lands on a node boundary by chance
-    //   (the fast nodes: plan, design, audit, decide) fails the same way now and then.
+    // - A run launched just before the kill, its run.dispatched event not yet appended:
+    //   the resumed dispatcher follows the run it finds on the host ("already
+    //   dispatched") but records nothing, so events.jsonl never says the run was
+    //   dispatched (it only shows run.fetched). hosts/dispatcher.ts step 1 could append
+    //   run.dispatched (started: false) for a found run the campaign's log does not know.
     // The kill itself must reach the moment the case is about; for a known bug this is
     // checked apart, so that its expected failure cannot come from a trigger that missed.
     it(`killed at: ${point.name}${point.knownBug ? " (the kill reaches the state under test)" : ""}`, async () => {

@@ -115,8 +115,11 @@ export function campaignInvariantProblems(evidence: CampaignEvidence): string[] 
     for (const kind of ["worker.reattached", "worker.found-ended"]) {
       if ((run.workerEvents[kind] ?? 0) > 0) problems.push(`${id}: a second worker ran on it (${kind})`);
     }
-    const started = eventsOf(evidence, "run.dispatched", (event) => event.blueprintId === id && event.started === true).length;
-    if (started !== 1) problems.push(`${id}: ${started} run.dispatched events with started: true, not 1`);
+    // The log must record each run's dispatch, and never claim two launches of one.
+    const dispatched = eventsOf(evidence, "run.dispatched", (event) => event.blueprintId === id);
+    if (dispatched.length === 0) problems.push(`${id}: no run.dispatched event`);
+    const started = dispatched.filter((event) => event.started === true).length;
+    if (started > 1) problems.push(`${id}: ${started} run.dispatched events with started: true`);
     if (eventsOf(evidence, "run.fetched", (event) => event.blueprintId === id).length === 0) problems.push(`${id}: no run.fetched event`);
   }
   const index = (event: CampaignEvent | undefined) => (event === undefined ? -1 : evidence.events.indexOf(event));

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { writeFileAtomic } from "../core/atomic-file.ts";
 import type { LaunchMarker } from "../hosts/run-progress.ts";
 import { localHostWorkdir } from "../leader/cli-support-hosts.ts";
 import { a3rEntry } from "./run-cli.ts";
@@ -212,6 +213,28 @@ export async function writeUnstartedClaim(context: TriggerContext, blueprintId: 
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return `${blueprintId} was already claimed when the leader died`;
     throw error;
   }
+}
+
+/**
+ * Leaves the campaign as a SIGKILL leaves it in the instant after a run was launched and
+ * before the dispatcher appended its `run.dispatched` event (hosts/dispatcher.ts does the
+ * one right after the other): that event is taken out of events.jsonl again. Call it on
+ * a leader killed after the launch. Returns why the state could not be made, or null.
+ */
+export async function forgetDispatchEvent({ runsDir, campaignId }: TriggerContext, blueprintId: string): Promise<string | null> {
+  const file = join(runsDir, campaignId, "events.jsonl");
+  const lines = (await readFile(file, "utf8")).split("\n");
+  const isDispatch = (line: string) => {
+    try {
+      const event = JSON.parse(line) as Record<string, unknown>;
+      return event.kind === "run.dispatched" && event.blueprintId === blueprintId;
+    } catch {
+      return false;
+    }
+  };
+  if (!lines.some(isDispatch)) return `events.jsonl has no run.dispatched event of ${blueprintId}: it was not launched before the kill`;
+  await writeFileAtomic(file, lines.filter((line) => !isDispatch(line)).join("\n"));
+  return null;
 }
 
 /**
