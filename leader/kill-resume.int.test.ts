@@ -67,6 +67,7 @@ const killPoints: KillPoint[] = [
     name: "launching the first run: its launch claimed, its worker not started yet",
     trigger: onLeaderLine("plan", 1),
     afterKill: (context) => writeUnstartedClaim(context, stage1[0]!),
+    knownBug: true,
   },
   { name: "mid-dispatch: a second run started, the rest waiting", trigger: onLaunchRecords(2), runsLive: true },
   { name: "the first run's first metric (the smoke test's signal)", trigger: onFirstMetric(stage1[0]!), runsLive: true },
@@ -137,7 +138,7 @@ describe("a3r resume after the leader was SIGKILLed", () => {
     };
     reference = queue(async () => {
       const runsDir = newRunsDir();
-      const run = await runA3r(["research", topic, "--planner", "heuristic", "--runs-dir", runsDir, "--campaign", campaignId], { timeoutMs: 180_000 });
+      const run = await runA3r(["research", topic, "--planner", "heuristic", "--runs-dir", runsDir, "--campaign", campaignId], { timeoutMs: 120_000 });
       return { run, evidence: await collectCampaignEvidence(runsDir, campaignId), audit: await runA3r(["audit", join(runsDir, campaignId)]) };
     });
     for (const point of killPoints) {
@@ -170,6 +171,11 @@ describe("a3r resume after the leader was SIGKILLed", () => {
 
   for (const point of killPoints) {
     // Known bugs, each failing its case until fixed (then drop `knownBug`):
+    // - A launch claimed, its worker never started (the launcher was killed in between):
+    //   the local launcher now reports such a claim as unknown once the launch grace is
+    //   over, but the dispatcher's wait loop (hosts/dispatcher.ts) keeps following the
+    //   row it placed from the claim: an "unknown" row is neither done nor waiting, so it
+    //   is never launched again and the smoke test (or watch) waits forever.
     // - A run launched just before the kill, its run.dispatched event not yet appended:
     //   the resumed dispatcher follows the run it finds on the host ("already
     //   dispatched") but records nothing, so events.jsonl never says the run was
@@ -220,7 +226,8 @@ async function killAndResume(topic: string, runsDir: string, point: KillPoint): 
   const killed = await runLeaderUntil(["research", topic, "--planner", "heuristic", "--runs-dir", runsDir, "--campaign", campaignId], point.trigger, context);
   const afterKillProblem = point.afterKill && killed.killed ? await point.afterKill(context) : null;
   const killedResume = point.resumeTrigger ? await runLeaderUntil(["resume", campaignId, "--runs-dir", runsDir], point.resumeTrigger, context) : undefined;
-  const resume = await runA3r(["resume", campaignId, "--runs-dir", runsDir], { timeoutMs: 180_000 });
+  // A resume that has not finished in 90 s hangs: the whole campaign takes 15-30 s.
+  const resume = await runA3r(["resume", campaignId, "--runs-dir", runsDir], { timeoutMs: 90_000 });
   const evidence = await collectCampaignEvidence(runsDir, campaignId);
   const audit = await auditPaths([join(runsDir, campaignId)]);
   const auditErrors = audit.findings.filter((finding) => finding.severity === "error").map(formatFinding);
