@@ -1,7 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Blueprint } from "../blueprints/index.ts";
-import { appendEvent, auditResultDir, isTerminalRunState, isRunState } from "../campaign/index.ts";
+import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRunState } from "../campaign/index.ts";
 import type { HostConfig } from "./hosts-config.ts";
 import type { Launcher, ProgressState, RunProgress, RunRef } from "./launcher.ts";
 import { scheduleBlueprints, type HostCapacity, type HostLoad } from "./scheduler.ts";
@@ -114,6 +114,9 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
       row.host = host.config.name;
       applyProgress(row, progress);
       row.note = row.note || "already dispatched";
+      // A dispatcher killed between a launch and its event leaves a run the log never
+      // mentions: the run found here is recorded now, as one the campaign did not start twice.
+      if (item.eventsFile) await appendEventOnce(item.eventsFile, "run.dispatched", { blueprintId: item.blueprint.id }, { host: row.host, gpuIndices: progress.gpuIndices, started: false });
       break;
     }
   }
@@ -196,6 +199,12 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
     for (const { row, item, host } of followed) {
       const progress = latest.get(row);
       if (!progress) continue;
+      if (progress.state === "unknown") {
+        // The host no longer knows the run (a claim whose worker never started): it is
+        // placed and launched again, never followed forever.
+        Object.assign(row, { host: null, state: "waiting", finished: false, gpuIndices: [], note: "its launch never started; launching again" });
+        continue;
+      }
       try {
         applyProgress(row, progress);
         const fetched = await host.launcher.fetch(refOf(item), item.resultDir);
