@@ -67,7 +67,6 @@ const killPoints: KillPoint[] = [
     name: "launching the first run: its launch claimed, its worker not started yet",
     trigger: onLeaderLine("plan", 1),
     afterKill: (context) => writeUnstartedClaim(context, stage1[0]!),
-    knownBug: true,
   },
   { name: "mid-dispatch: a second run started, the rest waiting", trigger: onLaunchRecords(2), runsLive: true },
   { name: "the first run's first metric (the smoke test's signal)", trigger: onFirstMetric(stage1[0]!), runsLive: true },
@@ -82,7 +81,6 @@ const killPoints: KillPoint[] = [
     trigger: onLeaderLine("watch", 1, 1),
     afterKill: (context) => forgetDispatchEvent(context, stage1[1]!),
     runsLive: true,
-    knownBug: true,
   },
   {
     name: "watching stage 1 as a slot turns over, and the resume killed as it analyzes",
@@ -170,17 +168,8 @@ describe("a3r resume after the leader was SIGKILLed", () => {
   }, 300_000);
 
   for (const point of killPoints) {
-    // Known bugs, each failing its case until fixed (then drop `knownBug`):
-    // - A launch claimed, its worker never started (the launcher was killed in between):
-    //   the local launcher now reports such a claim as unknown once the launch grace is
-    //   over, but the dispatcher's wait loop (hosts/dispatcher.ts) keeps following the
-    //   row it placed from the claim: an "unknown" row is neither done nor waiting, so it
-    //   is never launched again and the smoke test (or watch) waits forever.
-    // - A run launched just before the kill, its run.dispatched event not yet appended:
-    //   the resumed dispatcher follows the run it finds on the host ("already
-    //   dispatched") but records nothing, so events.jsonl never says the run was
-    //   dispatched (it only shows run.fetched). hosts/dispatcher.ts step 1 could append
-    //   run.dispatched (started: false) for a found run the campaign's log does not know.
+    // A case that fails because of a known bug elsewhere is marked `knownBug` (its
+    // resumed-campaign check runs as it.fails) until the fix lands; none is open now.
     // The kill itself must reach the moment the case is about; for a known bug this is
     // checked apart, so that its expected failure cannot come from a trigger that missed.
     it(`killed at: ${point.name}${point.knownBug ? " (the kill reaches the state under test)" : ""}`, async () => {

@@ -142,13 +142,13 @@ export function campaignInvariantProblems(evidence: CampaignEvidence): string[] 
 /**
  * The part of a campaign that must not depend on when its leader was killed: the
  * blueprints per stage, the result directories, the final metric of every run, the stop
- * reason, and which stage and run events exist (duplicates aside).
+ * reason, and which stage and run events exist (duplicates aside; a run.dispatched counts
+ * whether its launch started the run or found it started).
  */
 export function campaignOutcome(evidence: CampaignEvidence) {
   const keys = new Set<string>();
   for (const event of evidence.events) {
     if (!/^(stage\.|campaign\.(stop_decided|reported)|run\.(dispatched|fetched))/.test(event.kind)) continue;
-    if (event.kind === "run.dispatched" && event.started !== true) continue;
     keys.add([event.kind, event.stage ?? "", event.blueprintId ?? ""].join(" "));
   }
   const stop = eventsOf(evidence, "campaign.reported")[0]?.stop as { reason?: string } | null | undefined;
