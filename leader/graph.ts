@@ -266,7 +266,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
           if (rows[0]!.step !== null || rows[0]!.lastMetrics !== null) signalled.abort();
         },
       });
-      const failed = row!.state === "launch_failed" || row!.state === "unschedulable" || (row!.finished && row!.state !== "succeeded");
+      const failed = row!.state === "launch_failed" || row!.state === "unschedulable" || row!.state === "lost" || (row!.finished && row!.state !== "succeeded");
       if (!failed) {
         await appendEventOnce(paths.events, "stage.smoke_passed", { stage: plan.stage, blueprintId: row!.blueprintId }, { step: row!.step, state: row!.state });
         return {};
