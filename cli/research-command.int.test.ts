@@ -148,9 +148,15 @@ describe("a3r research, status and resume", () => {
     expect(unsafe.code).toBe(1);
     expect(unsafe.stderr).toMatch(/CAMPAIGN_ID_INVALID/);
 
+    // --planner llm without a model is refused before anything is created, saying what to set.
+    const noModel = await runA3r(["research", topicFile, "--planner", "llm", "--runs-dir", runsDir]);
+    expect(noModel.code).toBe(1);
+    expect(noModel.stderr).toMatch(/error \[LLM_CONFIG_INVALID\] --planner: --planner llm needs a language model, and none is configured/);
+    expect(noModel.stderr).toMatch(/hint: To use a model, set ANTHROPIC_API_KEY, OPENAI_API_KEY/);
+
     for (const args of [
       ["research", invalidFile, "--max-stages", "0"],
-      ["research", invalidFile, "--planner", "llm"],
+      ["research", invalidFile, "--planner", "gpt"],
       ["research"],
       ["status", "--bogus"],
     ]) {

@@ -37,7 +37,9 @@ describe("runEpisodes", () => {
         calls += 1;
         seen.set(instance.taskId, (seen.get(instance.taskId) ?? 0) + 1);
         const answer = await openai.chat.completions.create({ model: "m", messages: [{ role: "user", content: "What colour is the sky?" }], max_tokens: 2 });
-        if (calls % 7 === 0) throw new Error("the task's own checker crashed");
+        // The second call always fails, so a failure lands well before training can finish
+        // even when a loaded machine lets few episodes through.
+        if (calls === 2 || calls % 7 === 0) throw new Error("the task's own checker crashed");
         return { reward: (answer.choices[0]?.message.content ?? "").length % 2, isSuccess: false };
       },
     };
