@@ -1,12 +1,10 @@
 import { A3rError } from "../core/errors.ts";
 import { parseDuration } from "../core/duration.ts";
 import { createLogger } from "../core/logger.ts";
-import { createAnthropicBackend } from "./anthropic-backend.ts";
 import type { ChatBackend } from "./backend.ts";
 import type { ChatModel } from "./chat-model.ts";
 import { createChatModelFromBackend } from "./chat-model-core.ts";
 import { defaultModels, parseChatModelConfig, type ChatModelConfig } from "./model-config.ts";
-import { createOpenAiBackend } from "./openai-backend.ts";
 import { createPriceBook, type ModelPrice } from "./prices.ts";
 import { createScriptedBackend, type ScriptedBackend } from "./scripted-backend.ts";
 import { loadScript, parseScript, type ScriptDefinition } from "./scripted-script.ts";
@@ -86,10 +84,12 @@ async function createChatModelWithNames(
     ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
     ...(fieldNames.apiKey === undefined ? {} : { apiKeyName: fieldNames.apiKey }),
   };
+  // The SDKs are loaded only when a model of theirs is made: every `a3r` command imports
+  // llm/, and loading both SDKs costs each worker process about half a second at start.
   const backend: ChatBackend =
     resolved.provider === "anthropic"
-      ? createAnthropicBackend(http)
-      : createOpenAiBackend({ ...http, ...(resolved.maxTokensField === undefined ? {} : { maxTokensField: resolved.maxTokensField }) });
+      ? (await import("./anthropic-backend.ts")).createAnthropicBackend(http)
+      : (await import("./openai-backend.ts")).createOpenAiBackend({ ...http, ...(resolved.maxTokensField === undefined ? {} : { maxTokensField: resolved.maxTokensField }) });
   return createChatModelFromBackend(backend, coreOptions);
 }
 

@@ -13,7 +13,5 @@ export type { ScriptedRequest } from "./scripted-backend.ts";
 export type { ChatBackend, BackendRequest, BackendResponse } from "./backend.ts";
 export { createChatModelFromBackend } from "./chat-model-core.ts";
 export type { AnthropicProviderConfig } from "./anthropic-backend.ts";
-export { createAnthropicBackend } from "./anthropic-backend.ts";
 export type { OpenAiProviderConfig } from "./openai-backend.ts";
-export { createOpenAiBackend } from "./openai-backend.ts";
 export { createScriptedBackend } from "./scripted-backend.ts";
