@@ -35,7 +35,11 @@ export interface CampaignListing {
 }
 
 /** Creates `runsDir/<id>/` with topic.md, stages/, results/, an empty ledger and a first event. */
-export async function createCampaign(runsDir: string, id: string, topicText: string): Promise<Campaign> {
+/**
+ * `created` adds facts to the `campaign.created` event (the leader's planner choice), so
+ * they are on record from the first event on, with no later write a crash could miss.
+ */
+export async function createCampaign(runsDir: string, id: string, topicText: string, created: Record<string, unknown> = {}): Promise<Campaign> {
   const paths = campaignPaths(runsDir, id);
   await mkdir(runsDir, { recursive: true });
   try {
@@ -54,7 +58,7 @@ export async function createCampaign(runsDir: string, id: string, topicText: str
   await mkdir(paths.stages);
   await mkdir(paths.results);
   await writeFile(paths.ledger, "", { flag: "a" });
-  await appendEvent(paths.events, "campaign.created", { campaignId: id, topic: paths.topic });
+  await appendEvent(paths.events, "campaign.created", { ...created, campaignId: id, topic: paths.topic });
   return loadCampaign(runsDir, id);
 }
 

@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { campaignPaths, createCampaign, loadCampaign, readEvents } from "../campaign/index.ts";
+import { createCampaign, loadCampaign, readEvents } from "../campaign/index.ts";
 import type { CampaignPaths } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
@@ -14,7 +14,7 @@ import { watchStatus } from "../leader/status-watch.ts";
 import { describeCampaign, describeWaiting, listCampaignSummaries, pendingReview, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
 import type { LeaderRun, ReviewAnswer } from "../leader/graph.ts";
-import { plannerOfCampaign, recordPlannerChoice } from "../leader/cli-support-planner.ts";
+import { plannerChoiceFacts, plannerOfCampaign } from "../leader/cli-support-planner.ts";
 import { choosePlanner, type PlannerFlag } from "../leader/planner-choice.ts";
 import { loadTopic, parseTopic } from "../leader/topic.ts";
 import { examplePathRewriter } from "../leader/write-blueprints.ts";
@@ -131,8 +131,7 @@ export function registerResearchCommands(program: Command): void {
       // the example hosts file.
       const text = adjustTopicText(examplePathRewriter()(await readFile(demoTopic, "utf8")), { hostsFile: null });
       parseTopic(text, { file: demoTopic });
-      await createCampaign(runsDir, campaignId, text);
-      await recordPlannerChoice(campaignPaths(runsDir, campaignId), "heuristic", process.env);
+      await createCampaign(runsDir, campaignId, text, plannerChoiceFacts("heuristic", process.env));
       process.stderr.write(`demo campaign ${campaignId} in ${runsDir}\n`);
       await lead(runsDir, campaignId, { json: flags.json });
     });
@@ -181,14 +180,13 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
   const adjusted = adjustTopicText(text, { stages: flags.maxStages, experiments: flags.maxExperiments, hostsFile, ...(flags.review ? { review: true } : {}) });
   parseTopic(adjusted, { file });
   try {
-    await createCampaign(runsDir, campaignId, adjusted);
+    await createCampaign(runsDir, campaignId, adjusted, plannerChoiceFacts(flags.planner, process.env));
   } catch (error) {
     if (error instanceof A3rError && error.code === "CAMPAIGN_EXISTS") {
       throw new A3rError("CAMPAIGN_EXISTS", error.message, { where: error.where, hint: `continue it with: a3r resume ${campaignId} --runs-dir ${flags.runsDir}; or start a new one with --campaign <another id>` });
     }
     throw error;
   }
-  await recordPlannerChoice(campaignPaths(runsDir, campaignId), flags.planner, process.env);
   process.stderr.write(`campaign ${campaignId} in ${runsDir}\n`);
   await lead(runsDir, campaignId, { json: flags.json, runsDirFlag: runsDirFlag(flags.runsDir) });
 }

@@ -1,4 +1,4 @@
-import { appendEventOnce, readEvents } from "../campaign/index.ts";
+import { readEvents } from "../campaign/index.ts";
 import type { CampaignPaths } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { HeuristicPlanner } from "./heuristic-planner.ts";
@@ -8,14 +8,13 @@ import type { PlannerFlag } from "./planner-choice.ts";
 import type { Topic } from "./topic.ts";
 
 /**
- * Which planner a campaign uses is decided once, when it is created (`leader.configured`
- * in events.jsonl), so a resumed campaign keeps its planner: a campaign planned by a model
- * is never finished by the heuristic one because a key went missing.
+ * Which planner a campaign uses is decided once, when it is created: the choice goes into
+ * its `campaign.created` event, so a resumed campaign keeps its planner (a campaign
+ * planned by a model is never finished by the heuristic one because a key went missing).
  */
-export async function recordPlannerChoice(paths: CampaignPaths, flag: PlannerFlag, env: NodeJS.ProcessEnv): Promise<string> {
+export function plannerChoiceFacts(flag: PlannerFlag, env: NodeJS.ProcessEnv): { planner: "heuristic" | "llm"; plannerWhy: string } {
   const choice = choosePlanner(flag, env);
-  await appendEventOnce(paths.events, "leader.configured", {}, { planner: choice.planner, why: choice.line });
-  return choice.line;
+  return { planner: choice.planner, plannerWhy: choice.line };
 }
 
 /**
@@ -26,8 +25,8 @@ export async function recordPlannerChoice(paths: CampaignPaths, flag: PlannerFla
  */
 export async function plannerOfCampaign(paths: CampaignPaths, topic: Topic, env: NodeJS.ProcessEnv, willRun: boolean): Promise<Planner> {
   const { events } = await readEvents(paths.events);
-  const configured = events.find((event) => event.kind === "leader.configured");
-  if (configured?.planner !== "llm") return new HeuristicPlanner();
+  const created = events.find((event) => event.kind === "campaign.created");
+  if (created?.planner !== "llm") return new HeuristicPlanner();
   const requireModel = () => {
     if (choosePlanner("auto", env).planner === "llm") return;
     throw new A3rError("LLM_CONFIG_INVALID", `campaign ${paths.id} is planned by a language model, and none is configured now`, {

@@ -108,7 +108,7 @@ describe("a campaign planned by a scripted model", () => {
     expect(result.stdout.trim()).toBe(`report: ${join(s.campaign, "report.md")}`);
 
     const events = await eventsOf(s);
-    expect(ofKind(events, "leader.configured")).toMatchObject([{ planner: "llm" }]);
+    expect(ofKind(events, "campaign.created")).toMatchObject([{ planner: "llm" }]);
     expect(ofKind(events, "leader.framed")).toMatchObject([{ planner: "llm" }]);
     expect(ofKind(events, "stage.audit_repair_asked")).toEqual([]);
     expect(ofKind(events, "review.requested")).toEqual([]);
@@ -315,7 +315,7 @@ describe("a campaign planned by a scripted model", () => {
     it("chooses the llm planner and says why on the first line", () => {
       expect(research.code, research.stderr).toBe(0);
       expect(research.stderr.split("\n")[0]).toBe(`planner: llm (auto: scripted ${s.scriptFile} from A3R_LLM_PROVIDER)`);
-      expect(ofKind(before, "leader.configured")).toMatchObject([{ planner: "llm" }]);
+      expect(ofKind(before, "campaign.created")).toMatchObject([{ planner: "llm" }]);
       expect(ofKind(before, "review.requested")).toMatchObject([{ stage: 1, at: "plan" }]);
     });
 
