@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { campaignPaths } from "../campaign/index.ts";
 import { fixtureTopicText } from "../test-support/fixture-topic.ts";
-import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, memoAnswer } from "./graph-steps.ts";
+import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, memoAnswer, reviewWaitMs } from "./graph-steps.ts";
 import { planNext } from "./heuristic-planner.ts";
 import type { StagePlan } from "./planner.ts";
 import { parseTopic } from "./topic.ts";
@@ -70,6 +70,21 @@ describe("the budget gate", () => {
     expect(checkStageBudgets(gpu, plan, [], usage)?.explanation).toMatch(/^stage 1 could use 0\.06667 GPU-hours \(its time budgets\), over the 0\.05 left$/);
     const wall = { ...topic, budgets: { ...topic.budgets, wallTimeMs: 3 * 60_000 } };
     expect(checkStageBudgets(wall, plan, [], { gpuHours: 0, wallTimeMs: 2 * 60_000 })?.explanation).toMatch(/^stage 1 could take 2m, over the wall time left \(1 min\)$/);
+  });
+});
+
+describe("time spent waiting for reviewers", () => {
+  it("sums each answered review from its request to its answer, and ignores an open one", () => {
+    const at = (minute: number) => `2026-11-29T12:${String(minute).padStart(2, "0")}:00.000Z`;
+    const events = [
+      { kind: "review.requested", time: at(0), stage: 1, at: "plan", round: 0 },
+      { kind: "review.instructed", time: at(10), stage: 1, at: "plan", round: 0 },
+      { kind: "review.requested", time: at(11), stage: 1, at: "plan", round: 1 },
+      { kind: "review.approved", time: at(14), stage: 1, at: "plan", round: 1 },
+      { kind: "run.dispatched", time: at(15) },
+      { kind: "review.requested", time: at(30), stage: 2, at: "plan", round: 1 },
+    ];
+    expect(reviewWaitMs(events)).toBe(13 * 60_000);
   });
 });
 

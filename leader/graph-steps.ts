@@ -142,6 +142,19 @@ export async function recordedReviewAnswer(eventsFile: string, key: { stage: num
   return answered.kind === "review.approved" ? { action: "approve" } : { action: "instruct", text: String(answered.instruction ?? "") };
 }
 
+/**
+ * Time the campaign spent waiting for reviewers (each answered `review.requested` to its
+ * answer): the wall-time budget is the leader's and the runs' time, not a person's.
+ */
+export function reviewWaitMs(events: readonly { kind: string; time: string; stage?: unknown; at?: unknown; round?: unknown }[]): number {
+  let total = 0;
+  for (const request of events.filter((event) => event.kind === "review.requested")) {
+    const answer = events.find((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && event.stage === request.stage && event.at === request.at && event.round === request.round);
+    if (answer) total += Math.max(0, Date.parse(answer.time) - Date.parse(request.time));
+  }
+  return total;
+}
+
 /** GPU-hours the campaign's runs have booked in its ledger (gpus × hours per run). */
 export async function gpuHoursUsed(paths: CampaignPaths): Promise<number> {
   const { entries } = await readLedger(paths.ledger);

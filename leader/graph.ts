@@ -1,14 +1,14 @@
 import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { readBlueprintFile } from "../blueprints/index.ts";
-import { appendEvent, appendEventOnce, campaignPaths } from "../campaign/index.ts";
+import { appendEventOnce, campaignPaths, readEvents } from "../campaign/index.ts";
 import type { CampaignPaths } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import { dispatchBlueprints } from "../hosts/index.ts";
 import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/index.ts";
 import { analyzeStage } from "./analyze-stage.ts";
-import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, recordedReviewAnswer, renderFraming } from "./graph-steps.ts";
+import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, recordedReviewAnswer, renderFraming, reviewWaitMs } from "./graph-steps.ts";
 import { writeCampaignReport } from "./campaign-report.ts";
 import { rankedSummaries } from "./configurations.ts";
 import type { BlueprintText, Conclusion, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
@@ -97,7 +97,11 @@ export function buildLeaderGraph(options: LeaderOptions) {
   const enter = async (node: string, state: LeaderStateValue): Promise<void> => {
     await options.onNode?.(node, state);
   };
-  const usageOf = async (state: LeaderStateValue) => ({ gpuHours: await gpuHoursUsed(paths), wallTimeMs: state.startedAtMs === null ? 0 : Date.now() - state.startedAtMs });
+  // Wall time counts from framing, less the time reviewers took to answer.
+  const usageOf = async (state: LeaderStateValue) => ({
+    gpuHours: await gpuHoursUsed(paths),
+    wallTimeMs: state.startedAtMs === null ? 0 : Math.max(0, Date.now() - state.startedAtMs - reviewWaitMs((await readEvents(paths.events)).events)),
+  });
   const inputOf = async (state: LeaderStateValue): Promise<PlannerInput> => ({
     topic: await topicOf(),
     history: state.history,
