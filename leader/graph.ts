@@ -8,7 +8,7 @@ import { writeFileAtomic } from "../core/atomic-file.ts";
 import { dispatchBlueprints } from "../hosts/index.ts";
 import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/index.ts";
 import { analyzeStage } from "./analyze-stage.ts";
-import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, recordedReviewAnswer, renderFraming, reviewWaitMs } from "./graph-steps.ts";
+import { auditBlueprintTexts, bookUnbookedGpuHours, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, recordedReviewAnswer, renderFraming, reviewWaitMs } from "./graph-steps.ts";
 import { writeCampaignReport } from "./campaign-report.ts";
 import { rankedSummaries } from "./configurations.ts";
 import type { BlueprintText, Conclusion, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
@@ -296,6 +296,8 @@ export function buildLeaderGraph(options: LeaderOptions) {
     .addNode("analyze", async (state) => {
       await enter("analyze", state);
       const plan = state.stagePlan!;
+      const booked = await bookUnbookedGpuHours(paths, state.blueprintFiles);
+      if (booked.length > 0) await appendEventOnce(paths.events, "stage.gpu_hours_booked", { stage: plan.stage }, { blueprintIds: booked, source: "status.json of runs whose worker could not reach the campaign ledger" });
       const { analysis, file } = await analyzeStage(await topicOf(), plan, state.history, paths);
       await appendEventOnce(paths.events, "stage.analyzed", { stage: plan.stage }, { analysis: file, best: analysis.best ?? null, verdicts: analysis.verdicts.map((verdict) => ({ configuration: verdict.configurationId, verdict: verdict.verdict, explanation: verdict.explanation })) });
       return { history: [...state.history, { plan, outcomes: analysis.outcomes }], stagePlan: null, blueprintFiles: [] };
