@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -80,22 +80,35 @@ describe("ssh launcher against a real sshd", () => {
     }
   });
 
-  it("reports a run whose launch claimed the folder but never started as launching, then lost", async () => {
+  it("reports a claimed run as launching within the grace; past it, a claim whose worker never started is launched again", async () => {
     const launcher = makeLauncher();
+    const folder = await mkdtemp(join(tmpdir(), "a3r-ssh-claims-"));
     try {
       const fresh = join(workdir, "claims", "fresh");
       const stale = join(workdir, "claims", "stale");
-      await mkdir(join(fresh, ".launched"), { recursive: true });
-      await mkdir(join(stale, ".launched"), { recursive: true });
+      const half = join(workdir, "claims", "half");
+      for (const dir of [fresh, stale, half]) await mkdir(join(dir, ".launched"), { recursive: true });
       const past = new Date(Date.now() - 120_000);
       await utimes(join(stale, ".launched"), past, past);
-      const [young, old] = await launcher.pollMany([{ campaign: "claims", blueprintId: "fresh" }, { campaign: "claims", blueprintId: "stale" }]);
+      // A worker recorded its group, then the launch was cut off before launch.json.
+      await writeFile(join(half, "pgid"), "999999\n");
+      await utimes(join(half, ".launched"), past, past);
+      const [young, old, started] = await launcher.pollMany(["fresh", "stale", "half"].map((blueprintId) => ({ campaign: "claims", blueprintId })));
       expect(young!.state).toBe("launching");
-      expect(old!.state).toBe("lost");
-      expect(old!.reason).toMatch(/never started/);
-      expect((await launcher.launch({ campaign: "claims", blueprintId: "stale", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started).toBe(false);
+      expect(old!.state).toBe("unknown");
+      expect(started!.state).toBe("lost");
+      expect(started!.reason).toMatch(/started a worker but never recorded it/);
+      expect((await launcher.launch({ campaign: "claims", blueprintId: "fresh", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started).toBe(false);
+      expect((await launcher.launch({ campaign: "claims", blueprintId: "half", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started).toBe(false);
+      const blueprintFile = await writeFixtureBlueprint(folder, { id: "stale", campaign: "claims", steps: 2, stepMs: 50 });
+      const relaunch = await launcher.launch({ campaign: "claims", blueprintId: "stale", blueprintFile, gpuIndices: [], resultDir: join(folder, "unused") });
+      expect(relaunch.started).toBe(true);
+      const finished = await waitForProgress(launcher, relaunch.ref, (progress) => progress.finished);
+      expect(finished.state).toBe("succeeded");
+      expect((await readdir(stale)).some((name) => name.startsWith(".launched.never-started-"))).toBe(true);
     } finally {
       await launcher.close();
+      await rm(folder, { recursive: true, force: true });
     }
   });
 

@@ -20,9 +20,10 @@ import type { SshConnection } from "./ssh-connection.ts";
  * so a dropped connection never stops it; polling reads files and probes the process
  * group, so after a reconnect it simply carries on.
  *
- * Left out: a launch whose connection drops between the `.launched` check and the start
- * is reported `lost` (never started twice; the leader decides whether to retry under a
- * new id), and remote disk quotas.
+ * A launch cut off between the `.launched` claim and the start: past the launch grace, a
+ * claim with no recorded group polls as no run and the next launch takes it over; one
+ * whose worker recorded its group but not launch.json is `lost` (it may be running, so it
+ * is never started twice). Left out: remote disk quotas.
  */
 export interface SshLauncherOptions {
   host: string;
@@ -44,8 +45,9 @@ const pollBody = [
   `tail -v -n +1 "$d/launch.json" "$d/result/status.json" "$d/result/finish.flag" 2>/dev/null`,
   `echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null`,
   `echo; echo @@alive; pg=; read pg < "$d/pgid" 2>/dev/null; if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
-  // Seconds since the launch claimed the run folder: a claim without a start is lost later.
-  `echo @@claimed; if [ ! -f "$d/launch.json" ] && [ -d "$d/.launched" ]; then echo $(( $(date +%s) - $(stat -c %Y "$d/.launched") )); fi`,
+  // Seconds since the launch claimed the run folder, and whether a worker ever recorded its
+  // group: a claim without a start is launched again after the grace (see launch).
+  `echo @@claimed; if [ ! -f "$d/launch.json" ] && [ -d "$d/.launched" ]; then echo $(( $(date +%s) - $(stat -c %Y "$d/.launched") )) $([ -s "$d/pgid" ] && echo started || echo never); fi`,
 ].join("; ");
 
 export class SshLauncher implements Launcher {
@@ -83,7 +85,12 @@ export class SshLauncher implements Launcher {
     const ref = { campaign: request.campaign, blueprintId: request.blueprintId };
     const runDir = await this.runDir(ref);
     const q = shellQuote(runDir);
-    const claim = await this.exec(`mkdir -p ${q} && if mkdir ${q}/.launched 2>/dev/null; then echo NEW; else echo EXISTS; fi`, false);
+    // mkdir is the atomic claim. A claim past the grace whose worker never recorded its group
+    // (a launch cut off between claim and start) is set aside with mv, which only one racer
+    // can do, and claimed again: the run is not lost.
+    const graceSeconds = Math.ceil(launchGraceMs / 1000);
+    const takeOver = `[ ! -f ${q}/launch.json ] && [ ! -s ${q}/pgid ] && [ $(( $(date +%s) - $(stat -c %Y ${q}/.launched) )) -gt ${graceSeconds} ] && mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null`;
+    const claim = await this.exec(`mkdir -p ${q} && if mkdir ${q}/.launched 2>/dev/null; then echo NEW; elif ${takeOver}; then echo NEW; else echo EXISTS; fi`, false);
     if (claim.code !== 0) throw remoteFailure(this.host, "could not create the run folder", claim.stderr);
     if (claim.stdout.trim() !== "NEW") {
       const marker = parseLaunchMarker((await this.exec(`cat ${q}/launch.json 2>/dev/null`, true)).stdout);
@@ -140,13 +147,15 @@ export class SshLauncher implements Launcher {
   private progressFrom(ref: RunRef, stdout: string): RunProgress {
     const parts = splitSections(stdout);
     const alive = parts.alive?.trim();
-    const claimedSeconds = Number(parts.claimed?.trim() || Number.NaN);
+    const [claimedText, worker] = (parts.claimed?.trim() ?? "").split(/\s+/);
+    const claimedSeconds = Number(claimedText || Number.NaN);
     if (nonEmpty(parts.launch) === undefined && nonEmpty(parts.status) === undefined && Number.isFinite(claimedSeconds)) {
-      // Claimed by a launch that never wrote launch.json: starting, or dropped mid-launch.
+      // Claimed by a launch that never wrote launch.json: starting, or cut off mid-launch.
       const base = describeProgress(ref, this.host, {});
-      return claimedSeconds * 1000 < launchGraceMs
-        ? { ...base, state: "launching" }
-        : { ...base, state: "lost", reason: "the launch claimed the run folder but never started the worker (connection dropped mid-launch?)" };
+      if (claimedSeconds * 1000 < launchGraceMs) return { ...base, state: "launching" };
+      // No worker ever started: no run, so the dispatcher launches it again (launch takes the claim over).
+      if (worker === "never") return base;
+      return { ...base, state: "lost", reason: "the launch started a worker but never recorded it (connection dropped mid-launch?)" };
     }
     return describeProgress(ref, this.host, {
       launch: nonEmpty(parts.launch),
