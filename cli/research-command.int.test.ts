@@ -99,7 +99,10 @@ describe("a3r research, status and resume", () => {
   }, 120_000);
 
   it("shows a killed leader's campaign as stopped, and resume finishes it without launching a run twice", async () => {
-    const leader = spawn(process.execPath, [a3rEntry, "research", topicFile, "--runs-dir", runsDir, "--campaign", "killed", "--max-stages", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+    // Runs of a few seconds, so the leader is surely still watching when it is looked at and killed.
+    const slowTopic = join(dir, "slow-topic.md");
+    await writeFile(slowTopic, topicText().replace("--steps 4 --step-ms 50", "--steps 4 --step-ms 1500"));
+    const leader = spawn(process.execPath, [a3rEntry, "research", slowTopic, "--runs-dir", runsDir, "--campaign", "killed", "--max-stages", "1"], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     await new Promise<void>((resolveWatch, reject) => {
       leader.stderr.on("data", (chunk: Buffer) => {
