@@ -41,6 +41,9 @@ describe("review mode", () => {
     const both = await runA3r(["resume", campaign, "--runs-dir", runsDir, "--approve", "--instruct", "x"]);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain("give either --approve or --instruct, not both");
+    const empty = await runA3r(["resume", campaign, "--runs-dir", runsDir, "--instruct", "  "]);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("--instruct needs the instruction text");
 
     const instructed = await runA3r(["resume", campaign, "--runs-dir", runsDir, "--instruct", "drop lr=0.01"], { timeoutMs: 60_000 });
     expect(instructed.code, instructed.stderr).toBe(0);
