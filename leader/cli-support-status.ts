@@ -5,6 +5,7 @@ import type { CampaignEvent } from "../campaign/index.ts";
 import { formatTable } from "../hosts/run-table.ts";
 import { formatNumber } from "./configurations.ts";
 import { isLeaderRunning } from "./cli-support-leader-mark.ts";
+import { reviewAnswerEvent } from "./graph-steps.ts";
 import { parseTopic } from "./topic.ts";
 
 /**
@@ -79,8 +80,7 @@ export async function summarizeCampaign(runsDir: string, id: string): Promise<Ca
 export function pendingReview(events: readonly CampaignEvent[]): PendingReview | null {
   const requested = lastOf([...events], "review.requested");
   if (!requested) return null;
-  const same = (event: CampaignEvent) => event.stage === requested.stage && event.at === requested.at && event.round === requested.round;
-  if (events.some((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && same(event))) return null;
+  if (reviewAnswerEvent(events, { stage: requested.stage, at: requested.at, round: requested.round })) return null;
   const strings = (value: unknown) => (Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : []);
   return {
     stage: Number(requested.stage),

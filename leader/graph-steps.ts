@@ -134,10 +134,25 @@ export async function discardUndispatchedStage(paths: CampaignPaths, stage: numb
   await rm(plan, { force: true });
 }
 
-/** The answer to a review already in the event log (`review.approved` / `review.instructed` with this key), if any. */
+/** What a review is known by in events.jsonl: its stage, its point and its round. */
+export interface ReviewKey {
+  stage?: unknown;
+  at?: unknown;
+  round?: unknown;
+}
+
+/**
+ * The event answering the review with this key (`review.approved` or `review.instructed`),
+ * if any. The one place that matches answers to requests: the graph (an answer on record
+ * after a crash), the wall-time budget and `a3r status` all ask it.
+ */
+export function reviewAnswerEvent<E extends ReviewKey & { kind: string }>(events: readonly E[], key: ReviewKey): E | undefined {
+  return events.find((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && event.stage === key.stage && event.at === key.at && event.round === key.round);
+}
+
+/** The answer to a review already in the event log, if any. */
 export async function recordedReviewAnswer(eventsFile: string, key: { stage: number; at: string; round: number }): Promise<{ action: "approve" } | { action: "instruct"; text: string } | undefined> {
-  const { events } = await readEvents(eventsFile);
-  const answered = events.find((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && event.stage === key.stage && event.at === key.at && event.round === key.round);
+  const answered = reviewAnswerEvent((await readEvents(eventsFile)).events, key);
   if (answered === undefined) return undefined;
   return answered.kind === "review.approved" ? { action: "approve" } : { action: "instruct", text: String(answered.instruction ?? "") };
 }
@@ -146,10 +161,10 @@ export async function recordedReviewAnswer(eventsFile: string, key: { stage: num
  * Time the campaign spent waiting for reviewers (each answered `review.requested` to its
  * answer): the wall-time budget is the leader's and the runs' time, not a person's.
  */
-export function reviewWaitMs(events: readonly { kind: string; time: string; stage?: unknown; at?: unknown; round?: unknown }[]): number {
+export function reviewWaitMs(events: readonly (ReviewKey & { kind: string; time: string })[]): number {
   let total = 0;
   for (const request of events.filter((event) => event.kind === "review.requested")) {
-    const answer = events.find((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && event.stage === request.stage && event.at === request.at && event.round === request.round);
+    const answer = reviewAnswerEvent(events, request);
     if (answer) total += Math.max(0, Date.parse(answer.time) - Date.parse(request.time));
   }
   return total;
