@@ -109,15 +109,17 @@ export function buildLeaderGraph(options: LeaderOptions) {
     ...(state.framing === null ? {} : { framing: state.framing }),
     instructions: state.instructions,
   });
-  const recordStop = async (step: Extract<PlannerStep, { kind: "stop" }>, stage: number) => {
-    await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason: step.reason }, { explanation: step.explanation, best: step.best?.configuration.id ?? null, evidence: step.evidence });
-    return { stop: { reason: step.reason, explanation: step.explanation }, pending: null };
+  /** Every stop goes through here: logged once with its evidence, then the state that leads to the report. */
+  const decideStop = async (stage: number, reason: string, explanation: string, evidence: Record<string, unknown> = {}) => {
+    await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason }, { explanation, ...evidence });
+    return { stop: { reason, explanation }, pending: null };
   };
+  const recordStop = (step: Extract<PlannerStep, { kind: "stop" }>, stage: number) =>
+    decideStop(stage, step.reason, step.explanation, { best: step.best?.configuration.id ?? null, evidence: step.evidence });
   /** A model call refused by the LLM budget stops the campaign cleanly (it still gets its report). */
   const stopOnBudget = async (error: unknown, stage: number) => {
     if (!(error instanceof A3rError && error.code === "LLM_BUDGET_EXCEEDED")) throw error;
-    await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason: "budget" }, { explanation: error.message, evidence: error.details ?? {} });
-    return { stop: { reason: "budget", explanation: error.message }, pending: null };
+    return decideStop(stage, "budget", error.message, { evidence: error.details ?? {} });
   };
   const itemsOf = (files: string[]) => dispatchItems(files, paths);
 
@@ -229,9 +231,8 @@ export function buildLeaderGraph(options: LeaderOptions) {
         const shown = findings.slice(0, 10).map((finding) => `${finding.blueprintId}:${finding.line} ${finding.message}`);
         const explanation = `stage ${plan.stage}: ${findings.length} blueprint error(s): ${shown.join("; ")}${findings.length > shown.length ? `; and ${findings.length - shown.length} more in events.jsonl` : ""}`;
         await appendEventOnce(paths.events, "stage.audit_failed", { stage: plan.stage }, { findings: findings.slice(0, 20) });
-        await appendEventOnce(paths.events, "campaign.stop_decided", { stage: plan.stage, reason: "audit-failed" }, { explanation });
         for (const id of expected) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: id }, { stage: plan.stage, reason: "its stage's blueprints failed the audit" });
-        return { stop: { reason: "audit-failed", explanation }, blueprintTexts: [] };
+        return { ...(await decideStop(plan.stage, "audit-failed", explanation)), blueprintTexts: [] };
       }
       const files = await writeBlueprintTexts(paths, plan.stage, texts);
       return { blueprintFiles: files, blueprintTexts: [], unapprovedCommands: commandsAddedBy(drafts, texts) };
@@ -247,9 +248,8 @@ export function buildLeaderGraph(options: LeaderOptions) {
       const plan = state.stagePlan!;
       const refusal = checkStageBudgets(topic, plan, state.history, await usageOf(state));
       if (refusal === null) return {};
-      await appendEventOnce(paths.events, "campaign.stop_decided", { stage: plan.stage, reason: "budget" }, { explanation: refusal.explanation, evidence: refusal.evidence });
       for (const experiment of plan.experiments) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: experiment.blueprintId }, { stage: plan.stage, reason: `not run: ${refusal.explanation}` });
-      return { stop: { reason: "budget", explanation: refusal.explanation } };
+      return decideStop(plan.stage, "budget", refusal.explanation, { evidence: refusal.evidence });
     })
     .addNode("smoke", async (state) => {
       // The campaign's first blueprint runs alone until its first training signal: a base
@@ -278,8 +278,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       const explanation = `smoke test: ${row!.blueprintId} ${row!.state} before its first training signal (${row!.note}); the stage's other runs were not started`;
       await appendEventOnce(paths.events, "stage.smoke_failed", { stage: plan.stage, blueprintId: row!.blueprintId }, { state: row!.state, note: row!.note });
       for (const experiment of plan.experiments.slice(1)) await appendEventOnce(paths.events, "blueprint.skipped", { blueprintId: experiment.blueprintId }, { stage: plan.stage, reason: `not run: the smoke test (${row!.blueprintId}) failed` });
-      await appendEventOnce(paths.events, "campaign.stop_decided", { stage: plan.stage, reason: "stage-failed" }, { explanation });
-      return { stop: { reason: "stage-failed", explanation } };
+      return decideStop(plan.stage, "stage-failed", explanation);
     })
     .addNode("dispatch", async (state) => {
       await enter("dispatch", state);
