@@ -2,8 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createCampaign, loadCampaign, readEvents } from "../campaign/index.ts";
-import type { CampaignPaths } from "../campaign/index.ts";
+import { createCampaign, loadCampaign } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
 import { localDispatchHost, openDispatchHostsFile } from "../leader/cli-support-hosts.ts";
@@ -11,7 +10,7 @@ import { closeDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
 import { markLeaderRunning } from "../leader/cli-support-leader-mark.ts";
 import { createLiveView, maxStepsFromOverrides } from "../leader/live-view.ts";
 import { watchStatus } from "../leader/status-watch.ts";
-import { describeCampaign, describeWaiting, listCampaignSummaries, pendingReview, renderCampaignDetail, renderCampaignTable } from "../leader/cli-support-status.ts";
+import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable, summarizeCampaign } from "../leader/cli-support-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
 import type { LeaderRun, ReviewAnswer } from "../leader/graph.ts";
 import { plannerChoiceFacts, plannerOfCampaign } from "../leader/cli-support-planner.ts";
@@ -192,9 +191,9 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
 }
 
 /** A campaign that waits for review or has its report: a plain resume only shows it. */
-async function isPausedOrFinished(paths: CampaignPaths): Promise<boolean> {
-  const { events } = await readEvents(paths.events);
-  return events.some((event) => event.kind === "campaign.reported") || pendingReview(events) !== null;
+async function isPausedOrFinished(runsDir: string, campaignId: string): Promise<boolean> {
+  const { state } = await summarizeCampaign(runsDir, campaignId);
+  return state === "finished" || state === "waiting";
 }
 
 /** ` --runs-dir X` for the commands printed to the person, empty for the default. */
@@ -225,7 +224,7 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
       runsDir,
       campaignId,
       ...(options.answer === undefined ? {} : { answer: options.answer }),
-      planner: await plannerOfCampaign(campaign.paths, topic, process.env, options.answer !== undefined || !(await isPausedOrFinished(campaign.paths))),
+      planner: await plannerOfCampaign(campaign.paths, topic, process.env, options.answer !== undefined || !(await isPausedOrFinished(runsDir, campaignId))),
       hosts,
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
