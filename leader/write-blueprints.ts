@@ -103,9 +103,10 @@ export function draftStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
  * findings (the caller decides whether an error finding stops the stage).
  */
 export async function writeStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths, options: WriteBlueprintsOptions = {}): Promise<WrittenBlueprint[]> {
-  const texts = draftStageBlueprints(topic, plan, paths, options);
+  const blueprints = buildStageBlueprints(topic, plan, paths, options);
+  const texts = blueprints.map((blueprint) => ({ blueprintId: blueprint.id, text: renderBlueprint(blueprint) }));
   const files = await writeBlueprintTexts(paths, plan.stage, texts);
-  return buildStageBlueprints(topic, plan, paths, options).map((blueprint, index) => ({ blueprintId: blueprint.id, file: files[index]!, blueprint, findings: auditBlueprint(texts[index]!.text, { file: files[index]!, allowedRoots: [paths.results] }) }));
+  return blueprints.map((blueprint, index) => ({ blueprintId: blueprint.id, file: files[index]!, blueprint, findings: auditBlueprint(texts[index]!.text, { file: files[index]!, allowedRoots: [paths.results] }) }));
 }
 
 /**
