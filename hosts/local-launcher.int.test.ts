@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -46,6 +46,34 @@ describe("local launcher: runs nobody will finish", () => {
       expect(young2.started).toBe(false);
       expect((await readdir(join(workdir, "lost", "never-started"))).some((name) => name.startsWith("launch.never-started-"))).toBe(true);
       await launcher.cancel({ campaign: "lost", blueprintId: "never-started" });
+    } finally {
+      await rm(workdir, { recursive: true, force: true });
+    }
+  });
+
+  it("takes over an empty launch.json past the grace (a launcher killed mid-write), and leaves a young one alone", async () => {
+    const workdir = await mkdtemp(join(tmpdir(), "a3r-local-empty-"));
+    const launcher = new LocalLauncher({ host: "here", workdir, a3r: fixtureA3rCommand });
+    try {
+      for (const id of ["empty-old", "empty-young"]) {
+        await mkdir(join(workdir, "cut", id), { recursive: true });
+        await writeFile(join(workdir, "cut", id, "launch.json"), "");
+      }
+      const minuteAgo = new Date(Date.now() - 60_000);
+      await utimes(join(workdir, "cut", "empty-old", "launch.json"), minuteAgo, minuteAgo);
+      const blueprintFile = join(workdir, "blueprint.md");
+      await writeFile(blueprintFile, "not read by the fixture worker\n");
+      const request = (blueprintId: string) => ({ campaign: "cut", blueprintId, blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", blueprintId) });
+      expect((await launcher.poll({ campaign: "cut", blueprintId: "empty-old" })).state).toBe("unknown");
+      const taken = await launcher.launch(request("empty-old"));
+      expect(taken.started).toBe(true);
+      expect((await launcher.readMarker({ campaign: "cut", blueprintId: "empty-old" }))?.pgid).toBe(taken.pgid);
+      expect((await readdir(join(workdir, "cut", "empty-old"))).some((name) => name.startsWith("launch.unreadable-"))).toBe(true);
+      // Within the grace an unreadable claim may still be someone's: it is not taken.
+      expect((await launcher.launch(request("empty-young"))).started).toBe(false);
+      // No private drafts are left beside the claims.
+      for (const id of ["empty-old", "empty-young"]) expect((await readdir(join(workdir, "cut", id))).filter((name) => name.endsWith(".draft"))).toEqual([]);
+      await launcher.cancel({ campaign: "cut", blueprintId: "empty-old" });
     } finally {
       await rm(workdir, { recursive: true, force: true });
     }

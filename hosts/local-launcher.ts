@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { copyFile, cp, mkdir, open, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { copyFile, cp, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
@@ -102,23 +103,24 @@ export class LocalLauncher implements Launcher {
   }
 
   /**
-   * Writes the launch claim; false when the run is already claimed. "wx" fails when the
-   * file exists, so two launches racing start exactly one run. A claim whose worker never
-   * started (see `neverStarted`) is set aside (renamed, which only one racer can do) and
-   * claimed again: a launcher killed between its claim and the spawn must not lose the run.
+   * Writes the launch claim; false when the run is already claimed. The claim is written
+   * whole to a private file, then hard-linked to launch.json: link fails when the name
+   * exists, so two launches racing start exactly one run, and a launcher killed mid-write
+   * cannot leave an empty launch.json behind (an "wx" open-then-write could, and a claim
+   * nobody can read was never taken over: the run was relaunched and refused forever).
+   * A claim whose worker never started (see `neverStarted`), or one nobody can read that
+   * is past the grace, is set aside (renamed, which only one racer can do) and claimed
+   * again: a launcher killed between its claim and the spawn must not lose the run.
    */
   private async claim(ref: RunRef, markerPath: string, marker: LaunchMarker): Promise<boolean> {
     for (let attempt = 0; attempt < 2; attempt += 1) {
-      try {
-        await writeFile(markerPath, `${JSON.stringify(marker)}\n`, { flag: "wx" });
-        return true;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      }
+      if (await createExclusively(markerPath, `${JSON.stringify(marker)}\n`)) return true;
       const existing = await this.readMarker(ref);
-      if (existing === undefined || !(await neverStarted(existing))) return false;
+      const abandoned = existing === undefined ? await staleUnreadable(markerPath) : await neverStarted(existing);
+      if (!abandoned) return false;
+      const setAside = existing === undefined ? "launch.unreadable" : "launch.never-started";
       try {
-        await rename(markerPath, join(dirname(markerPath), `launch.never-started-${Date.now()}.json`));
+        await rename(markerPath, join(dirname(markerPath), `${setAside}-${Date.now()}.json`));
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       }
@@ -218,6 +220,30 @@ async function listFiles(root: string, prefix = ""): Promise<string[]> {
     else if (entry.isFile()) files.push(relative);
   }
   return files.sort();
+}
+
+/** Creates `path` holding `text`, complete, or returns false when `path` exists. */
+async function createExclusively(path: string, text: string): Promise<boolean> {
+  const draft = `${path}.${process.pid}-${randomBytes(4).toString("hex")}.draft`;
+  await writeFile(draft, text, { flag: "wx" });
+  try {
+    await link(draft, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return false;
+  } finally {
+    await unlink(draft).catch(() => undefined);
+  }
+}
+
+/**
+ * A launch.json that does not parse and is older than the launch grace: written by an
+ * older a3r killed mid-write, or damaged. Its run cannot be followed, so it is no run.
+ */
+async function staleUnreadable(path: string): Promise<boolean> {
+  const modified = await stat(path).then((info) => info.mtimeMs, () => undefined);
+  return modified !== undefined && Date.now() - modified > launchGraceMs;
 }
 
 /**
