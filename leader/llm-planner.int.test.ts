@@ -43,7 +43,7 @@ function anthropicAnswer(name: string, answer: unknown): FakeResponse {
       id: "msg_planner",
       type: "message",
       role: "assistant",
-      model: "claude-sonnet-4-5-20250929",
+      model: "claude-sonnet-4-6",
       content: [{ type: "tool_use", id: `toolu_${name}`, name, input: answer }],
       stop_reason: "tool_use",
       stop_sequence: null,
@@ -64,7 +64,7 @@ const cases = [
   },
   {
     provider: "anthropic" as const,
-    model: "claude-sonnet-4-5",
+    model: "claude-sonnet-4-6",
     path: "/v1/messages",
     baseUrl: (server: FakeProviderServer) => server.url,
     responses: [anthropicAnswer("framed_question", framing), anthropicAnswer("stage_decision", screenAnswer)],

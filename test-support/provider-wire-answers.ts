@@ -42,7 +42,7 @@ export function anthropicWireAnswer(schemaName: string, answer: unknown, usage: 
       id: `msg_${schemaName}`,
       type: "message",
       role: "assistant",
-      model: "claude-sonnet-4-5-20250929",
+      model: "claude-sonnet-4-6",
       content: [{ type: "tool_use", id: `toolu_${schemaName}`, name: schemaName, input: answer }],
       stop_reason: "tool_use",
       stop_sequence: null,
