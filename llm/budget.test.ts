@@ -58,6 +58,16 @@ describe("withBudget", () => {
     expect(model.requests).toHaveLength(0);
   });
 
+  it("estimates with the model config's own prices, so a model the built-in list lacks is not free", async () => {
+    const sink = new InMemoryUsageSink();
+    // A local model priced only in its config: $100 per million output tokens.
+    const model = createScriptedChatModel([{ text: "never" }], { sink }, { model: "lab-llama-70b", prices: { "lab-llama-70b": { input: 50, output: 100, cachedInput: 5 } } });
+    const budgeted = withBudget(model, { limit: { usd: 0.05 }, spent: () => ({ tokens: 0, usd: 0 }) });
+    const error = await refusal(budgeted.complete(ask("hi", 1000)));
+    expect(error.message).toMatch(/this plan call may cost up to \$0\.1\d+ more, over the budget of \$0\.05/);
+    expect(model.requests).toHaveLength(0);
+  });
+
   it("counts calls still in flight, so concurrent calls cannot pass the limit together", async () => {
     const sink = new InMemoryUsageSink();
     const model = createScriptedChatModel([{ text: "slow", delayMs: 200 }, { text: "second" }], { sink });

@@ -23,7 +23,7 @@ export interface LlmBudgetOptions {
    * workers' calls count as well as this process's.
    */
   spent: () => Promise<LlmSpending> | LlmSpending;
-  /** Prices for the cost estimate, over llm/prices.ts (give the model config's `prices`). */
+  /** Prices for the cost estimate, over llm/prices.ts; default: the model's own price book. */
   prices?: Readonly<Record<string, ModelPrice>>;
   /** How the person names each limit, for the message (default: the topic's fields). */
   names?: { tokens: string; usd: string };
@@ -70,7 +70,8 @@ export function withBudget(model: ChatModel, options: LlmBudgetOptions): ChatMod
   }
   if (tokens === undefined && usd === undefined) return model;
   const names = options.names ?? topicBudgetNames;
-  const priceBook = createPriceBook(options.prices);
+  // The estimate prices a call as the model will book it, a model config's own prices included.
+  const priceBook = options.prices !== undefined ? createPriceBook(options.prices) : (model.priceBook ?? createPriceBook());
   // Estimates of this wrapper's calls that have not been booked yet.
   const reserved: LlmSpending = { tokens: 0, usd: 0 };
 

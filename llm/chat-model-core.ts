@@ -114,6 +114,7 @@ export function createChatModelFromBackend(backend: ChatBackend, options: ChatMo
   return {
     provider: backend.provider,
     model: backend.model,
+    priceBook: options.priceBook,
     complete: complete as ChatModel["complete"],
   };
 }

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { PriceBook } from "./prices.ts";
 
 /** The ledger roles a call is booked under; any other string is accepted and booked as is. */
 export type LlmRole = "frame" | "plan" | "write" | "analyze" | "diagnose" | "other";
@@ -76,5 +77,7 @@ export interface ChatResult<T = never> {
 export interface ChatModel {
   readonly provider: string;
   readonly model: string;
+  /** The prices this model books its calls at (its config's `prices` over llm/prices.ts). */
+  readonly priceBook?: PriceBook;
   complete<Schema extends z.ZodType = z.ZodType<never>>(request: ChatRequest<Schema>): Promise<ChatResult<z.output<Schema>>>;
 }
