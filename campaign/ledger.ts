@@ -13,6 +13,10 @@ import { appendJsonLine, describeIssues, readJsonLines } from "./jsonl-file.ts";
  * - gpu: one run's use of GPUs. `hours` is wall-clock hours the run held `gpus` GPUs, so
  *   the GPU-hours of an entry are `gpus * hours`.
  *
+ * `importedFrom` marks an entry copied from a run's own ledger (`<blueprint id>#<line>` of
+ * `results/<id>/ledger.jsonl`, written by a worker on a host that could not reach the
+ * campaign's): the copy is made once per line, and the mark is how a re-run knows.
+ *
  * `role` is one of `ledgerRoles` by convention, but any lowercase name is accepted and
  * totalled under its own name: the LLM layer books unknown roles as given, and refusing
  * one would fail a model call over bookkeeping.
@@ -41,6 +45,7 @@ export const llmLedgerEntrySchema = z.strictObject({
   durationMs: amount,
   ok: z.boolean(),
   errorCode: z.string().min(1).optional(),
+  importedFrom: z.string().min(1).optional(),
 });
 
 export const gpuLedgerEntrySchema = z.strictObject({
@@ -50,6 +55,7 @@ export const gpuLedgerEntrySchema = z.strictObject({
   host: z.string().min(1),
   gpus: count,
   hours: amount,
+  importedFrom: z.string().min(1).optional(),
 });
 
 export const ledgerEntrySchema = z.discriminatedUnion("kind", [llmLedgerEntrySchema, gpuLedgerEntrySchema]);
@@ -143,7 +149,7 @@ export function parseLedgerEntry(entry: LedgerEntryInput | unknown, now: Date = 
   if (checked.success) return checked.data;
   throw new A3rError("SCHEMA_INVALID", `ledger entry is invalid: ${describeIssues(checked.error.issues)}`, {
     ...(where === undefined ? {} : { where }),
-    hint: "an llm entry has exactly role, provider, model, inputTokens, outputTokens, cachedTokens, costUsd, durationMs, ok, errorCode?; a gpu entry blueprintId, host, gpus, hours",
+    hint: "an llm entry has exactly role, provider, model, inputTokens, outputTokens, cachedTokens, costUsd, durationMs, ok, errorCode?, importedFrom?; a gpu entry blueprintId, host, gpus, hours, importedFrom?",
   });
 }
 

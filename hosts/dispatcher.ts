@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Blueprint } from "../blueprints/index.ts";
 import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRunState } from "../campaign/index.ts";
 import type { HostConfig } from "./hosts-config.ts";
-import type { Launcher, ProgressState, RunProgress, RunRef } from "./launcher.ts";
+import type { Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "./launcher.ts";
 import { scheduleBlueprints, type HostCapacity, type HostLoad } from "./scheduler.ts";
 
 /**
@@ -30,6 +30,8 @@ export interface DispatchItem {
   resultDir: string;
   /** The campaign's events.jsonl, for `run.dispatched` and `run.fetched`. */
   eventsFile?: string;
+  /** The run's share of the campaign's LLM budget (see LaunchRequest.llmAllowance). */
+  llmAllowance?: LlmAllowance;
 }
 
 export interface DispatchHost {
@@ -161,7 +163,13 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
       const host = hostsByName.get(assignment.host)!;
       try {
         await mkdir(item.resultDir, { recursive: true });
-        const outcome = await host.launcher.launch({ ...refOf(item), blueprintFile: item.file, gpuIndices: assignment.gpuIndices, resultDir: item.resultDir });
+        const outcome = await host.launcher.launch({
+          ...refOf(item),
+          blueprintFile: item.file,
+          gpuIndices: assignment.gpuIndices,
+          resultDir: item.resultDir,
+          ...(item.llmAllowance === undefined ? {} : { llmAllowance: item.llmAllowance }),
+        });
         row.host = assignment.host;
         row.gpuIndices = assignment.gpuIndices;
         row.state = "launching";

@@ -3,7 +3,7 @@
  * with its local, ssh and queue implementations, the worker daemon of the queue backend,
  * and the dispatcher used by `a3r dispatch` (and by the leader's dispatch node).
  */
-export type { FetchOutcome, LaunchOutcome, LaunchRequest, Launcher, ProgressState, RunProgress, RunRef } from "./launcher.ts";
+export type { FetchOutcome, LaunchOutcome, LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "./launcher.ts";
 export { bundleFiles, liveFiles, parseRunKey, runKey } from "./launcher.ts";
 export type { Assignment, HostCapacity, HostLoad, SchedulingRequest, SchedulingResult } from "./scheduler.ts";
 export { scheduleBlueprints } from "./scheduler.ts";

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { auditResultDir, readEvents } from "../campaign/index.ts";
+import { auditResultDir, readEvents, readLedger } from "../campaign/index.ts";
 import { writeFixtureBlueprint } from "../test-support/fixture-blueprint.ts";
 import type { Launcher, RunProgress, RunRef } from "./launcher.ts";
 
@@ -71,6 +71,18 @@ export function describeLauncherConformance(name: string, setup: () => Promise<L
       expect(fetched.files).toEqual(expect.arrayContaining(["status.json", "metrics.jsonl", "result.md", "finish.flag", "blueprint.md"]));
       const findings = await auditResultDir(destination);
       expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
+    });
+
+    it("gives the run's worker its LLM allowance and brings back the worker's own ledger", async () => {
+      const launch = await subject.launcher.launch({ ...(await request("allowance", { steps: 2, stepMs: 50 })), llmAllowance: { tokens: 12_345.7, usd: 0.25 } });
+      await waitForProgress(subject.launcher, launch.ref, (current) => current.finished);
+      const destination = join(folder, "fetched", "allowance");
+      const fetched = await subject.launcher.fetch(launch.ref, destination);
+      expect(fetched.files).toContain("ledger.jsonl");
+      const launched = (await readEvents(join(destination, "events.jsonl"))).events.find((event) => event.kind === "run.launched");
+      // Whole tokens: the worker's --llm-tokens takes a whole number.
+      expect(launched?.llmLimits).toEqual({ tokens: 12_345, usd: 0.25 });
+      expect((await readLedger(join(destination, "ledger.jsonl"))).entries.map((entry) => entry.kind === "llm" && entry.role)).toEqual(["diagnose"]);
     });
 
     it("is idempotent: a second launch, even from another instance, starts nothing", async () => {

@@ -33,6 +33,19 @@ export interface LaunchRequest extends RunRef {
   gpuIndices: number[];
   /** Where the run writes its result directory when it runs on this machine (local). */
   resultDir: string;
+  /**
+   * The most this run's worker may spend on model calls (its diagnosis of unknown
+   * failures) when it cannot reach the campaign's ledger: on ssh and queue hosts it is
+   * held to this, counted over its own `<result dir>/ledger.jsonl`. A run in the campaign
+   * folder (local) is held to the campaign's live budget instead, and ignores it.
+   */
+  llmAllowance?: LlmAllowance;
+}
+
+/** A share of the campaign's LLM budget: whole tokens, US dollars; either may be absent. */
+export interface LlmAllowance {
+  tokens?: number;
+  usd?: number;
 }
 
 export interface LaunchOutcome {
@@ -101,5 +114,6 @@ export function parseRunKey(key: string): RunRef | undefined {
 }
 
 /** The files of a result directory that travel back as the small bundle (queue) or live copy. */
-export const bundleFiles = ["status.json", "result.md", "metrics.jsonl", "attempts.md", "curves.svg", "events.jsonl", "blueprint.md", "finish.flag"] as const;
+// ledger.jsonl: the worker's own ledger, written when it could not reach the campaign's.
+export const bundleFiles = ["status.json", "result.md", "metrics.jsonl", "attempts.md", "curves.svg", "events.jsonl", "blueprint.md", "ledger.jsonl", "finish.flag"] as const;
 export const liveFiles = ["status.json", "metrics.jsonl"] as const;

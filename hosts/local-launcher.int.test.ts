@@ -3,8 +3,9 @@ import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fixtureA3rCommand } from "../test-support/fixture-blueprint.ts";
-import { describeLauncherConformance } from "./launcher-conformance.ts";
+import { readEvents } from "../campaign/index.ts";
+import { fixtureA3rCommand, writeFixtureBlueprint } from "../test-support/fixture-blueprint.ts";
+import { describeLauncherConformance, waitForProgress } from "./launcher-conformance.ts";
 import { LocalLauncher } from "./local-launcher.ts";
 
 describeLauncherConformance("local", async () => {
@@ -76,6 +77,23 @@ describe("local launcher: runs nobody will finish", () => {
       await launcher.cancel({ campaign: "cut", blueprintId: "empty-old" });
     } finally {
       await rm(workdir, { recursive: true, force: true });
+    }
+  });
+
+  it("leaves the LLM allowance out for a run in a campaign folder: there the worker is held to the campaign's live budget", async () => {
+    const campaignRoot = await mkdtemp(join(tmpdir(), "a3r-local-campaign-"));
+    const launcher = new LocalLauncher({ host: "here", workdir: join(campaignRoot, "host"), a3r: fixtureA3rCommand });
+    try {
+      await writeFile(join(campaignRoot, "topic.md"), "Which lr?\n");
+      const blueprintFile = await writeFixtureBlueprint(campaignRoot, { id: "in-campaign", campaign: "c", steps: 1, stepMs: 10 });
+      const resultDir = join(campaignRoot, "results", "in-campaign");
+      const launch = await launcher.launch({ campaign: "c", blueprintId: "in-campaign", blueprintFile, gpuIndices: [], resultDir, llmAllowance: { tokens: 100 } });
+      await waitForProgress(launcher, launch.ref, (progress) => progress.finished);
+      const launched = (await readEvents(join(resultDir, "events.jsonl"))).events.find((event) => event.kind === "run.launched");
+      expect(launched).toBeDefined();
+      expect(launched!.llmLimits).toBeUndefined();
+    } finally {
+      await rm(campaignRoot, { recursive: true, force: true });
     }
   });
 });

@@ -5,6 +5,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
+import { findCampaignOf } from "../campaign/campaign-of-run.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "./launcher.ts";
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
 import { workerRunCommand } from "./shell-quote.ts";
@@ -74,10 +75,13 @@ export class LocalLauncher implements Launcher {
     const blueprintCopy = join(runDir, "blueprint.md");
     await copyFile(request.blueprintFile, blueprintCopy);
     await mkdir(resultDir, { recursive: true });
+    // A run in a campaign folder is held to the campaign's live LLM budget; one away from
+    // it (a queue daemon's) only knows the allowance it was given.
+    const allowance = request.llmAllowance !== undefined && (await findCampaignOf(resultDir)) === undefined ? request.llmAllowance : undefined;
     const log = await open(join(runDir, "worker.log"), "a");
     let pgid: number;
     try {
-      const child = spawn("sh", ["-c", `exec ${workerRunCommand(this.options.a3r, blueprintCopy, resultDir)}`], {
+      const child = spawn("sh", ["-c", `exec ${workerRunCommand(this.options.a3r, blueprintCopy, resultDir, allowance)}`], {
         cwd: runDir,
         detached: true,
         stdio: ["ignore", log.fd, log.fd],

@@ -51,7 +51,13 @@ export class QueueLauncher implements Launcher {
     const text = await readFile(request.blueprintFile, "utf8");
     const gpus = Number(parseBlueprint(text, request.blueprintFile).frontMatter.gpus ?? 0);
     const first = (await this.redis.sadd(this.keys.dispatched, key)) === 1;
-    const data: LaunchJob = { campaign: ref.campaign, blueprintId: ref.blueprintId, blueprint: text, gpus: Number.isInteger(gpus) && gpus >= 0 ? gpus : 0 };
+    const data: LaunchJob = {
+      campaign: ref.campaign,
+      blueprintId: ref.blueprintId,
+      blueprint: text,
+      gpus: Number.isInteger(gpus) && gpus >= 0 ? gpus : 0,
+      ...(request.llmAllowance === undefined ? {} : { llmAllowance: request.llmAllowance }),
+    };
     // Added even when the set already had the key: a dispatcher that died between the two
     // steps left no job, and BullMQ ignores the add when the job id exists.
     await this.queue.add("launch", data, { jobId: key, removeOnComplete: false, removeOnFail: false });

@@ -39,6 +39,7 @@ export const launchJobSchema = z.object({
   blueprintId: z.string(),
   blueprint: z.string().max(1024 * 1024),
   gpus: z.number().int().min(0),
+  llmAllowance: z.object({ tokens: z.number().positive().optional(), usd: z.number().positive().optional() }).optional(),
 });
 
 export type LaunchJob = z.infer<typeof launchJobSchema>;

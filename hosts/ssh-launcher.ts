@@ -107,7 +107,7 @@ export class SshLauncher implements Launcher {
       launchedAt: new Date().toISOString(),
     };
     const environment = inlineEnvironment({ CUDA_VISIBLE_DEVICES: request.gpuIndices.join(","), A3R_HOST: this.host });
-    const inner = `echo $$ > pgid; exec env ${environment} ${workerRunCommand(this.options.a3r, `${runDir}/blueprint.md`, `${runDir}/result`)}`;
+    const inner = `echo $$ > pgid; exec env ${environment} ${workerRunCommand(this.options.a3r, `${runDir}/blueprint.md`, `${runDir}/result`, request.llmAllowance)}`;
     // The marker is written with the group id once the detached shell has recorded it.
     const markerTemplate = JSON.stringify({ ...marker, pgid: 0 }).replace('"pgid":0', '"pgid":PGID');
     const start = [

@@ -199,7 +199,13 @@ export class WorkerDaemon {
     const runDir = this.local.runDir(ref);
     const blueprintFile = join(this.workdir, "inbox", `${key}.md`);
     await writeFile(blueprintFile, data.blueprint);
-    const launch = await this.local.launch({ ...ref, blueprintFile, gpuIndices: assignment.gpuIndices, resultDir: join(runDir, "result") });
+    const launch = await this.local.launch({
+      ...ref,
+      blueprintFile,
+      gpuIndices: assignment.gpuIndices,
+      resultDir: join(runDir, "result"),
+      ...(data.llmAllowance === undefined ? {} : { llmAllowance: data.llmAllowance }),
+    });
     if (launch.started) this.launchesStarted += 1;
     this.tracked.set(key, { ref, gpuIndices: assignment.gpuIndices });
     this.peakRuns = Math.max(this.peakRuns, this.tracked.size);

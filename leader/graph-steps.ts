@@ -171,11 +171,12 @@ export function reviewWaitMs(events: readonly (ReviewKey & { kind: string; time:
 }
 
 /**
- * Books GPU-hours for finished runs that booked none. A worker books its own run when its
- * result directory lies in the campaign folder (local hosts); on ssh and queue hosts it
- * cannot reach the campaign ledger, so the leader books the run from its fetched
- * status.json: its GPUs × start to last heartbeat (a slight undercount: the last beat
- * comes up to one interval before the end). Returns the blueprint ids it booked.
+ * Books GPU-hours for finished runs that booked none. A worker books its own run: in the
+ * campaign ledger when its result directory lies in the campaign folder (local hosts),
+ * else in its own ledger, which importRunLedgers copies over first. A run whose worker
+ * booked nothing (killed before its end) is booked from its fetched status.json: its
+ * GPUs × start to last heartbeat (a slight undercount: the last beat comes up to one
+ * interval before the end). Returns the blueprint ids it booked.
  */
 export async function bookUnbookedGpuHours(paths: CampaignPaths, blueprintFiles: readonly string[]): Promise<string[]> {
   const { entries } = await readLedger(paths.ledger);

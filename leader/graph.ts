@@ -6,12 +6,14 @@ import type { CampaignPaths } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import { dispatchBlueprints } from "../hosts/index.ts";
-import type { DispatchHost, DispatchItem, DispatchRow } from "../hosts/index.ts";
+import type { DispatchHost, DispatchItem, DispatchRow, LlmAllowance } from "../hosts/index.ts";
+import { ledgerSpending } from "../llm/budget-ledger.ts";
 import { analyzeStage } from "./analyze-stage.ts";
 import { auditBlueprintTexts, bookUnbookedGpuHours, checkStageBudgets, commandsAddedBy, discardUndispatchedStage, gpuHoursUsed, memoAnswer, recordedReviewAnswer, renderFraming, reviewWaitMs } from "./graph-steps.ts";
 import { writeCampaignReport } from "./campaign-report.ts";
 import { rankedSummaries } from "./configurations.ts";
 import type { BlueprintText, Conclusion, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
+import { importRunLedgers, llmAllowanceFor } from "./run-ledgers.ts";
 import { writeStagePlan } from "./stage-plan-file.ts";
 import { loadTopic } from "./topic.ts";
 import { draftStageBlueprints, writeBlueprintTexts } from "./write-blueprints.ts";
@@ -121,7 +123,9 @@ export function buildLeaderGraph(options: LeaderOptions) {
     if (!(error instanceof A3rError && error.code === "LLM_BUDGET_EXCEEDED")) throw error;
     return decideStop(stage, "budget", error.message, { evidence: error.details ?? {} });
   };
-  const itemsOf = (files: string[]) => dispatchItems(files, paths);
+  // Each run may spend its share of what is left of the LLM budget where it cannot reach
+  // the campaign's ledger (ssh and queue hosts; leader/run-ledgers.ts).
+  const itemsOf = async (files: string[], stageRuns: number) => dispatchItems(files, paths, llmAllowanceFor((await topicOf()).budgets, await ledgerSpending(paths.ledger), stageRuns));
 
   /** Pauses for a person when review is on or commands need approval; returns the state update. */
   const review = async (state: LeaderStateValue, at: ReviewRequest["at"], files: string[]): Promise<Partial<LeaderStateValue>> => {
@@ -257,7 +261,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       await enter("smoke", state);
       const plan = state.stagePlan!;
       if (state.history.length > 0 || state.blueprintFiles.length === 0) return {};
-      const first = await itemsOf(state.blueprintFiles.slice(0, 1));
+      const first = await itemsOf(state.blueprintFiles.slice(0, 1), state.blueprintFiles.length);
       const signalled = new AbortController();
       const [row] = await dispatchBlueprints({
         items: first,
@@ -282,19 +286,23 @@ export function buildLeaderGraph(options: LeaderOptions) {
     })
     .addNode("dispatch", async (state) => {
       await enter("dispatch", state);
-      const rows = await dispatchBlueprints({ items: await itemsOf(state.blueprintFiles), hosts: options.hosts, wait: false });
+      const rows = await dispatchBlueprints({ items: await itemsOf(state.blueprintFiles, state.blueprintFiles.length), hosts: options.hosts, wait: false });
       await appendEventOnce(paths.events, "stage.dispatched", { stage: state.stagePlan!.stage }, { runs: rows.map((row) => ({ blueprintId: row.blueprintId, host: row.host, state: row.state, note: row.note })) });
       return {};
     })
     .addNode("watch", async (state) => {
       await enter("watch", state);
-      const rows = await dispatchBlueprints({ items: await itemsOf(state.blueprintFiles), hosts: options.hosts, wait: true, intervalMs: options.intervalMs, onUpdate: options.onUpdate });
+      const rows = await dispatchBlueprints({ items: await itemsOf(state.blueprintFiles, state.blueprintFiles.length), hosts: options.hosts, wait: true, intervalMs: options.intervalMs, onUpdate: options.onUpdate });
       await appendEventOnce(paths.events, "stage.finished", { stage: state.stagePlan!.stage }, { runs: rows.map((row) => ({ blueprintId: row.blueprintId, state: row.state, note: row.note })) });
       return {};
     })
     .addNode("analyze", async (state) => {
       await enter("analyze", state);
       const plan = state.stagePlan!;
+      // Costs booked by workers away from the campaign's ledger first, so that their own
+      // GPU-hours are the ones counted; runs that booked none are estimated after.
+      const imported = await importRunLedgers(paths, plan.experiments.map((experiment) => experiment.blueprintId));
+      if (imported.length > 0) await appendEventOnce(paths.events, "stage.run_ledgers_imported", { stage: plan.stage }, { blueprintIds: imported, source: "results/<id>/ledger.jsonl of runs whose worker could not reach the campaign ledger" });
       const booked = await bookUnbookedGpuHours(paths, state.blueprintFiles);
       if (booked.length > 0) await appendEventOnce(paths.events, "stage.gpu_hours_booked", { stage: plan.stage }, { blueprintIds: booked, source: "status.json of runs whose worker could not reach the campaign ledger" });
       const { analysis, file } = await analyzeStage(await topicOf(), plan, state.history, paths);
@@ -350,11 +358,11 @@ export function buildLeaderGraph(options: LeaderOptions) {
     .addEdge("report", END);
 }
 
-async function dispatchItems(files: string[], paths: CampaignPaths): Promise<DispatchItem[]> {
+async function dispatchItems(files: string[], paths: CampaignPaths, llmAllowance: LlmAllowance | undefined): Promise<DispatchItem[]> {
   return Promise.all(
     files.map(async (file) => {
       const blueprint = await readBlueprintFile(file);
-      return { blueprint, file, campaign: paths.id, resultDir: paths.result(blueprint.id), eventsFile: paths.events };
+      return { blueprint, file, campaign: paths.id, resultDir: paths.result(blueprint.id), eventsFile: paths.events, ...(llmAllowance === undefined ? {} : { llmAllowance }) };
     }),
   );
 }

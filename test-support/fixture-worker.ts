@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
+import { join } from "node:path";
 import { readBlueprintFile } from "../blueprints/index.ts";
-import { readResultDir, ResultDirWriter } from "../campaign/index.ts";
+import { JsonlLedger, readResultDir, ResultDirWriter } from "../campaign/index.ts";
 
 /**
  * A stand-in worker for launcher tests: `worker run <blueprint.md> --result-dir DIR` writes
@@ -37,6 +38,8 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
     process.stderr.write("usage: fixture-a3r worker run <blueprint.md> --result-dir DIR\n");
     return 2;
   }
+  // What a real worker away from its campaign is given: `--llm-tokens N --llm-usd X`.
+  const limits = llmLimitsOf(argv.slice(5));
   const blueprint = await readBlueprintFile(blueprintFile);
   const settings = settingsOf(blueprint.frontMatter);
   const existing = await readResultDir(resultDir).catch(() => undefined);
@@ -47,7 +50,12 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
   const host = process.env.A3R_HOST ?? hostname();
   const run = await ResultDirWriter.open(resultDir, `fixture:${host}:${process.pid}`, { ttlMs: 60_000 });
   await run.writeBlueprint(await readFile(blueprintFile, "utf8"));
-  await run.appendEvent("run.launched", { blueprintId: blueprint.id, host, pid: process.pid, gpus: process.env.CUDA_VISIBLE_DEVICES ?? "" });
+  await run.appendEvent("run.launched", { blueprintId: blueprint.id, host, pid: process.pid, gpus: process.env.CUDA_VISIBLE_DEVICES ?? "", ...(limits === undefined ? {} : { llmLimits: limits }) });
+  // Given an allowance, it books one diagnosis call within it in its own ledger, as the
+  // real worker does when it cannot reach the campaign's.
+  if (limits !== undefined) {
+    await new JsonlLedger(join(resultDir, "ledger.jsonl")).record({ kind: "llm", role: "diagnose", provider: "scripted", model: "fixture", inputTokens: 1, outputTokens: 1, cachedTokens: 0, costUsd: 0, durationMs: 1, ok: true });
+  }
   await run.writeStatus({ state: "queued", host });
   await run.writeStatus({ state: "preparing" });
   await run.writeStatus({ state: "running", attempt: 1, pid: process.pid, pgid: process.pid, startedAt: new Date().toISOString() });
@@ -72,4 +80,14 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
   }
   if (stopping) return finishAs("cancelled", "cancelled by SIGTERM");
   return settings.fail ? finishAs("failed", "fixture told to fail") : finishAs("succeeded", null);
+}
+
+/** `--llm-tokens N --llm-usd X` (either or both) as numbers; undefined when neither is given. */
+function llmLimitsOf(args: string[]): { tokens?: number; usd?: number } | undefined {
+  const limits: { tokens?: number; usd?: number } = {};
+  for (let index = 0; index < args.length; index += 2) {
+    if (args[index] === "--llm-tokens") limits.tokens = Number(args[index + 1]);
+    else if (args[index] === "--llm-usd") limits.usd = Number(args[index + 1]);
+  }
+  return Object.keys(limits).length === 0 ? undefined : limits;
 }

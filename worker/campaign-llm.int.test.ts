@@ -5,7 +5,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JsonlLedger, readEvents, readRunStatus } from "../campaign/index.ts";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
-import { findCampaignOf, readCampaignBudget } from "./campaign-llm.ts";
+import { findCampaignOf } from "../campaign/campaign-of-run.ts";
+import { readCampaignBudget } from "./campaign-llm.ts";
 
 /**
  * A worker dispatched into a campaign folder (`<campaign>/results/<id>`, as the leader and

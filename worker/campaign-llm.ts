@@ -1,43 +1,15 @@
 import { readFile } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
 import { readFrontMatter } from "../blueprints/front-matter.ts";
-import { campaignFileNames } from "../campaign/campaign-paths.ts";
 import { A3rError } from "../core/errors.ts";
-import { pathExists } from "../core/path-exists.ts";
 import { ledgerSpending } from "../llm/budget-ledger.ts";
 import { withBudget, type LlmBudgetLimit } from "../llm/budget.ts";
 import type { ChatModel } from "../llm/index.ts";
 
 /**
- * How a worker finds the campaign it works for, so that its model calls (the diagnosis of
- * unknown failures) are booked in the campaign's ledger and held to the campaign's LLM
- * budget, like the leader's.
- *
- * The campaign is found by place: a result directory `<campaign>/results/<blueprint id>`
- * whose `<campaign>` holds `topic.md` belongs to that campaign (DESIGN §3; it is where the
- * leader puts result directories, and where the local launcher runs them). Then the ledger
- * is `<campaign>/ledger.jsonl` and the budget is the topic's `budgets.llm_tokens` and
- * `budgets.llm_usd`. Nothing has to be passed along, and a worker started again later
- * finds the same campaign.
- *
- * Left out: a result directory away from its campaign (an ssh or queue host) finds none;
- * there `a3r worker run --ledger <file> --llm-tokens N --llm-usd X` says it explicitly,
- * and the spending counted is that ledger's only.
+ * How a worker's model calls (the diagnosis of unknown failures) are held to the LLM
+ * budget of the campaign it works for (found by place: campaign/campaign-of-run.ts), so
+ * that they count like the leader's.
  */
-export interface CampaignOfRun {
-  root: string;
-  ledgerFile: string;
-  topicFile: string;
-}
-
-export async function findCampaignOf(resultDir: string): Promise<CampaignOfRun | undefined> {
-  const results = dirname(resolve(resultDir));
-  if (basename(results) !== campaignFileNames.results) return undefined;
-  const root = dirname(results);
-  const topicFile = join(root, campaignFileNames.topic);
-  if (!(await pathExists(topicFile))) return undefined;
-  return { root, ledgerFile: join(root, campaignFileNames.ledger), topicFile };
-}
 
 /** The topic's LLM budget, or why it could not be read. */
 export type CampaignBudget = { ok: true; limit: LlmBudgetLimit } | { ok: false; problem: string };

@@ -1,0 +1,60 @@
+import { join } from "node:path";
+import { JsonlLedger, ledgerEntrySchema, readLedger, type CampaignPaths } from "../campaign/index.ts";
+import { readJsonLines } from "../campaign/jsonl-file.ts";
+import type { LlmAllowance } from "../hosts/index.ts";
+import type { LlmSpending } from "../llm/budget.ts";
+import type { TopicBudgets } from "./topic.ts";
+
+/**
+ * The costs of runs on hosts that cannot reach the campaign's ledger (ssh and queue
+ * hosts): a worker there books its diagnosis calls and GPU-hours in its own
+ * `<result dir>/ledger.jsonl`, held to an allowance given at launch. Both halves live
+ * here so the campaign's LLM budget covers every call, wherever it was made:
+ *
+ * - before a launch, each run gets its share of what is left of the budget;
+ * - after a fetch, the run's ledger is copied into the campaign's, once per line.
+ *
+ * A run in the campaign folder (local hosts) books in the campaign's ledger directly and
+ * is held to its live budget; it has no ledger of its own to import.
+ */
+
+/**
+ * What one run of a stage may spend on model calls: what is left of each budget, split
+ * evenly over the stage's runs, so the stage together cannot spend more than is left.
+ * None when the topic sets no LLM budget.
+ */
+export function llmAllowanceFor(budgets: Pick<TopicBudgets, "llmTokens" | "llmUsd">, spent: LlmSpending, stageRuns: number): LlmAllowance | undefined {
+  if (budgets.llmTokens === undefined && budgets.llmUsd === undefined) return undefined;
+  const share = (limit: number, used: number) => Math.max(0, limit - used) / Math.max(1, stageRuns);
+  return {
+    ...(budgets.llmTokens === undefined ? {} : { tokens: Math.floor(share(budgets.llmTokens, spent.tokens)) }),
+    ...(budgets.llmUsd === undefined ? {} : { usd: share(budgets.llmUsd, spent.usd) }),
+  };
+}
+
+/**
+ * Copies the entries of each run's own ledger (fetched with its result directory) into
+ * the campaign's, each marked `importedFrom: "<blueprint id>#<line>"`; a line already
+ * imported is skipped, so a re-run after a crash adds nothing twice and a later fetch
+ * adds only the new lines. Invalid lines stay behind (the result directory's audit names
+ * them). Returns the runs whose entries are in the campaign's ledger now (imported by
+ * this call or an earlier one), the same after a re-run.
+ */
+export async function importRunLedgers(paths: CampaignPaths, blueprintIds: readonly string[]): Promise<string[]> {
+  const imported = new Set((await readLedger(paths.ledger)).entries.flatMap((entry) => (entry.importedFrom === undefined ? [] : [entry.importedFrom])));
+  const ledger = new JsonlLedger(paths.ledger);
+  const fromRuns = new Set<string>();
+  for (const blueprintId of blueprintIds) {
+    const runLedger = await readJsonLines(join(paths.result(blueprintId), "ledger.jsonl"));
+    for (const { line, value } of runLedger.lines) {
+      const mark = `${blueprintId}#${line}`;
+      const checked = ledgerEntrySchema.safeParse(value);
+      if (!imported.has(mark) && checked.success) {
+        await ledger.record({ ...checked.data, importedFrom: mark });
+        imported.add(mark);
+      }
+      if (imported.has(mark)) fromRuns.add(blueprintId);
+    }
+  }
+  return blueprintIds.filter((id) => fromRuns.has(id));
+}
