@@ -4,6 +4,7 @@ import type { Blueprint } from "../blueprints/index.ts";
 import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRunState } from "../campaign/index.ts";
 import type { HostConfig } from "./hosts-config.ts";
 import type { Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "./launcher.ts";
+import { launchGraceMs } from "./run-progress.ts";
 import { scheduleBlueprints, type HostCapacity, type HostLoad } from "./scheduler.ts";
 
 /**
@@ -67,6 +68,12 @@ export interface DispatchOptions {
   onUpdate?: (rows: DispatchRow[]) => void;
   /** Stops waiting early (Ctrl-C); the runs keep going. */
   signal?: AbortSignal;
+  /**
+   * How long a run the host calls unknown may keep being refused a new launch before its
+   * row fails. Past the launch grace a launcher takes over any claim whose worker never
+   * started, so a refusal that outlasts it twice over will not end by itself. Default 45 s.
+   */
+  refusedLaunchLimitMs?: number;
 }
 
 const refOf = (item: DispatchItem): RunRef => ({ campaign: item.campaign, blueprintId: item.blueprint.id });
@@ -138,6 +145,10 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
     baseline[host.config.name] = load;
   }
 
+  // Rows the host reported unknown, from when, until a relaunch starts them or the host knows them again.
+  const refusedSince = new Map<DispatchRow, number>();
+  const refusedLaunchLimitMs = options.refusedLaunchLimitMs ?? 3 * launchGraceMs;
+
   const scheduleWaiting = async (): Promise<void> => {
     const waiting = rows.filter((row) => row.state === "waiting" && row.host === null);
     if (waiting.length === 0) return;
@@ -174,6 +185,14 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
         row.gpuIndices = assignment.gpuIndices;
         row.state = "launching";
         row.note = outcome.started ? "launched" : "already launched";
+        if (outcome.started) refusedSince.delete(row);
+        else if (refusedSince.has(row) && Date.now() - refusedSince.get(row)! > refusedLaunchLimitMs) {
+          // The host says it has no run, yet refuses to start one: its launch claim can be
+          // neither followed nor taken over. Failing the row ends the stage with a reason;
+          // following it would keep the leader waiting forever.
+          row.state = "launch_failed";
+          row.note = `${assignment.host} reports no run for ${row.blueprintId} but keeps refusing to launch it (a launch claim it cannot read?); look in the host's workdir under ${row.campaign}/${row.blueprintId}`;
+        }
         if (item.eventsFile) {
           await appendEvent(item.eventsFile, "run.dispatched", { blueprintId: item.blueprint.id, host: assignment.host, gpuIndices: assignment.gpuIndices, started: outcome.started });
         }
@@ -210,9 +229,11 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
       if (progress.state === "unknown") {
         // The host no longer knows the run (a claim whose worker never started): it is
         // placed and launched again, never followed forever.
+        if (!refusedSince.has(row)) refusedSince.set(row, Date.now());
         Object.assign(row, { host: null, state: "waiting", finished: false, gpuIndices: [], note: "its launch never started; launching again" });
         continue;
       }
+      refusedSince.delete(row);
       try {
         applyProgress(row, progress);
         const fetched = await host.launcher.fetch(refOf(item), item.resultDir);
