@@ -96,7 +96,19 @@ describe("a3r research, status and resume", () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/error \[CAMPAIGN_EXISTS\]/);
     expect(again.stderr).toMatch(/hint: continue it with: a3r resume does-lr-change-the-fixture-reward/);
-  }, 120_000);
+
+    // Stopped on its stage budget: raised in the campaign's topic.md, --reopen goes on.
+    expect(research.stderr).toContain(`to go on: raise that budget in ${join(campaign, "topic.md")}, then a3r resume does-lr-change-the-fixture-reward --runs-dir ${runsDir} --reopen`);
+    const mixed = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--reopen", "--approve"]);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toContain("--reopen is for a finished campaign");
+    await writeFile(join(campaign, "topic.md"), (await readFile(join(campaign, "topic.md"), "utf8")).replace(/stages: 1\b/, "stages: 2"));
+    const reopened = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--reopen"], { timeoutMs: 90_000 });
+    expect(reopened.code, reopened.stderr).toBe(0);
+    expect(reopened.stderr).toMatch(/leader: decide\n[^]*leader: watch \(stage 2\)/);
+    const after = JSON.parse((await runA3r(["status", "--runs-dir", runsDir, "--json"])).stdout) as { state: string; stages: number; stop: { reason: string } | null }[];
+    expect(after).toMatchObject([{ state: "finished", stages: 2, stop: { reason: "no-improvement" } }]);
+  }, 180_000);
 
   it("shows a killed leader's campaign as stopped, and resume finishes it without launching a run twice", async () => {
     // Runs of a few seconds, so the leader is surely still watching when it is looked at and killed.

@@ -70,14 +70,16 @@ export function registerResearchCommands(program: Command): void {
     .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
     .option("--approve", "approve what a paused campaign waits for (a plan or a stage's blueprints)")
     .option("--instruct <text>", "send a paused campaign back to planning with this instruction (it is recorded)")
+    .option("--reopen", "go on with a campaign that stopped on a budget, after raising that budget in its topic.md")
     .option("--json", "print the final summary as JSON")
-    .action(async (campaignId: string, flags: { runsDir: string; json?: boolean; approve?: boolean; instruct?: string }) => {
+    .action(async (campaignId: string, flags: { runsDir: string; json?: boolean; approve?: boolean; instruct?: string; reopen?: boolean }) => {
       const runsDir = resolve(flags.runsDir);
       await loadCampaign(runsDir, campaignId);
       if (flags.approve && flags.instruct !== undefined) throw new A3rError("USAGE", "give either --approve or --instruct, not both", { where: "--approve/--instruct", hint: "approve as it is, or instruct a change" });
+      if (flags.reopen && (flags.approve || flags.instruct !== undefined)) throw new A3rError("USAGE", "--reopen is for a finished campaign, --approve and --instruct for a paused one", { where: "--reopen", hint: "give one of them" });
       if (flags.instruct !== undefined && flags.instruct.trim() === "") throw new A3rError("USAGE", "--instruct needs the instruction text", { where: "--instruct", hint: 'for example: --instruct "use 3 seeds per configuration"' });
       const answer: ReviewAnswer | undefined = flags.approve ? { action: "approve" } : flags.instruct !== undefined ? { action: "instruct", text: flags.instruct.trim() } : undefined;
-      await lead(runsDir, campaignId, { json: flags.json, answer, runsDirFlag: runsDirFlag(flags.runsDir) });
+      await lead(runsDir, campaignId, { json: flags.json, answer, reopen: flags.reopen === true, runsDirFlag: runsDirFlag(flags.runsDir) });
     });
 
   program
@@ -132,7 +134,7 @@ export function registerResearchCommands(program: Command): void {
       parseTopic(text, { file: demoTopic });
       await createCampaign(runsDir, campaignId, text, plannerChoiceFacts("heuristic", process.env));
       process.stderr.write(`demo campaign ${campaignId} in ${runsDir}\n`);
-      await lead(runsDir, campaignId, { json: flags.json });
+      await lead(runsDir, campaignId, { json: flags.json, runsDirFlag: runsDirFlag(flags.runsDir) });
     });
 }
 
@@ -202,7 +204,7 @@ function runsDirFlag(flag: string): string {
 }
 
 /** Runs (or resumes) the campaign's leader with this machine's hosts, and prints where the report is. */
-async function lead(runsDir: string, campaignId: string, options: { json?: boolean; answer?: ReviewAnswer; runsDirFlag?: string }): Promise<void> {
+async function lead(runsDir: string, campaignId: string, options: { json?: boolean; answer?: ReviewAnswer; reopen?: boolean; runsDirFlag?: string }): Promise<void> {
   const campaign = await loadCampaign(runsDir, campaignId);
   const topic = parseTopic(campaign.topic, { file: campaign.paths.topic });
   let hosts: DispatchHost[];
@@ -224,7 +226,8 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
       runsDir,
       campaignId,
       ...(options.answer === undefined ? {} : { answer: options.answer }),
-      planner: await plannerOfCampaign(campaign.paths, topic, process.env, options.answer !== undefined || !(await isPausedOrFinished(runsDir, campaignId))),
+      ...(options.reopen ? { reopen: true } : {}),
+      planner: await plannerOfCampaign(campaign.paths, topic, process.env, options.answer !== undefined || options.reopen === true || !(await isPausedOrFinished(runsDir, campaignId))),
       hosts,
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
@@ -249,6 +252,7 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
     return;
   }
   if (final.stop) process.stderr.write(`stopped: ${final.stop.reason} - ${final.stop.explanation}\n`);
+  if (final.stop?.reason === "budget") process.stderr.write(`to go on: raise that budget in ${campaign.paths.topic}, then a3r resume ${campaignId}${options.runsDirFlag ?? ""} --reopen\n`);
   process.stdout.write(`report: ${final.reportFile ?? campaign.paths.report}\n`);
 }
 

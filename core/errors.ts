@@ -16,6 +16,7 @@ export const errorCatalogue = {
   STATUS_TRANSITION_ILLEGAL: { retryable: false, user: false },
   CAMPAIGN_ID_INVALID: { retryable: false, user: true },
   CAMPAIGN_NOT_FOUND: { retryable: false, user: true },
+  CAMPAIGN_NOT_REOPENABLE: { retryable: false, user: true },
   CAMPAIGN_EXISTS: { retryable: false, user: true },
   BLUEPRINT_ID_UNSAFE: { retryable: false, user: true },
   PATH_KIND_UNKNOWN: { retryable: false, user: true },

@@ -11,6 +11,7 @@ import { renderReportHtml } from "./report-html.ts";
 import { renderReportMarkdown } from "./report-markdown.ts";
 import { buildReportModel, type ReportRunFiles } from "./report-model.ts";
 import { readStagePlan } from "./stage-plan-file.ts";
+import { answerKeyIn, eventsOfCurrentRound, openRoundOf } from "./reopen.ts";
 import type { Topic } from "./topic.ts";
 
 /**
@@ -91,13 +92,25 @@ export async function historyFromFiles(paths: CampaignPaths, topic: Topic): Prom
  */
 export async function rewriteCampaignReport(paths: CampaignPaths, topic: Topic): Promise<{ markdown: string; html: string }> {
   const { history, stop } = await historyFromFiles(paths, topic);
-  const framing = await readStoredAnswer<FramedQuestion>(paths, "frame");
-  const conclusion = await readStoredAnswer<Conclusion>(paths, "conclude");
+  const round = openRoundOf((await readEvents(paths.events)).events);
+  const framing = await latestStoredAnswer<FramedQuestion>(paths, "frame", round);
+  const conclusion = await latestStoredAnswer<Conclusion>(paths, "conclude", round);
   return writeCampaignReport({ paths, topic, history, stop, ...(framing ? { framing } : {}), ...(conclusion ? { conclusion } : {}) });
 }
 
+/** The answer stored under `key` in the latest open round that has one (leader/reopen.ts). */
+async function latestStoredAnswer<T>(paths: CampaignPaths, key: string, round: number): Promise<T | undefined> {
+  for (let at = round; at >= 0; at -= 1) {
+    const answer = await readStoredAnswer<T>(paths, answerKeyIn(key, at));
+    if (answer !== undefined) return answer;
+  }
+  return undefined;
+}
+
 /** The campaign's stop as the graph decided it: the last stop or audit-failure event. */
-export function stopFromEvents(events: CampaignEvent[]): CampaignStop {
+export function stopFromEvents(allEvents: CampaignEvent[]): CampaignStop {
+  // A stop before the campaign's last re-opening is no longer its stop.
+  const events = eventsOfCurrentRound(allEvents);
   for (let index = events.length - 1; index >= 0; index -= 1) {
     const event = events[index]!;
     if (event.kind === "campaign.stop_decided" && typeof event.reason === "string") {

@@ -37,7 +37,7 @@ export async function plannerOfCampaign(paths: CampaignPaths, topic: Topic, env:
   if (willRun) requireModel();
   return new PlannerOpenedWhenAsked(async () => {
     requireModel();
-    const hint = `the campaign stops with its report; for more, raise budgets.llm_tokens / budgets.llm_usd in ${paths.topic} and the next topic`;
+    const hint = `the campaign stops with its report; to go on, raise budgets.llm_tokens / budgets.llm_usd in ${paths.topic}, then a3r resume ${paths.id} --reopen`;
     const model = await openLeaderModel(env, { ledgerFile: paths.ledger, budget: { tokens: topic.budgets.llmTokens, usd: topic.budgets.llmUsd }, hint });
     // Loaded only here: the model planner's prompts and schemas are not needed by a heuristic campaign.
     const { LlmPlanner } = await import("./llm-planner.ts");

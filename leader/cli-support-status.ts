@@ -6,6 +6,7 @@ import { formatTable } from "../hosts/run-table.ts";
 import { formatNumber } from "./configurations.ts";
 import { isLeaderRunning } from "./cli-support-leader-mark.ts";
 import { reviewAnswerEvent } from "./graph-steps.ts";
+import { openRoundOf } from "./reopen.ts";
 import { parseTopic } from "./topic.ts";
 
 /**
@@ -58,7 +59,9 @@ export interface CampaignDetail extends CampaignSummary {
 export async function summarizeCampaign(runsDir: string, id: string): Promise<CampaignSummary> {
   const campaign = await loadCampaign(runsDir, id);
   const { events } = await readEvents(campaign.paths.events);
-  const reported = lastOf(events, "campaign.reported");
+  // A re-opened campaign is finished again only once its current round has reported.
+  const round = openRoundOf(events);
+  const reported = lastOf(events.filter((event) => Number(event.openRound ?? 0) >= round), "campaign.reported");
   const goal = goalOf(campaign.topic, campaign.paths.topic);
   const stop = reported ? asStop(reported.stop) : null;
   const waitingFor = reported ? null : pendingReview(events);
@@ -157,6 +160,7 @@ export function renderCampaignDetail(detail: CampaignDetail): string {
   if (detail.costs.llmCalls > 0) lines.push("language-model spending per role:", detail.costs.byRoleTable);
   if (detail.waitingFor) lines.push("", ...describeWaiting(detail.id, detail.waitingFor));
   if (detail.stop) lines.push("", `stopped: ${detail.stop.reason} - ${detail.stop.explanation}`);
+  if (detail.state === "finished" && detail.stop?.reason === "budget") lines.push(`to go on: raise that budget in the campaign's topic.md, then a3r resume ${detail.id} --reopen`);
   if (detail.report) lines.push(`report: ${detail.report}`);
   return lines.join("\n");
 }

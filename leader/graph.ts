@@ -2,7 +2,7 @@ import { Annotation, Command, END, START, StateGraph, interrupt } from "@langcha
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { readBlueprintFile } from "../blueprints/index.ts";
 import { appendEventOnce, campaignPaths, readEvents } from "../campaign/index.ts";
-import type { CampaignPaths } from "../campaign/index.ts";
+import type { CampaignEvent, CampaignPaths } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import { dispatchBlueprints } from "../hosts/index.ts";
@@ -14,6 +14,7 @@ import { writeCampaignReport } from "./campaign-report.ts";
 import { rankedSummaries } from "./configurations.ts";
 import type { BlueprintText, Conclusion, FramedQuestion, Planner, PlannerInput, PlannerStep, ReviewInstruction, StagePlan, StageRecord } from "./planner.ts";
 import { importRunLedgers, llmAllowanceFor } from "./run-ledgers.ts";
+import { answerKeyIn, openRoundOf, pendingReopen, reopenRefusal, stoppedMs } from "./reopen.ts";
 import { writeStagePlan } from "./stage-plan-file.ts";
 import { loadTopic } from "./topic.ts";
 import { draftStageBlueprints, writeBlueprintTexts } from "./write-blueprints.ts";
@@ -99,10 +100,15 @@ export function buildLeaderGraph(options: LeaderOptions) {
   const enter = async (node: string, state: LeaderStateValue): Promise<void> => {
     await options.onNode?.(node, state);
   };
-  // Wall time counts from framing, less the time reviewers took to answer.
+  // The open round (leader/reopen.ts): a re-opened campaign's nodes ask their planner anew.
+  const openRound = async () => openRoundOf((await readEvents(paths.events)).events);
+  const memo = async <T>(key: string, compute: () => Promise<T>): Promise<T> => memoAnswer(paths, answerKeyIn(key, await openRound()), compute);
+  // Wall time counts from framing, less the time reviewers took to answer and the time
+  // the campaign lay stopped before it was re-opened.
+  const idleMs = (events: CampaignEvent[]) => reviewWaitMs(events) + stoppedMs(events);
   const usageOf = async (state: LeaderStateValue) => ({
     gpuHours: await gpuHoursUsed(paths),
-    wallTimeMs: state.startedAtMs === null ? 0 : Math.max(0, Date.now() - state.startedAtMs - reviewWaitMs((await readEvents(paths.events)).events)),
+    wallTimeMs: state.startedAtMs === null ? 0 : Math.max(0, Date.now() - state.startedAtMs - idleMs((await readEvents(paths.events)).events)),
   });
   const inputOf = async (state: LeaderStateValue): Promise<PlannerInput> => ({
     topic: await topicOf(),
@@ -113,7 +119,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
   });
   /** Every stop goes through here: logged once with its evidence, then the state that leads to the report. */
   const decideStop = async (stage: number, reason: string, explanation: string, evidence: Record<string, unknown> = {}) => {
-    await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason }, { explanation, ...evidence });
+    await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason, openRound: await openRound() }, { explanation, ...evidence });
     return { stop: { reason, explanation }, pending: null };
   };
   const recordStop = (step: Extract<PlannerStep, { kind: "stop" }>, stage: number) =>
@@ -165,7 +171,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       let framing = state.framing;
       if (planner.frame && framing === null) {
         try {
-          framing = await memoAnswer(paths, "frame", () => planner.frame!(topic));
+          framing = await memo("frame", () => planner.frame!(topic));
         } catch (error) {
           return stopOnBudget(error, 0);
         }
@@ -182,7 +188,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
         const stage = state.history.length + 1;
         let step: PlannerStep;
         try {
-          step = await memoAnswer(paths, `plan-${stage}-r${state.instructions.length}`, async () => planner.next(await inputOf(state)));
+          step = await memo(`plan-${stage}-r${state.instructions.length}`, async () => planner.next(await inputOf(state)));
         } catch (error) {
           return stopOnBudget(error, stage);
         }
@@ -204,7 +210,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
       if (!planner.writeBlueprints) return { blueprintTexts: drafts };
       try {
-        const texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}`, () => planner.writeBlueprints!({ topic, plan, drafts, instructions: state.instructions }));
+        const texts = await memo(`write-${plan.stage}-r${state.instructions.length}`, () => planner.writeBlueprints!({ topic, plan, drafts, instructions: state.instructions }));
         return { blueprintTexts: texts };
       } catch (error) {
         return stopOnBudget(error, plan.stage);
@@ -224,7 +230,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
         try {
           // The findings' line numbers refer to the planner's own texts, so those are its drafts now.
           const previous = texts;
-          texts = await memoAnswer(paths, `write-${plan.stage}-r${state.instructions.length}-repair`, () => planner.writeBlueprints!({ topic, plan, drafts: previous, findings, instructions: state.instructions }));
+          texts = await memo(`write-${plan.stage}-r${state.instructions.length}-repair`, () => planner.writeBlueprints!({ topic, plan, drafts: previous, findings, instructions: state.instructions }));
         } catch (error) {
           return stopOnBudget(error, plan.stage);
         }
@@ -314,7 +320,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       const after = state.history.length;
       let step: PlannerStep;
       try {
-        step = await memoAnswer(paths, `decide-${after}-r${state.instructions.length}`, async () => planner.next(await inputOf(state)));
+        step = await memo(`decide-${after}-r${state.instructions.length}`, async () => planner.next(await inputOf(state)));
       } catch (error) {
         return stopOnBudget(error, after);
       }
@@ -329,7 +335,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       if (planner.conclude && state.history.length > 0) {
         const summaries = rankedSummaries(state.history, topic.metric?.goal ?? "maximize");
         try {
-          conclusion = await memoAnswer(paths, "conclude", () => planner.conclude!({ topic, ...(state.framing === null ? {} : { framing: state.framing }), history: state.history, stop: state.stop, summaries }));
+          conclusion = await memo("conclude", () => planner.conclude!({ topic, ...(state.framing === null ? {} : { framing: state.framing }), history: state.history, stop: state.stop, summaries }));
         } catch (error) {
           // The report is written from the computed figures anyway; a refused or unusable
           // interpretation is recorded, never a reason to leave the campaign without a report.
@@ -338,7 +344,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
         }
       }
       await writeCampaignReport({ paths, topic, history: state.history, stop: state.stop, ...(state.framing === null ? {} : { framing: state.framing }), ...(conclusion ? { conclusion } : {}) });
-      await appendEventOnce(paths.events, "campaign.reported", {}, { report: paths.report, html: paths.reportHtml, stages: state.history.length, stop: state.stop });
+      await appendEventOnce(paths.events, "campaign.reported", { openRound: await openRound() }, { report: paths.report, html: paths.reportHtml, stages: state.history.length, stop: state.stop });
       return { reportFile: paths.report };
     })
     .addEdge(START, "frame")
@@ -377,9 +383,10 @@ export interface LeaderRun {
  * Runs the leader of an existing campaign to its end or to its next review, or resumes it
  * where its checkpoint stopped; a finished campaign returns its final state without
  * running anything. A paused campaign is only continued with an `answer`; an answer to a
- * campaign that waits for none is refused (REVIEW_NOT_PENDING).
+ * campaign that waits for none is refused (REVIEW_NOT_PENDING). With `reopen`, a campaign
+ * that stopped on a budget goes on from the node that stopped it (leader/reopen.ts).
  */
-export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer }): Promise<LeaderRun> {
+export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer; reopen?: boolean }): Promise<LeaderRun> {
   const paths = campaignPaths(options.runsDir, options.campaignId);
   const saver = SqliteSaver.fromConnString(paths.leaderDatabase);
   try {
@@ -398,10 +405,20 @@ export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer
         hint: `see what it is doing with: a3r status ${options.campaignId}; continue it with a3r resume ${options.campaignId} (without --approve or --instruct)`,
       });
     }
-    if (request !== null && options.answer === undefined) return { state: snapshot.values as LeaderStateValue, waitingFor: request };
+    if (request !== null && options.answer === undefined && !options.reopen) return { state: snapshot.values as LeaderStateValue, waitingFor: request };
     // Finished means nothing left at all: a node whose writes were saved but whose checkpoint
     // was not (killed in between) is out of `next` yet still among the tasks.
-    if (started && snapshot.next.length === 0 && snapshot.tasks.length === 0) return { state: snapshot.values as LeaderStateValue, waitingFor: null };
+    const finished = started && snapshot.next.length === 0 && snapshot.tasks.length === 0;
+    if (options.reopen) await recordReopening(app, config, paths, snapshot, finished);
+    if (finished) {
+      // A re-opening on record (this call's, or one a crash cut short) forks the graph just
+      // before the node that decided the stop; otherwise there is nothing left to do.
+      const reopening = pendingReopen((await readEvents(paths.events)).events);
+      if (reopening === null) return { state: snapshot.values as LeaderStateValue, waitingFor: null };
+      await app.invoke(null, { ...config, configurable: { ...config.configurable, checkpoint_id: reopening.checkpointId } });
+      const after = await waitingIn();
+      return { state: after.snapshot.values as LeaderStateValue, waitingFor: after.request };
+    }
     const initial: LeaderStateValue = { campaignId: options.campaignId, startedAtMs: null, framing: null, history: [], stagePlan: null, pending: null, blueprintTexts: [], blueprintFiles: [], unapprovedCommands: [], instructions: [], stop: null, reportFile: null };
     const input = request !== null ? new Command({ resume: options.answer }) : started ? null : initial;
     await app.invoke(input as Parameters<typeof app.invoke>[0], config);
@@ -410,4 +427,43 @@ export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer
   } finally {
     saver.db.close();
   }
+}
+
+type LeaderApp = ReturnType<ReturnType<typeof buildLeaderGraph>["compile"]>;
+type LeaderSnapshot = Awaited<ReturnType<LeaderApp["getState"]>>;
+
+/**
+ * Logs the re-opening of a finished, budget-stopped campaign: the fork point is the
+ * checkpoint just before the node that decided the stop, found by walking back along the
+ * current branch (an earlier re-opening left other branches in the same thread). A
+ * re-opening already on record and not yet run is left as it is (a retry after a crash).
+ */
+async function recordReopening(app: LeaderApp, config: { configurable: { thread_id: string } }, paths: CampaignPaths, snapshot: LeaderSnapshot, finished: boolean): Promise<void> {
+  const { events } = await readEvents(paths.events);
+  if (pendingReopen(events) !== null) return;
+  const state = snapshot.values as LeaderStateValue;
+  const id = paths.id;
+  if (!finished) {
+    throw new A3rError("CAMPAIGN_NOT_REOPENABLE", `campaign ${id} has not finished: there is nothing to re-open`, {
+      where: id,
+      hint: `continue it with: a3r resume ${id}${state.stop === null ? "" : " (it is on its way to its report)"}`,
+    });
+  }
+  const refusal = reopenRefusal(state.stop);
+  if (refusal !== null) {
+    throw new A3rError("CAMPAIGN_NOT_REOPENABLE", `campaign ${id} cannot be re-opened: ${refusal}`, {
+      where: paths.events,
+      hint: "start a new campaign from its topic (a3r research <topic> --campaign <new id>) to look further",
+    });
+  }
+  let current: LeaderSnapshot | undefined = snapshot;
+  while (current !== undefined && (current.values as LeaderStateValue).stop !== null) {
+    current = current.parentConfig ? await app.getState(current.parentConfig as typeof config) : undefined;
+  }
+  const checkpoint = current?.config.configurable?.checkpoint_id;
+  if (current === undefined || typeof checkpoint !== "string" || current.next.length === 0) {
+    throw new A3rError("CAMPAIGN_NOT_REOPENABLE", `campaign ${id}: no step before its stop is left in ${paths.leaderDatabase}`, { where: paths.leaderDatabase, hint: "start a new campaign from its topic" });
+  }
+  const openRound = openRoundOf(events) + 1;
+  await appendEventOnce(paths.events, "campaign.reopened", { openRound }, { checkpoint, at: current.next, after: state.stop });
 }
