@@ -224,7 +224,7 @@ describe("a campaign planned by a scripted model", () => {
     expect(report).not.toMatch(/^\| [^|]*lr-0\.003/m);
   }, 120_000);
 
-  it("stops cleanly with reason budget when the LLM budget refuses a call, and still writes the whole report", async () => {
+  it("stops cleanly with reason budget when the LLM budget refuses a call, still writes the whole report, and goes on with --reopen once the budget is raised", async () => {
     const s = await scenario("over-budget.yaml", {
       seeds: 1,
       editTopic: (text) => text.replace(/budgets: \{ stages: (\d+), experiments: (\d+) \}/, "budgets: { stages: $1, experiments: $2, llm_tokens: 95000 }"),
@@ -257,7 +257,27 @@ describe("a campaign planned by a scripted model", () => {
     // Never mid-write: no temp file of an atomic write is left anywhere in the campaign.
     expect((await filesUnder(s.campaign)).filter((file) => /\.tmp$|\.partial$/.test(file))).toEqual([]);
     expect(await readFile(join(s.campaign, "report.md"), "utf8")).toMatch(/Stage analyses: \[stage 1\]/);
-  }, 120_000);
+
+    // The budget raised in the campaign's topic.md, --reopen asks the refused decision again.
+    const script = JSON.parse(await readFile(s.scriptFile, "utf8")) as { steps: unknown[] };
+    script.steps.push(
+      { match: { role: "plan", lastUserMessage: "have run" }, parsed: { decision: "stop", reasons: ["the screen answered it"], stop: { reason: "separated", explanation: "one seed each, and lr 0.01 ended higher" }, plan: null } },
+      { match: { role: "analyze" }, parsed: { answer: "lr 0.01 ended higher (re-opened campaign).", claims: [{ text: "lr 0.01 ended higher", experimentIds: ["s1-lr-0.01-seed1", "s1-baseline-seed1"] }], caveats: ["one seed"] } },
+    );
+    await writeFile(s.scriptFile, JSON.stringify(script));
+    const topicCopy = join(s.campaign, "topic.md");
+    await writeFile(topicCopy, (await readFile(topicCopy, "utf8")).replace("llm_tokens: 95000", "llm_tokens: 300000"));
+    const reopened = await runA3r(["resume", s.campaignId, "--runs-dir", s.runsDir, "--reopen"], { env: s.env, timeoutMs: 90_000 });
+    expect(reopened.code, reopened.stderr).toBe(0);
+    expect(reopened.stderr).toMatch(/stopped: separated/);
+    const after = await eventsOf(s);
+    expect(ofKind(after, "campaign.reopened")).toMatchObject([{ openRound: 1, at: ["decide"] }]);
+    expect(ofKind(after, "campaign.stop_decided").map((event) => [event.openRound, event.reason])).toEqual([[0, "budget"], [1, "separated"]]);
+    expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 1, analyze: 1 });
+    const reopenedReport = await readFile(join(s.campaign, "report.md"), "utf8");
+    expect(reopenedReport).toContain("Stopped: separated");
+    expect(reopenedReport).toContain("lr 0.01 ended higher (re-opened campaign).");
+  }, 180_000);
   it("passes a log's instructions to the model only inside untrusted-data fences, and does none of them", async () => {
     const s = await scenario("injected-log.yaml", {
       seeds: 1,
