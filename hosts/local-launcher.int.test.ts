@@ -80,6 +80,26 @@ describe("local launcher: runs nobody will finish", () => {
     }
   });
 
+  it("starts exactly one run when several launchers take over the same abandoned claim at once", async () => {
+    // The moment the takeover lock closes (two launchers judging the claim abandoned
+    // together) is too short to hit from outside; this checks that concurrent takeovers
+    // stay exactly-once and that the lock lets every launcher through.
+    const workdir = await mkdtemp(join(tmpdir(), "a3r-local-takeover-"));
+    try {
+      await mkdir(join(workdir, "race", "abandoned"), { recursive: true });
+      await writeFile(join(workdir, "race", "abandoned", "launch.json"), JSON.stringify({ campaign: "race", blueprintId: "abandoned", host: "here", resultDir: join(workdir, "results", "abandoned"), gpuIndices: [], pgid: null, launchedAt: new Date(Date.now() - 60_000).toISOString() }));
+      const blueprintFile = await writeFixtureBlueprint(workdir, { id: "abandoned", campaign: "race", steps: 1, stepMs: 10 });
+      const launchers = Array.from({ length: 6 }, () => new LocalLauncher({ host: "here", workdir, a3r: fixtureA3rCommand }));
+      const outcomes = await Promise.all(launchers.map((launcher) => launcher.launch({ campaign: "race", blueprintId: "abandoned", blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", "abandoned") })));
+      expect(outcomes.filter((outcome) => outcome.started)).toHaveLength(1);
+      await waitForProgress(launchers[0]!, { campaign: "race", blueprintId: "abandoned" }, (progress) => progress.finished);
+      const events = await readEvents(join(workdir, "results", "abandoned", "events.jsonl"));
+      expect(events.events.filter((event) => event.kind === "run.launched")).toHaveLength(1);
+    } finally {
+      await rm(workdir, { recursive: true, force: true });
+    }
+  });
+
   it("leaves the LLM allowance out for a run in a campaign folder: there the worker is held to the campaign's live budget", async () => {
     const campaignRoot = await mkdtemp(join(tmpdir(), "a3r-local-campaign-"));
     const launcher = new LocalLauncher({ host: "here", workdir: join(campaignRoot, "host"), a3r: fixtureA3rCommand });

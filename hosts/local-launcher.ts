@@ -6,6 +6,7 @@ import { writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId } from "../campaign/index.ts";
 import { findCampaignOf } from "../campaign/campaign-of-run.ts";
+import { withDirectoryLock } from "../campaign/directory-lock.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "./launcher.ts";
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "./run-progress.ts";
 import { workerRunCommand } from "./shell-quote.ts";
@@ -112,13 +113,17 @@ export class LocalLauncher implements Launcher {
    * exists, so two launches racing start exactly one run, and a launcher killed mid-write
    * cannot leave an empty launch.json behind (an "wx" open-then-write could, and a claim
    * nobody can read was never taken over: the run was relaunched and refused forever).
+   *
    * A claim whose worker never started (see `neverStarted`), or one nobody can read that
-   * is past the grace, is set aside (renamed, which only one racer can do) and claimed
-   * again: a launcher killed between its claim and the spawn must not lose the run.
+   * is past the grace, is set aside and claimed again: a launcher killed between its claim
+   * and the spawn must not lose the run. That is judged and done under a short lock, so
+   * two launchers that both find the claim abandoned cannot each set aside the other's
+   * fresh one.
    */
   private async claim(ref: RunRef, markerPath: string, marker: LaunchMarker): Promise<boolean> {
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      if (await createExclusively(markerPath, `${JSON.stringify(marker)}\n`)) return true;
+    const text = `${JSON.stringify(marker)}\n`;
+    if (await createExclusively(markerPath, text)) return true;
+    return withDirectoryLock(join(dirname(markerPath), ".takeover.lock"), async () => {
       const existing = await this.readMarker(ref);
       const abandoned = existing === undefined ? await staleUnreadable(markerPath) : await neverStarted(existing);
       if (!abandoned) return false;
@@ -128,8 +133,8 @@ export class LocalLauncher implements Launcher {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       }
-    }
-    return false;
+      return createExclusively(markerPath, text);
+    });
   }
 
   async poll(ref: RunRef): Promise<RunProgress> {
@@ -226,16 +231,24 @@ async function listFiles(root: string, prefix = ""): Promise<string[]> {
   return files.sort();
 }
 
-/** Creates `path` holding `text`, complete, or returns false when `path` exists. */
+/**
+ * Creates `path` holding `text`, complete, or returns false when `path` exists. On a file
+ * system without hard links it falls back to an exclusive create-then-write.
+ */
 async function createExclusively(path: string, text: string): Promise<boolean> {
   const draft = `${path}.${process.pid}-${randomBytes(4).toString("hex")}.draft`;
-  await writeFile(draft, text, { flag: "wx" });
   try {
+    await writeFile(draft, text, { flag: "wx" });
     await link(draft, path);
     return true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    return false;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return false;
+    if (code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP") return writeFile(path, text, { flag: "wx" }).then(() => true, (fallback: NodeJS.ErrnoException) => {
+      if (fallback.code === "EEXIST") return false;
+      throw fallback;
+    });
+    throw error;
   } finally {
     await unlink(draft).catch(() => undefined);
   }

@@ -94,7 +94,8 @@ export async function rewriteCampaignReport(paths: CampaignPaths, topic: Topic):
   const { history, stop } = await historyFromFiles(paths, topic);
   const round = openRoundOf((await readEvents(paths.events)).events);
   const framing = await latestStoredAnswer<FramedQuestion>(paths, "frame", round);
-  const conclusion = await latestStoredAnswer<Conclusion>(paths, "conclude", round);
+  // The conclusion is about the round's own stop: an earlier round's is never shown.
+  const conclusion = await readStoredAnswer<Conclusion>(paths, answerKeyIn("conclude", round));
   return writeCampaignReport({ paths, topic, history, stop, ...(framing ? { framing } : {}), ...(conclusion ? { conclusion } : {}) });
 }
 

@@ -105,10 +105,10 @@ export function buildLeaderGraph(options: LeaderOptions) {
   const memo = async <T>(key: string, compute: () => Promise<T>): Promise<T> => memoAnswer(paths, answerKeyIn(key, await openRound()), compute);
   // Wall time counts from framing, less the time reviewers took to answer and the time
   // the campaign lay stopped before it was re-opened.
-  const idleMs = (events: CampaignEvent[]) => reviewWaitMs(events) + stoppedMs(events);
+  const idleMs = (events: CampaignEvent[], startedAtMs: number) => reviewWaitMs(events) + stoppedMs(events, startedAtMs);
   const usageOf = async (state: LeaderStateValue) => ({
     gpuHours: await gpuHoursUsed(paths),
-    wallTimeMs: state.startedAtMs === null ? 0 : Math.max(0, Date.now() - state.startedAtMs - idleMs((await readEvents(paths.events)).events)),
+    wallTimeMs: state.startedAtMs === null ? 0 : Math.max(0, Date.now() - state.startedAtMs - idleMs((await readEvents(paths.events)).events, state.startedAtMs)),
   });
   const inputOf = async (state: LeaderStateValue): Promise<PlannerInput> => ({
     topic: await topicOf(),

@@ -12,6 +12,7 @@ import { fixtureTopicText } from "../test-support/fixture-topic.ts";
 import { startSshServer, type SshServerHandle } from "../test-support/sshd-server.ts";
 import { HeuristicPlanner } from "./heuristic-planner.ts";
 import { runLeader } from "./graph.ts";
+import { importRunLedgers } from "./run-ledgers.ts";
 
 /**
  * A campaign whose runs go to an ssh host (a real sshd on this machine; the host's a3r is
@@ -58,7 +59,8 @@ describe("a campaign on an ssh host", () => {
       expect((await readEvents(paths.events)).events.filter((event) => event.kind === "stage.run_ledgers_imported")).toHaveLength(1);
       expect(await readFile(join(paths.root, "report.md"), "utf8")).toMatch(/diagnose/);
 
-      // The finished campaign, resumed, books nothing twice.
+      // The import run again (an analysis re-run after a crash) and a resume book nothing twice.
+      expect(await importRunLedgers(paths, ids)).toEqual(ids);
       await runLeader(options);
       expect((await readLedger(paths.ledger)).entries).toHaveLength(entries.length);
       expect((await auditCampaign(paths.root)).filter((finding) => finding.severity === "error")).toEqual([]);

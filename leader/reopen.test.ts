@@ -31,6 +31,9 @@ describe("open rounds of a re-opened campaign", () => {
     // Reported at 10:31, re-opened at 12:31: two hours stopped; the second round still runs.
     expect(stoppedMs(log)).toBe(2 * 3_600_000);
     expect(stoppedMs([...log, event("campaign.reported", "13:00", { openRound: 1 }), event("campaign.reopened", "13:30", { openRound: 2, checkpoint: "c2" })])).toBe(2.5 * 3_600_000);
+    // A clock that started at 12:00 (framing was refused in round 0) loses only the 31 minutes after it.
+    expect(stoppedMs(log, Date.parse("2026-11-29T12:00:00.000Z"))).toBe(31 * 60_000);
+    expect(stoppedMs(log, Date.parse("2026-11-29T12:40:00.000Z"))).toBe(0);
   });
 
   it("re-opens budget stops only", () => {

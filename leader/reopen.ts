@@ -60,17 +60,18 @@ export function reopenRefusal(stop: { reason: string; explanation: string } | nu
 }
 
 /**
- * Time the campaign lay stopped: from each round's report to the re-opening after it.
- * Wall time is the campaign's working time; days between a stop and a raised budget are
- * not spent by it.
+ * Time the campaign lay stopped after `sinceMs` (when its wall time started): from each
+ * round's report to the re-opening after it. Wall time is the campaign's working time;
+ * days between a stop and a raised budget are not spent by it. A gap before `sinceMs`
+ * (a campaign stopped before framing started its clock) is not taken off twice.
  */
-export function stoppedMs(events: readonly CampaignEvent[]): number {
+export function stoppedMs(events: readonly CampaignEvent[], sinceMs = Number.NEGATIVE_INFINITY): number {
   let total = 0;
   let reportedAt: number | null = null;
   for (const event of events) {
     if (event.kind === "campaign.reported") reportedAt ??= Date.parse(event.time);
     if (event.kind === "campaign.reopened" && reportedAt !== null) {
-      total += Math.max(0, Date.parse(event.time) - reportedAt);
+      total += Math.max(0, Date.parse(event.time) - Math.max(reportedAt, sinceMs));
       reportedAt = null;
     }
   }

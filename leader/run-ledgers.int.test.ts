@@ -18,9 +18,11 @@ describe("a run's share of the LLM budget", () => {
     expect(llmAllowanceFor({ llmTokens: undefined, llmUsd: 1 }, { tokens: 5, usd: 0 }, 2)).toEqual({ usd: 0.5 });
   });
 
-  it("gives nothing when the topic sets no LLM budget, and zero when the budget is spent", () => {
+  it("gives nothing when the topic sets no LLM budget, and the least positive amount when it is spent", () => {
     expect(llmAllowanceFor({ llmTokens: undefined, llmUsd: undefined }, { tokens: 0, usd: 0 }, 3)).toBeUndefined();
-    expect(llmAllowanceFor({ llmTokens: 100, llmUsd: undefined }, { tokens: 150, usd: 0 }, 3)).toEqual({ tokens: 0 });
+    // 1 token, a millionth of a dollar: every call is refused, and the flags stay valid.
+    expect(llmAllowanceFor({ llmTokens: 100, llmUsd: 1 }, { tokens: 150, usd: 1 }, 3)).toEqual({ tokens: 1, usd: 1e-6 });
+    expect(llmAllowanceFor({ llmTokens: 100, llmUsd: undefined }, { tokens: 99, usd: 0 }, 4)).toEqual({ tokens: 1 });
   });
 });
 
@@ -53,7 +55,7 @@ describe("importing the runs' own ledgers", () => {
   it("copies each valid line once, marked with its run and line; a later fetch adds only new lines", async () => {
     const runLedger = join(paths.result("s1-baseline-seed1"), "ledger.jsonl");
     await mkdir(paths.result("s1-baseline-seed1"), { recursive: true });
-    await writeFile(runLedger, line(diagnose(400)) + '{"kind":"llm","role":"diagnose"}\n' + line(gpu));
+    await writeFile(runLedger, line(diagnose(400)) + '{"kind":"llm","role":"diagnose"}\n' + line(gpu) + line({ ...gpu, blueprintId: "s1-lr-0.01-seed1" }));
     const ids = ["s1-baseline-seed1", "s1-lr-0.01-seed1"];
     expect(await importRunLedgers(paths, ids)).toEqual(["s1-baseline-seed1"]);
     // A re-run after a crash adds nothing and says the same.

@@ -20,15 +20,20 @@ import type { TopicBudgets } from "./topic.ts";
 
 /**
  * What one run of a stage may spend on model calls: what is left of each budget, split
- * evenly over the stage's runs, so the stage together cannot spend more than is left.
- * None when the topic sets no LLM budget.
+ * evenly over the stage's runs. None when the topic sets no LLM budget. Never zero: a
+ * budget that is spent leaves 1 token or a millionth of a dollar, which refuses every
+ * call, since the worker's flags (and the queue's job data) take positive numbers.
+ *
+ * Left out: a stage on both kinds of host. Local runs are held to the campaign's live
+ * ledger, which counts a remote run's calls only once its ledger is imported, so such a
+ * stage can pass the budget by what its remote runs spend meanwhile (at most their shares).
  */
 export function llmAllowanceFor(budgets: Pick<TopicBudgets, "llmTokens" | "llmUsd">, spent: LlmSpending, stageRuns: number): LlmAllowance | undefined {
   if (budgets.llmTokens === undefined && budgets.llmUsd === undefined) return undefined;
   const share = (limit: number, used: number) => Math.max(0, limit - used) / Math.max(1, stageRuns);
   return {
-    ...(budgets.llmTokens === undefined ? {} : { tokens: Math.floor(share(budgets.llmTokens, spent.tokens)) }),
-    ...(budgets.llmUsd === undefined ? {} : { usd: share(budgets.llmUsd, spent.usd) }),
+    ...(budgets.llmTokens === undefined ? {} : { tokens: Math.max(1, Math.floor(share(budgets.llmTokens, spent.tokens))) }),
+    ...(budgets.llmUsd === undefined ? {} : { usd: Math.max(1e-6, share(budgets.llmUsd, spent.usd)) }),
   };
 }
 
@@ -37,7 +42,7 @@ export function llmAllowanceFor(budgets: Pick<TopicBudgets, "llmTokens" | "llmUs
  * the campaign's, each marked `importedFrom: "<blueprint id>#<line>"`; a line already
  * imported is skipped, so a re-run after a crash adds nothing twice and a later fetch
  * adds only the new lines. Invalid lines stay behind (the result directory's audit names
- * them). Returns the runs whose entries are in the campaign's ledger now (imported by
+ * them), and so does a GPU entry naming another run. Returns the runs whose entries are in the campaign's ledger now (imported by
  * this call or an earlier one), the same after a re-run.
  */
 export async function importRunLedgers(paths: CampaignPaths, blueprintIds: readonly string[]): Promise<string[]> {
@@ -49,7 +54,9 @@ export async function importRunLedgers(paths: CampaignPaths, blueprintIds: reado
     for (const { line, value } of runLedger.lines) {
       const mark = `${blueprintId}#${line}`;
       const checked = ledgerEntrySchema.safeParse(value);
-      if (!imported.has(mark) && checked.success) {
+      // A GPU entry of another run is not this run's to book (it would hide that run's own).
+      const belongs = checked.success && (checked.data.kind !== "gpu" || checked.data.blueprintId === blueprintId);
+      if (!imported.has(mark) && checked.success && belongs) {
         await ledger.record({ ...checked.data, importedFrom: mark });
         imported.add(mark);
       }
