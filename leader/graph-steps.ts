@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { analyzeBlueprint, auditBlueprint } from "../blueprints/index.ts";
-import { isTerminalRunState, JsonlLedger, readEvents, readLedger, readResultDir, summarizeLedger } from "../campaign/index.ts";
+import { readEvents, readLedger, summarizeLedger } from "../campaign/index.ts";
 import type { CampaignPaths } from "../campaign/index.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
@@ -168,32 +168,6 @@ export function reviewWaitMs(events: readonly (ReviewKey & { kind: string; time:
     if (answer) total += Math.max(0, Date.parse(answer.time) - Date.parse(request.time));
   }
   return total;
-}
-
-/**
- * Books GPU-hours for finished runs that booked none. A worker books its own run: in the
- * campaign ledger when its result directory lies in the campaign folder (local hosts),
- * else in its own ledger, which importRunLedgers copies over first. A run whose worker
- * booked nothing (killed before its end) is booked from its fetched status.json: its
- * GPUs × start to last heartbeat (a slight undercount: the last beat comes up to one
- * interval before the end). Returns the blueprint ids it booked.
- */
-export async function bookUnbookedGpuHours(paths: CampaignPaths, blueprintFiles: readonly string[]): Promise<string[]> {
-  const { entries } = await readLedger(paths.ledger);
-  const booked = new Set(entries.filter((entry) => entry.kind === "gpu").map((entry) => entry.blueprintId));
-  const ledger = new JsonlLedger(paths.ledger);
-  const added: string[] = [];
-  for (const file of blueprintFiles) {
-    const { blueprint } = analyzeBlueprint(await readFile(file, "utf8"), file);
-    const gpus = Number(blueprint?.frontMatter.gpus ?? 0);
-    if (blueprint === undefined || booked.has(blueprint.id) || !Number.isInteger(gpus) || gpus <= 0) continue;
-    const { status } = await readResultDir(paths.result(blueprint.id));
-    if (!status || !isTerminalRunState(status.state) || status.startedAt === null || status.heartbeatAt === null) continue;
-    const hours = Math.max(0, Date.parse(status.heartbeatAt) - Date.parse(status.startedAt)) / 3_600_000;
-    await ledger.record({ kind: "gpu", blueprintId: blueprint.id, host: status.host ?? "unknown", gpus, hours });
-    added.push(blueprint.id);
-  }
-  return added;
 }
 
 /** GPU-hours the campaign's runs have booked in its ledger (gpus × hours per run). */

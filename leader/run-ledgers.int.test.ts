@@ -6,9 +6,9 @@ import { createCampaign, newRunStatus, readLedger, summarizeLedger } from "../ca
 import type { CampaignPaths } from "../campaign/index.ts";
 import { auditCampaign } from "../campaign/audit-campaign.ts";
 import { fixtureTopicText } from "../test-support/fixture-topic.ts";
-import { bookUnbookedGpuHours } from "./graph-steps.ts";
+import { gpuHoursUsed } from "./graph-steps.ts";
 import { planNext } from "./heuristic-planner.ts";
-import { importRunLedgers, llmAllowanceFor } from "./run-ledgers.ts";
+import { bookUnbookedGpuHours, importRunLedgers, llmAllowanceFor } from "./run-ledgers.ts";
 import { parseTopic } from "./topic.ts";
 import { draftStageBlueprints, writeBlueprintTexts } from "./write-blueprints.ts";
 
@@ -31,7 +31,7 @@ describe("a run's share of the LLM budget", () => {
  * result directory: imported once into the campaign's ledger, so `a3r status` and the
  * report count them and the campaign's budget is checked against them.
  */
-describe("importing the runs' own ledgers", () => {
+describe("the costs of runs away from the campaign ledger", () => {
   let runsDir: string;
   let paths: CampaignPaths;
   let files: string[];
@@ -71,6 +71,26 @@ describe("importing the runs' own ledgers", () => {
     expect(summary.gpu.gpuHours).toBeCloseTo(1.5, 9);
     // The campaign's ledger stays valid for `a3r audit`.
     expect((await auditCampaign(paths.root)).filter((finding) => finding.code.startsWith("LEDGER"))).toEqual([]);
+  });
+
+  const writeStatus = async (blueprintId: string, state: "succeeded" | "running", minutes: number) => {
+    await mkdir(paths.result(blueprintId), { recursive: true });
+    const status = newRunStatus({ state, attempt: 1, host: "gpu-box", startedAt: "2026-11-29T10:00:00.000Z", heartbeatAt: new Date(Date.parse("2026-11-29T10:00:00.000Z") + minutes * 60_000).toISOString() });
+    await writeFile(join(paths.result(blueprintId), "status.json"), JSON.stringify(status));
+  };
+
+  it("books each finished run once (gpus × start to last heartbeat), leaves running and already booked runs alone", async () => {
+    await writeStatus("s1-baseline-seed1", "succeeded", 30);
+    await writeStatus("s1-lr-0.01-seed1", "running", 10);
+    expect(await bookUnbookedGpuHours(paths, files)).toEqual(["s1-baseline-seed1"]);
+    expect(await bookUnbookedGpuHours(paths, files)).toEqual([]);
+    expect(await gpuHoursUsed(paths)).toBeCloseTo(1, 9);
+    const { entries } = await readLedger(paths.ledger);
+    expect(entries).toMatchObject([{ kind: "gpu", blueprintId: "s1-baseline-seed1", host: "gpu-box", gpus: 2, hours: 0.5 }]);
+
+    await writeStatus("s1-lr-0.01-seed1", "succeeded", 15);
+    expect(await bookUnbookedGpuHours(paths, files)).toEqual(["s1-lr-0.01-seed1"]);
+    expect(await gpuHoursUsed(paths)).toBeCloseTo(1.5, 9);
   });
 
   it("makes the worker's own GPU-hours the ones counted: the estimate from status.json is left for runs that booked none", async () => {

@@ -1,5 +1,7 @@
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { JsonlLedger, ledgerEntrySchema, readLedger, type CampaignPaths } from "../campaign/index.ts";
+import { analyzeBlueprint } from "../blueprints/index.ts";
+import { isTerminalRunState, JsonlLedger, ledgerEntrySchema, readLedger, readResultDir, type CampaignPaths } from "../campaign/index.ts";
 import { readJsonLines } from "../campaign/jsonl-file.ts";
 import type { LlmAllowance } from "../hosts/index.ts";
 import type { LlmSpending } from "../llm/budget.ts";
@@ -12,7 +14,8 @@ import type { TopicBudgets } from "./topic.ts";
  * here so the campaign's LLM budget covers every call, wherever it was made:
  *
  * - before a launch, each run gets its share of what is left of the budget;
- * - after a fetch, the run's ledger is copied into the campaign's, once per line.
+ * - after a fetch, the run's ledger is copied into the campaign's, once per line;
+ * - a finished run that booked no GPU-hours at all is booked from its status.json.
  *
  * A run in the campaign folder (local hosts) books in the campaign's ledger directly and
  * is held to its live budget; it has no ledger of its own to import.
@@ -64,4 +67,30 @@ export async function importRunLedgers(paths: CampaignPaths, blueprintIds: reado
     }
   }
   return blueprintIds.filter((id) => fromRuns.has(id));
+}
+
+/**
+ * Books GPU-hours for finished runs that booked none. A worker books its own run: in the
+ * campaign ledger when its result directory lies in the campaign folder (local hosts),
+ * else in its own ledger, which importRunLedgers copies over first. A run whose worker
+ * booked nothing (killed before its end) is booked from its fetched status.json: its
+ * GPUs × start to last heartbeat (a slight undercount: the last beat comes up to one
+ * interval before the end). Returns the blueprint ids it booked.
+ */
+export async function bookUnbookedGpuHours(paths: CampaignPaths, blueprintFiles: readonly string[]): Promise<string[]> {
+  const { entries } = await readLedger(paths.ledger);
+  const booked = new Set(entries.filter((entry) => entry.kind === "gpu").map((entry) => entry.blueprintId));
+  const ledger = new JsonlLedger(paths.ledger);
+  const added: string[] = [];
+  for (const file of blueprintFiles) {
+    const { blueprint } = analyzeBlueprint(await readFile(file, "utf8"), file);
+    const gpus = Number(blueprint?.frontMatter.gpus ?? 0);
+    if (blueprint === undefined || booked.has(blueprint.id) || !Number.isInteger(gpus) || gpus <= 0) continue;
+    const { status } = await readResultDir(paths.result(blueprint.id));
+    if (!status || !isTerminalRunState(status.state) || status.startedAt === null || status.heartbeatAt === null) continue;
+    const hours = Math.max(0, Date.parse(status.heartbeatAt) - Date.parse(status.startedAt)) / 3_600_000;
+    await ledger.record({ kind: "gpu", blueprintId: blueprint.id, host: status.host ?? "unknown", gpus, hours });
+    added.push(blueprint.id);
+  }
+  return added;
 }
