@@ -86,10 +86,15 @@ export class SshLauncher implements Launcher {
     const runDir = await this.runDir(ref);
     const q = shellQuote(runDir);
     // mkdir is the atomic claim. A claim past the grace whose worker never recorded its group
-    // (a launch cut off between claim and start) is set aside with mv, which only one racer
-    // can do, and claimed again: the run is not lost.
+    // (a launch cut off between claim and start) is set aside and claimed again: the run is
+    // not lost. The takeover is judged and done holding the `.takeover` directory, so two
+    // launchers that both find the claim abandoned cannot each set aside the other's fresh
+    // one; a `.takeover` left by a launch cut off inside it is broken after 30 s (within the dispatcher's patience for refused relaunches).
     const graceSeconds = Math.ceil(launchGraceMs / 1000);
-    const takeOver = `[ ! -f ${q}/launch.json ] && [ ! -s ${q}/pgid ] && [ $(( $(date +%s) - $(stat -c %Y ${q}/.launched) )) -gt ${graceSeconds} ] && mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null`;
+    const lock = `${q}/.takeover`;
+    const takeLock = `{ [ -d ${lock} ] && [ $(( $(date +%s) - $(stat -c %Y ${lock}) )) -gt 30 ] && rmdir ${lock}; mkdir ${lock} 2>/dev/null; }`;
+    const abandoned = `[ ! -f ${q}/launch.json ] && [ ! -s ${q}/pgid ] && [ $(( $(date +%s) - $(stat -c %Y ${q}/.launched) )) -gt ${graceSeconds} ]`;
+    const takeOver = `${takeLock} && { ${abandoned} && mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null; taken=$?; rmdir ${lock}; [ $taken -eq 0 ]; }`;
     const claim = await this.exec(`mkdir -p ${q} && if mkdir ${q}/.launched 2>/dev/null; then echo NEW; elif ${takeOver}; then echo NEW; else echo EXISTS; fi`, false);
     if (claim.code !== 0) throw remoteFailure(this.host, "could not create the run folder", claim.stderr);
     if (claim.stdout.trim() !== "NEW") {
