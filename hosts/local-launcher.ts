@@ -123,6 +123,7 @@ export class LocalLauncher implements Launcher {
   private async claim(ref: RunRef, markerPath: string, marker: LaunchMarker): Promise<boolean> {
     const text = `${JSON.stringify(marker)}\n`;
     if (await createExclusively(markerPath, text)) return true;
+    // Held for a rename and a link: a lock older than 5 s was left by a launcher killed inside it.
     return withDirectoryLock(join(dirname(markerPath), ".takeover.lock"), async () => {
       const existing = await this.readMarker(ref);
       const abandoned = existing === undefined ? await staleUnreadable(markerPath) : await neverStarted(existing);
@@ -134,7 +135,7 @@ export class LocalLauncher implements Launcher {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       }
       return createExclusively(markerPath, text);
-    });
+    }, { staleMs: 5_000, timeoutMs: 15_000 });
   }
 
   async poll(ref: RunRef): Promise<RunProgress> {
