@@ -41,6 +41,9 @@ export async function writeCampaignReport(input: CampaignReportInput): Promise<{
     for (const read of await readStageRuns(paths, record.plan)) runs[read.blueprintId] = { read, link: await linkOf(paths, read.blueprintId) };
   }
   const ledger = await readLedger(paths.ledger);
+  const reopenings = (await readEvents(paths.events)).events
+    .filter((event) => event.kind === "campaign.reopened")
+    .map((event) => ({ time: event.time, after: typeof (event.after as { explanation?: unknown } | undefined)?.explanation === "string" ? (event.after as { explanation: string }).explanation : "a budget" }));
   const model = buildReportModel({
     campaignId: paths.id,
     topic: input.topic,
@@ -52,6 +55,7 @@ export async function writeCampaignReport(input: CampaignReportInput): Promise<{
     ledger: summarizeLedger(ledger.entries),
     ledgerProblems: ledger.problems.length,
     plannedStages: await plannedStageNumbers(paths),
+    reopenings,
   });
   const markdown = renderReportMarkdown(model);
   const html = renderReportHtml(model);

@@ -79,7 +79,11 @@ describe("re-opening a campaign stopped on a budget", () => {
     // Status, the report and `a3r report` all tell the last round's story.
     const summary = await summarizeCampaign(runsDir, "reopened");
     expect(summary).toMatchObject({ state: "finished", stages: 2, stop: { reason: "no-improvement" } });
-    expect(await readFile(paths.report, "utf8")).toMatch(/Stopped: no-improvement/);
+    const report = await readFile(paths.report, "utf8");
+    expect(report).toMatch(/Stopped: no-improvement/);
+    // The report says the campaign was re-opened, twice, after which stop.
+    expect(report.match(/^Re-opened \(round \d, [\d-]+ [\d:]+ UTC\) after it had stopped on a budget: stage 2 would exceed the budget of 1 stage\(s\)\.$/gm)).toHaveLength(2);
+    expect(await readFile(paths.reportHtml, "utf8")).toContain("Re-opened (round 2");
     const rewritten = await rewriteCampaignReport(paths, (await loadTopic(paths.topic)).topic);
     expect(rewritten.markdown).toMatch(/Stopped: no-improvement/);
     expect(rewritten.markdown).not.toMatch(/Stopped: budget/);

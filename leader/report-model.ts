@@ -41,6 +41,8 @@ export interface ReportInputs {
   ledgerProblems: number;
   /** Stage numbers that have a plan.md in the campaign folder. */
   plannedStages: number[];
+  /** Each re-opening after a budget stop (leader/reopen.ts): when, and the stop it undid. */
+  reopenings?: { time: string; after: string }[];
 }
 
 export interface ConfigurationRow {
@@ -137,7 +139,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
     framing: inputs.framing,
     metric: metric ? { name: metric.name, goal: metric.goal, label: scoreLabel(metric), reference: metric.reference } : undefined,
     stop: inputs.stop,
-    answer: answerParagraphs(topic, summaries, best, inputs.stop),
+    answer: [...answerParagraphs(topic, summaries, best, inputs.stop), ...reopeningParagraphs(inputs.reopenings ?? [])],
     bestId: best?.configuration.id,
     configurations: summaries.map((summary) => ({
       id: summary.configuration.id,
@@ -169,6 +171,11 @@ export function settingsText(settings: Record<string, KnobValue>): string {
 
 export function intervalText(low: number | undefined, high: number | undefined): string {
   return low === undefined || high === undefined ? "n/a" : `[${formatNumber(low)}, ${formatNumber(high)}]`;
+}
+
+/** One line per re-opening, so a reader sees that an earlier stop was lifted and why. */
+function reopeningParagraphs(reopenings: NonNullable<ReportInputs["reopenings"]>): Paragraph[] {
+  return reopenings.map((reopening, index) => [`Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget: ${reopening.after.replace(/[.\s]+$/, "")}.`]);
 }
 
 function answerParagraphs(topic: Topic, summaries: ConfigurationSummary[], best: ConfigurationSummary | undefined, stop: ReportInputs["stop"]): Paragraph[] {
