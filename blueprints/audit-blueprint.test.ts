@@ -40,6 +40,19 @@ describe("auditBlueprint on text", () => {
     expect(codes(auditBlueprint(text))).toEqual([["COMMAND_FORBIDDEN", 41]]);
   });
 
+  it("holds a blueprint to the command rules in its own front matter, which may only add to the defaults", () => {
+    const withRules = (rules: string) => base.replace("overrides: { lr: 3.0e-6 }", `overrides: { lr: 3.0e-6 }\ncommand_rules:\n${rules}`);
+    const noClients = withRules('  - { id: no-clients, pattern: "clients", reason: "this campaign runs no clients", severity: error }');
+    expect(codes(auditBlueprint(noClients)).map(([code]) => code)).toEqual(["COMMAND_FORBIDDEN"]);
+    expect(auditBlueprint(noClients)[0]!.message).toContain("rule no-clients (this campaign runs no clients)");
+    // Redefining a default rule by its id would weaken it: refused, and the defaults still apply.
+    const weakened = withRules('  - { id: rm-recursive-root, pattern: "never-matches", reason: "off", severity: warning }');
+    const findings = auditBlueprint(weakened.replace(".venv/bin/python clients", "rm -rf /\n.venv/bin/python clients"));
+    expect(findings.map((finding) => finding.code).sort()).toEqual(["COMMAND_FORBIDDEN", "FRONT_MATTER_INVALID"]);
+    expect(findings.find((finding) => finding.code === "FRONT_MATTER_INVALID")!.message).toMatch(/redefines rule "rm-recursive-root"/);
+    expect(codes(auditBlueprint(withRules("  - { id: no-clients }"))).map(([code]) => code)).toContain("FRONT_MATTER_INVALID");
+  });
+
   it("uses a campaign's extended policy", () => {
     const rules = mergeCommandPolicy(defaultCommandRules, [{ id: "no-background", pattern: "&\\s*$", reason: "background jobs escape supervision", severity: "warning" }]);
     const findings = auditBlueprint(base, { commandRules: rules });

@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { posix } from "node:path";
+import { A3rError } from "../core/errors.ts";
 import { anonymousFile } from "./blueprint.ts";
 import type { Blueprint, Finding, SectionKey } from "./blueprint.ts";
-import { checkCommand, defaultCommandRules } from "./command-policy.ts";
+import { blueprintCommandRules, checkCommand, defaultCommandRules } from "./command-policy.ts";
 import type { CommandRule } from "./command-policy.ts";
 import { problem, toFinding } from "./finding.ts";
 import type { Problem } from "./finding.ts";
@@ -152,7 +153,17 @@ function checkValues(blueprint: Blueprint, options: AuditOptions): Problem[] {
     }
   }
   const commandLine = blueprint.lines["command.value"] ?? blueprint.lines.command ?? 0;
-  for (const violation of checkCommand(blueprint.command, options.commandRules ?? defaultCommandRules)) {
+  let rules = options.commandRules ?? defaultCommandRules;
+  try {
+    rules = blueprintCommandRules(blueprint.frontMatter, rules);
+  } catch (error) {
+    // A malformed `command_rules` is reported by the front-matter check; one that redefines a
+    // default rule is reported here. Either way the command is still held to the defaults.
+    if (error instanceof A3rError && Array.isArray(blueprint.frontMatter.command_rules)) {
+      problems.push(problem("FRONT_MATTER_INVALID", blueprint.lines.command_rules ?? 1, `front matter field "command_rules": ${error.message}`, error.hint ?? "a campaign may only add command rules"));
+    }
+  }
+  for (const violation of checkCommand(blueprint.command, rules)) {
     const forbidden = violation.severity === "error";
     problems.push(
       problem(

@@ -266,3 +266,14 @@ export function mergeCommandPolicy(defaults: readonly CommandRule[], extra: unkn
 function sameRule(a: CommandRule, b: CommandRule): boolean {
   return a.pattern === b.pattern && (a.flags ?? "") === (b.flags ?? "") && a.reason === b.reason && a.severity === b.severity;
 }
+
+/**
+ * The rules a blueprint is checked against: `base` plus the campaign's own rules that the
+ * blueprint carries in its front matter (`command_rules`, written by the leader from the
+ * topic's `commands.rules`), so every audit of the blueprint (the leader's, the worker's
+ * on any host, `a3r blueprint validate`) holds it to the campaign's policy. Rules can
+ * only be added (see `mergeCommandPolicy`), so a blueprint cannot weaken its own check.
+ */
+export function blueprintCommandRules(frontMatter: Record<string, unknown>, base: readonly CommandRule[] = defaultCommandRules): CommandRule[] {
+  return frontMatter.command_rules === undefined ? [...base] : mergeCommandPolicy(base, frontMatter.command_rules);
+}

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseDuration } from "../core/duration.ts";
+import { commandRuleSchema } from "./command-policy.ts";
 
 /** The version tag an a3r blueprint carries in its front matter. */
 export const blueprintVersion = "blueprint/v1";
@@ -45,6 +46,8 @@ export const blueprintFrontMatterSchema = z.looseObject({
   metric: metricSchema.optional(),
   prediction: z.string().optional(),
   overrides: z.record(z.string(), z.unknown()).optional(),
+  /** The campaign's command rules on top of the defaults (see `blueprintCommandRules`). */
+  command_rules: z.array(commandRuleSchema).optional(),
 });
 
 export type BlueprintFrontMatter = z.infer<typeof blueprintFrontMatterSchema>;

@@ -22,7 +22,7 @@ export type { BlueprintAnalysis } from "./parse-blueprint.ts";
 export { renderBlueprint, renderBlueprint as render } from "./render-blueprint.ts";
 export { auditBlueprint, auditBlueprint as audit, auditCampaignBlueprints, findDuplicateIds, isInside } from "./audit-blueprint.ts";
 export type { AuditOptions } from "./audit-blueprint.ts";
-export { checkCommand, commandRuleSchema, defaultCommandRules, mergeCommandPolicy } from "./command-policy.ts";
+export { blueprintCommandRules, checkCommand, commandRuleSchema, defaultCommandRules, mergeCommandPolicy } from "./command-policy.ts";
 export type { CommandRule, CommandViolation } from "./command-policy.ts";
 export { auditBlueprintFile, auditBlueprintFiles, readBlueprintFile } from "./blueprint-file.ts";
 export { blueprintTemplate } from "./blueprint-template.ts";

@@ -56,6 +56,11 @@ describe("commands a planner added", () => {
     const changed = drafts.map((draft) => ({ ...draft, text: draft.text.replace("node trainer.mjs", "pip install torch==2.4\nnode trainer.mjs") }));
     expect(commandsAddedBy(drafts, changed)).toEqual(["pip install torch==2.4"]);
   });
+
+  it("leaves out lines a pattern of the topic's commands.allow matches whole", () => {
+    const changed = drafts.map((draft) => ({ ...draft, text: draft.text.replace("node trainer.mjs", "pip install torch==2.4\npip install torch==2.4 && curl x\nnode trainer.mjs") }));
+    expect(commandsAddedBy(drafts, changed, ["pip install torch==[\\d.]+"])).toEqual(["pip install torch==2.4 && curl x"]);
+  });
 });
 
 describe("the budget gate", () => {

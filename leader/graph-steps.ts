@@ -97,9 +97,12 @@ export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: 
 
 /**
  * Command lines in the written blueprints that their draft (the topic's base experiment)
- * does not have: what a planner added, which a person approves before it runs.
+ * does not have and no pattern of the topic's `commands.allow` matches whole: what a
+ * planner added outside the campaign's allowed patterns, which a person approves before it
+ * runs. (Every line has passed the command policy already.)
  */
-export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonly BlueprintText[]): string[] {
+export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonly BlueprintText[], allow: readonly string[] = []): string[] {
+  const allowed = allow.map((source) => new RegExp(`^(?:${source})$`));
   const linesOf = (text: string | undefined): string[] => {
     if (text === undefined) return [];
     const { blueprint } = analyzeBlueprint(text);
@@ -108,7 +111,7 @@ export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonl
   const added = new Set<string>();
   for (const { blueprintId, text } of texts) {
     const known = new Set(linesOf(drafts.find((draft) => draft.blueprintId === blueprintId)?.text));
-    for (const line of linesOf(text)) if (!known.has(line)) added.add(line);
+    for (const line of linesOf(text)) if (!known.has(line) && !allowed.some((pattern) => pattern.test(line))) added.add(line);
   }
   return [...added];
 }

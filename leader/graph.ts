@@ -55,7 +55,7 @@ export const LeaderState = Annotation.Root({
   /** The stage's blueprints between design and audit (not yet written). */
   blueprintTexts: Annotation<BlueprintText[]>(),
   blueprintFiles: Annotation<string[]>(),
-  /** Commands in the stage's blueprints that the topic's base experiment does not have. */
+  /** Commands in the stage's blueprints outside the base experiment and the topic's `commands.allow`. */
   unapprovedCommands: Annotation<string[]>(),
   instructions: Annotation<ReviewInstruction[]>(),
   stop: Annotation<{ reason: string; explanation: string } | null>(),
@@ -144,7 +144,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
       at,
       round: state.instructions.length,
       files,
-      reason: topic.review ? "the topic asks for review" : "the planner's blueprints run commands the topic's base experiment does not",
+      reason: topic.review ? "the topic asks for review" : "the planner's blueprints run commands outside the topic's base experiment and its commands.allow",
       ...(commands.length === 0 ? {} : { commands }),
     };
     await appendEventOnce(paths.events, "review.requested", { stage: request.stage, at, round: request.round }, { files, reason: request.reason, commands });
@@ -245,7 +245,7 @@ export function buildLeaderGraph(options: LeaderOptions) {
         return { ...(await decideStop(plan.stage, "audit-failed", explanation)), blueprintTexts: [] };
       }
       const files = await writeBlueprintTexts(paths, plan.stage, texts);
-      return { blueprintFiles: files, blueprintTexts: [], unapprovedCommands: commandsAddedBy(drafts, texts) };
+      return { blueprintFiles: files, blueprintTexts: [], unapprovedCommands: commandsAddedBy(drafts, texts, topic.commands.allow) };
     })
     .addNode("approve_blueprints", async (state) => {
       await enter("approve_blueprints", state);

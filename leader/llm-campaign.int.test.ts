@@ -378,7 +378,7 @@ describe("a campaign planned by a scripted model", () => {
     expect(research.code, research.stderr).toBe(0);
     expect(research.stdout).toContain(command);
     const paused = await eventsOf(s);
-    expect(ofKind(paused, "review.requested")).toMatchObject([{ stage: 1, at: "blueprints", reason: "the planner's blueprints run commands the topic's base experiment does not", commands: [command] }]);
+    expect(ofKind(paused, "review.requested")).toMatchObject([{ stage: 1, at: "blueprints", reason: "the planner's blueprints run commands outside the topic's base experiment and its commands.allow", commands: [command] }]);
     expect(paused.filter((event) => event.kind.startsWith("run.") || event.kind === "stage.smoke_passed")).toEqual([]);
     expect(await readdir(join(s.campaign, "results")).catch(() => [])).toEqual([]);
 
@@ -393,6 +393,26 @@ describe("a campaign planned by a scripted model", () => {
     const metrics = (await readFile(join(s.campaign, "results", "s1-lr-0.01-seed1", "metrics.jsonl"), "utf8")).trim().split("\n").map((line) => JSON.parse(line) as { step?: number });
     expect(Math.max(...metrics.map((record) => record.step ?? 0))).toBe(3);
     expect(await readFile(join(s.campaign, "report.md"), "utf8")).toContain("model-written answer, approved command");
+  }, 150_000);
+
+  it("runs a model-added command without a pause when the topic's commands.allow matches it, and holds every blueprint to the topic's own rules", async () => {
+    const escaped = process.execPath.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const allow = `${escaped} trainer\\.mjs --steps \\d+ --step-ms \\d+`;
+    const s = await scenario("new-command.yaml", {
+      seeds: 1,
+      values: () => ({ node: process.execPath }),
+      editTopic: (text) => text.replace(/^seeds: /m, `commands:\n  allow: [${JSON.stringify(allow)}]\n  rules: [{ id: no-curl, pattern: "curl\\\\s", reason: runs stay offline, severity: error }]\nseeds: `),
+    });
+    const research = await runA3r(["research", s.topicFile, "--planner", "llm", "--runs-dir", s.runsDir, "--campaign", s.campaignId], { env: s.env, timeoutMs: 90_000 });
+    expect(research.code, research.stderr).toBe(0);
+    expect(research.stdout.trim()).toBe(`report: ${join(s.campaign, "report.md")}`);
+    const events = await eventsOf(s);
+    expect(ofKind(events, "review.requested")).toEqual([]);
+    const metrics = (await readFile(join(s.campaign, "results", "s1-lr-0.01-seed1", "metrics.jsonl"), "utf8")).trim().split("\n").map((line) => JSON.parse(line) as { step?: number });
+    expect(Math.max(...metrics.map((record) => record.step ?? 0))).toBe(3);
+    // The campaign's rule rides in every blueprint, for the worker's own audit on any host.
+    const blueprint = await readFile(join(s.campaign, "stages", "1", "blueprints", "s1-lr-0.01-seed1.md"), "utf8");
+    expect(blueprint).toMatch(/command_rules:[^]*id: no-curl/);
   }, 150_000);
 
   // The injected-log fixture's steps are what makes that test able to fail: check them alone.

@@ -94,6 +94,18 @@ describe("parseTopic", () => {
     expect(refusal(topicWith("  llm_dollars: 5")).message).toMatch(/llm_dollars/);
   });
 
+  it("reads the campaign's command policy, and refuses a pattern that does not compile or a rule that redefines a default", () => {
+    const topicWith = (commands: string) => `---\nmetric: { name: m, goal: maximize }\ncommands:\n${commands}\n---\nq`;
+    const topic = parseTopic(topicWith('  allow: ["python3 train\\\\.py( --\\\\S+)*"]\n  rules: [{ id: no-git-push, pattern: "git\\\\s+push", reason: runs must not publish, severity: error }]'), { file: "t.md" });
+    expect(topic.commands.allow).toEqual(["python3 train\\.py( --\\S+)*"]);
+    expect(topic.commands.rules.map((rule) => rule.id)).toEqual(["no-git-push"]);
+    expect(parseTopic(good).commands).toEqual({ allow: [], rules: [] });
+    const badPattern = refusal(topicWith('  allow: ["python ("]'));
+    expect(badPattern.message).toMatch(/^t\.md:4: commands\.allow\.0: a valid regular expression/);
+    expect(badPattern.hint).toMatch(/commands: \{ allow:/);
+    expect(refusal(topicWith('  rules: [{ id: sudo, pattern: "x", reason: y, severity: warning }]')).message).toMatch(/^t\.md:\d+: commands\.rules: command policy extension redefines rule "sudo"/);
+  });
+
   it("refuses an empty topic and JavaScript front matter", () => {
     expect(refusal("  \n").message).toMatch(/empty/);
     expect(refusal("---js\n{ metric: 1 }\n---\nq").message).toMatch(/refused/);

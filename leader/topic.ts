@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
+import { commandRuleSchema, defaultCommandRules, mergeCommandPolicy, type CommandRule } from "../blueprints/index.ts";
 import { readFrontMatter } from "../blueprints/front-matter.ts";
 import { parseDuration } from "../core/duration.ts";
 import { A3rError } from "../core/errors.ts";
@@ -20,6 +21,9 @@ import { pathExists } from "../core/path-exists.ts";
  * budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }
  * hosts: ../hosts/local-only.yaml      # relative to the topic file
  * review: false
+ * commands:                            # the campaign's command policy (optional)
+ *   allow: ['python3 train\.py( --\S+)*']   # lines a planner may add without approval
+ *   rules: [{ id: no-git-push, pattern: 'git\s+push', reason: ..., severity: error }]
  * ```
  *
  * A topic without front matter (a plain sentence) is accepted: every machine field is then
@@ -70,6 +74,25 @@ const budgetsSchema = z.strictObject({
   llm_usd: z.number("a positive amount of US dollars such as 20").positive("a positive amount of US dollars such as 20").refine(Number.isFinite, "a positive amount of US dollars such as 20").optional(),
 });
 
+const regexSource = z.string().min(1).refine((source) => {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+}, "a valid regular expression (JavaScript syntax), matched against a whole command line");
+
+/**
+ * The campaign's command policy. `allow`: command lines a planner may add without a
+ * person's approval (each pattern must match a whole line). `rules`: rules every blueprint
+ * of the campaign is checked against on top of the defaults, which they cannot weaken.
+ */
+const commandsSchema = z.strictObject({
+  allow: z.array(regexSource).default([]),
+  rules: z.array(commandRuleSchema).default([]),
+});
+
 const frontMatterSchema = z.strictObject({
   title: z.string().min(1).optional(),
   metric: metricSchema,
@@ -81,6 +104,7 @@ const frontMatterSchema = z.strictObject({
   budgets: budgetsSchema.default({ stages: 3, experiments: 50 }),
   hosts: z.string().min(1).optional(),
   review: z.boolean().default(false),
+  commands: commandsSchema.default({ allow: [], rules: [] }),
 });
 
 export type KnobValue = z.infer<typeof knobValue>;
@@ -111,6 +135,8 @@ export interface Topic {
   /** Absolute path of the hosts file, or undefined for this machine only. */
   hostsFile: string | undefined;
   review: boolean;
+  /** The campaign's command policy (see `commandsSchema`): allowed lines and extra rules. */
+  commands: { allow: string[]; rules: CommandRule[] };
 }
 
 const fieldHints: Record<string, string> = {
@@ -118,6 +144,8 @@ const fieldHints: Record<string, string> = {
   knobs: "give each knob a list of candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }` (the first is the baseline)",
   base: "describe the base experiment: `base: { codebase, interpreter, config, command, time_budget }` with absolute paths",
   budgets: "budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }",
+  commands:
+    "commands: { allow: ['python3 train\\.py( --\\S+)*'], rules: [{ id: no-git-push, pattern: 'git\\s+push', reason: runs must not publish code, severity: error }] } (rules may only add to the defaults, with new ids)",
 };
 
 /** Hints for single fields, where the field's own advice is sharper than its section's. */
@@ -139,7 +167,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
   const question = front.body.trim();
   if (!front.present) {
     if (question === "") throw new A3rError("TOPIC_INVALID", `${file}: the topic is empty`, { where: file, hint: "write the research question in a sentence" });
-    return { title: firstLine(question), question, metric: undefined, base: undefined, knobs: {}, seeds: 2, budgets: toBudgets(budgetsSchema.parse({})), hostsFile: undefined, review: false };
+    return { title: firstLine(question), question, metric: undefined, base: undefined, knobs: {}, seeds: 2, budgets: toBudgets(budgetsSchema.parse({})), hostsFile: undefined, review: false, commands: { allow: [], rules: [] } };
   }
   // reportInput: without it zod leaves `input` out of every issue, and a wrong value would read as "missing".
   const parsed = frontMatterSchema.safeParse(front.data, { reportInput: true });
@@ -152,6 +180,12 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, { where: `${file}:${line}`, hint: budgetFieldHints[path] ?? fieldHints[top] ?? "fix that field (see leader/topic.ts for the topic format)" });
   }
   const data = parsed.data;
+  try {
+    mergeCommandPolicy(defaultCommandRules, data.commands.rules);
+  } catch (error) {
+    const line = front.fieldLines["commands.rules"] ?? front.fieldLines.commands ?? 1;
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: commands.rules: ${(error as Error).message}`, { where: `${file}:${line}`, hint: fieldHints.commands! });
+  }
   const baseDir = options.baseDir ?? (options.file ? dirname(resolve(options.file)) : process.cwd());
   return {
     title: data.title ?? firstLine(question),
@@ -163,6 +197,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     budgets: toBudgets(data.budgets),
     hostsFile: data.hosts === undefined ? undefined : resolve(baseDir, data.hosts),
     review: data.review,
+    commands: data.commands,
   };
 }
 

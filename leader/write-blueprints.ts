@@ -61,6 +61,9 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
       prediction: configuration.prediction.text,
       overrides,
       configuration: configuration.id,
+      // The campaign's own command rules travel with each blueprint, so the worker holds
+      // its command (and its diagnosis) to them on any host.
+      ...(topic.commands.rules.length === 0 ? {} : { command_rules: topic.commands.rules }),
     };
     const settingsText = Object.entries(configuration.settings).map(([name, value]) => `${name}=${String(value)}`).join(", ");
     return {

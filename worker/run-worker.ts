@@ -2,7 +2,7 @@ import { mkdir, readFile, readdir, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
-import { auditBlueprint, readBlueprintFile, type Blueprint, type CommandRule } from "../blueprints/index.ts";
+import { auditBlueprint, blueprintCommandRules, readBlueprintFile, type Blueprint, type CommandRule } from "../blueprints/index.ts";
 import { readRunStatus, readMetrics, resultDirPaths, ResultDirWriter, type LedgerSink, type RunState, type RunStatus } from "../campaign/index.ts";
 import { A3rError, isA3rError } from "../core/errors.ts";
 import { formatDuration } from "../core/duration.ts";
@@ -162,7 +162,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
       ...(options.gpus === undefined ? {} : { gpus: options.gpus }),
       ...(options.ledger === undefined ? {} : { ledger: options.ledger }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
-      ...(options.commandRules === undefined ? {} : { commandRules: options.commandRules }),
+      // The campaign's own rules ride in the blueprint: the diagnosis is held to them too.
+      commandRules: blueprintCommandRules(blueprint.frontMatter, options.commandRules),
       runStartedAtMs: status?.startedAt ? Date.parse(status.startedAt) : Date.now(),
       attempt: status?.attempt ?? 0,
     };
