@@ -33,6 +33,17 @@ describe("llm planner: writing blueprints", () => {
     expect(request.system).toContain((await loadSkill("leader-write-blueprint")).body);
     expect(request.messages[0]!.content).toContain(`label="draft blueprint ${drafts[0]!.blueprintId}"`);
     expect(request.messages[0]!.content).not.toContain("REPAIR");
+    expect(request.messages[0]!.content).toContain("A command line the drafts do not have waits for a person's approval");
+  });
+
+  it("tells the writer which added command lines the campaign runs without approval", async () => {
+    const { plan, drafts } = await stageOne();
+    const topic = { ...llmTestTopic(), commands: { allow: ["node train\\.js --log-every \\d+"], rules: [] } };
+    const { model } = scriptedModel([{ match: { role: "write" }, parsed: { blueprints: [] } }]);
+    await new LlmPlanner({ model }).writeBlueprints({ topic, plan, drafts });
+    const prompt = model.requests[0]!.messages[0]!.content;
+    expect(prompt).toContain("Command lines the campaign runs without approval");
+    expect(prompt).toContain(JSON.stringify(["node train\\.js --log-every \\d+"]));
   });
 
   it("puts the audit findings of the previous answer into the repair prompt", async () => {

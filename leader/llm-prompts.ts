@@ -100,7 +100,10 @@ export function writePrompt(input: BlueprintWritingInput, options: PromptOptions
     `Write the blueprints of stage ${plan.stage}: improve the drafts where the run needs it (command, setup, notes), keeping what the experiment is. Answer with "blueprints".`,
     ...repair,
     json("The stage plan (computed by a3r)", planData),
-    `Keep as in each draft: the front-matter fields id, campaign, stage, seed, configuration, overrides, metric, prediction and hypothesis, and the result directory. Paths are absolute. Leave out a blueprint you do not change.`,
+    `Keep as in each draft: the front-matter fields id, campaign, stage, seed, configuration, overrides, metric, prediction, hypothesis and command_rules, and the result directory. Paths are absolute. Leave out a blueprint you do not change.`,
+    input.topic.commands.allow.length === 0
+      ? "A command line the drafts do not have waits for a person's approval before anything of the stage runs; add one only when the run needs it."
+      : json("Command lines the campaign runs without approval (regular expressions, each matching a whole line); any other line the drafts do not have waits for a person", input.topic.commands.allow),
     ...input.drafts.map((draft) => fence(`${findings.length === 0 ? "draft" : "audited"} blueprint ${draft.blueprintId}`, draft.text, { maxUntrustedChars: maxDraftChars }, "head")),
     ...((input.instructions ?? []).length === 0
       ? []
