@@ -97,9 +97,10 @@ export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: 
 
 /**
  * Command lines in the written blueprints that their draft (the topic's base experiment)
- * does not have and no pattern of the topic's `commands.allow` matches whole: what a
- * planner added outside the campaign's allowed patterns, which a person approves before it
- * runs. (Every line has passed the command policy already.)
+ * does not have and no pattern of the topic's `commands.allow` matches whole (a simple
+ * command only, see `isSimpleCommand`): what a planner added outside the campaign's
+ * allowed patterns, which a person approves before it runs. (Every line has passed the
+ * command policy already.)
  */
 export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonly BlueprintText[], allow: readonly string[] = []): string[] {
   const allowed = allow.map((source) => new RegExp(`^(?:${source})$`));
@@ -111,9 +112,18 @@ export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonl
   const added = new Set<string>();
   for (const { blueprintId, text } of texts) {
     const known = new Set(linesOf(drafts.find((draft) => draft.blueprintId === blueprintId)?.text));
-    for (const line of linesOf(text)) if (!known.has(line) && !allowed.some((pattern) => pattern.test(line))) added.add(line);
+    for (const line of linesOf(text)) if (!known.has(line) && !(isSimpleCommand(line) && allowed.some((pattern) => pattern.test(line)))) added.add(line);
   }
   return [...added];
+}
+
+/**
+ * One command with its arguments: no chaining (`;`, `&`, `|`), substitution (backticks,
+ * `$(`), redirection or line continuation. Only such a line may be let through by an
+ * allow pattern, so a permissive pattern (`python3 .*`) cannot carry a second command.
+ */
+function isSimpleCommand(line: string): boolean {
+  return !/[;&|`<>\\]|\$\(/.test(line);
 }
 
 /**
