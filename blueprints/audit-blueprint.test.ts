@@ -50,7 +50,11 @@ describe("auditBlueprint on text", () => {
     const findings = auditBlueprint(weakened.replace(".venv/bin/python clients", "rm -rf /\n.venv/bin/python clients"));
     expect(findings.map((finding) => finding.code).sort()).toEqual(["COMMAND_FORBIDDEN", "FRONT_MATTER_INVALID"]);
     expect(findings.find((finding) => finding.code === "FRONT_MATTER_INVALID")!.message).toMatch(/redefines rule "rm-recursive-root"/);
-    expect(codes(auditBlueprint(withRules("  - { id: no-clients }"))).map(([code]) => code)).toContain("FRONT_MATTER_INVALID");
+    // A malformed rule is reported once (by the front-matter check), and the defaults still apply.
+    const malformed = auditBlueprint(withRules("  - { id: no-clients }"));
+    expect(new Set(malformed.map((finding) => finding.code))).toEqual(new Set(["FRONT_MATTER_INVALID"]));
+    expect(malformed.map((finding) => finding.message)).toContain('front matter lacks the required field "command_rules.0.pattern"');
+    expect(malformed.filter((finding) => finding.message.startsWith('front matter field "command_rules":'))).toEqual([]);
   });
 
   it("uses a campaign's extended policy", () => {

@@ -3,7 +3,8 @@ import { posix } from "node:path";
 import { A3rError } from "../core/errors.ts";
 import { anonymousFile } from "./blueprint.ts";
 import type { Blueprint, Finding, SectionKey } from "./blueprint.ts";
-import { blueprintCommandRules, checkCommand, defaultCommandRules } from "./command-policy.ts";
+import { z } from "zod";
+import { blueprintCommandRules, checkCommand, commandRuleSchema, defaultCommandRules } from "./command-policy.ts";
 import type { CommandRule } from "./command-policy.ts";
 import { problem, toFinding } from "./finding.ts";
 import type { Problem } from "./finding.ts";
@@ -159,7 +160,7 @@ function checkValues(blueprint: Blueprint, options: AuditOptions): Problem[] {
   } catch (error) {
     // A malformed `command_rules` is reported by the front-matter check; one that redefines a
     // default rule is reported here. Either way the command is still held to the defaults.
-    if (error instanceof A3rError && Array.isArray(blueprint.frontMatter.command_rules)) {
+    if (error instanceof A3rError && z.array(commandRuleSchema).safeParse(blueprint.frontMatter.command_rules).success) {
       problems.push(problem("FRONT_MATTER_INVALID", blueprint.lines.command_rules ?? 1, `front matter field "command_rules": ${error.message}`, error.hint ?? "a campaign may only add command rules"));
     }
   }

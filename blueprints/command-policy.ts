@@ -214,20 +214,23 @@ export function checkCommand(command: string, rules: readonly CommandRule[] = de
   return violations;
 }
 
-export const commandRuleSchema = z.strictObject({
-  id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "kebab-case letters and digits"),
-  pattern: z.string().min(1).refine((source) => {
+export const commandRuleSchema = z
+  .strictObject({
+    id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "kebab-case letters and digits"),
+    pattern: z.string().min(1),
+    flags: z.string().regex(/^[imsu]*$/, "only the flags i, m, s and u").optional(),
+    reason: z.string().min(1),
+    severity: z.enum(["error", "warning"]),
+  })
+  // Compiled as `checkCommand` will compile it, flags included: `u` refuses escapes that
+  // are fine without it, and a rule that compiles here must never throw in an audit.
+  .superRefine((rule, context) => {
     try {
-      new RegExp(source, "m");
-      return true;
+      compile(rule);
     } catch {
-      return false;
+      context.addIssue({ code: "custom", path: ["pattern"], message: `a valid JavaScript regular expression source with the flags "${rule.flags ?? ""}"` });
     }
-  }, "a valid JavaScript regular expression source"),
-  flags: z.string().regex(/^[imsu]*$/, "only the flags i, m, s and u").optional(),
-  reason: z.string().min(1),
-  severity: z.enum(["error", "warning"]),
-});
+  });
 
 /**
  * A campaign's policy: the defaults plus its own rules. An extension can only add: a rule

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -112,29 +113,26 @@ describe("ssh launcher against a real sshd", () => {
     }
   });
 
-  it("takes over an abandoned claim once when several launchers race; leaves it while another's takeover holds the lock, breaks a lock left behind", async () => {
+  it("takes over an abandoned claim once when several launchers race, and is not blocked by the lock of a takeover that was killed", async () => {
     const launchers = Array.from({ length: 4 }, () => makeLauncher());
     const folder = await mkdtemp(join(tmpdir(), "a3r-ssh-takeover-"));
     try {
       const past = new Date(Date.now() - 120_000);
-      for (const id of ["raced", "locked", "old-lock"]) {
+      for (const id of ["raced", "killed-holder"]) {
         await mkdir(join(workdir, "takeover", id, ".launched"), { recursive: true });
         await utimes(join(workdir, "takeover", id, ".launched"), past, past);
       }
-      // A takeover in flight elsewhere holds its lock; one cut off a while ago left its lock behind.
-      await mkdir(join(workdir, "takeover", "locked", ".takeover"));
-      await mkdir(join(workdir, "takeover", "old-lock", ".takeover"));
-      await utimes(join(workdir, "takeover", "old-lock", ".takeover"), past, past);
       const request = async (id: string) => ({ campaign: "takeover", blueprintId: id, blueprintFile: await writeFixtureBlueprint(folder, { id, campaign: "takeover", steps: 1, stepMs: 10 }), gpuIndices: [], resultDir: join(folder, "unused") });
       // The moment the lock closes is too short to hit from outside: this checks exactly-once under concurrency.
       const raced = await Promise.all(launchers.map(async (launcher) => launcher.launch(await request("raced"))));
       expect(raced.filter((outcome) => outcome.started)).toHaveLength(1);
-      expect((await launchers[0]!.launch(await request("locked"))).started).toBe(false);
-      expect((await launchers[0]!.launch(await request("old-lock"))).started).toBe(true);
-      for (const id of ["raced", "old-lock"]) {
-        await waitForProgress(launchers[0]!, { campaign: "takeover", blueprintId: id }, (progress) => progress.finished);
-        expect((await readdir(join(workdir, "takeover", id))).filter((name) => name === ".takeover")).toEqual([]);
-      }
+      // A launcher killed while it held the takeover lock: the lock goes with it.
+      const holder = spawn("flock", ["-o", join(workdir, "takeover", "killed-holder", ".takeover.lock"), "sleep", "60"], { stdio: "ignore" });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      holder.kill("SIGKILL");
+      await new Promise((resolve) => holder.once("exit", resolve));
+      expect((await launchers[0]!.launch(await request("killed-holder"))).started).toBe(true);
+      for (const id of ["raced", "killed-holder"]) await waitForProgress(launchers[0]!, { campaign: "takeover", blueprintId: id }, (progress) => progress.finished);
     } finally {
       await Promise.all(launchers.map((launcher) => launcher.close()));
       await rm(folder, { recursive: true, force: true });

@@ -87,14 +87,14 @@ export class SshLauncher implements Launcher {
     const q = shellQuote(runDir);
     // mkdir is the atomic claim. A claim past the grace whose worker never recorded its group
     // (a launch cut off between claim and start) is set aside and claimed again: the run is
-    // not lost. The takeover is judged and done holding the `.takeover` directory, so two
+    // not lost. The takeover is judged and done under flock(1) on `.takeover.lock`, so two
     // launchers that both find the claim abandoned cannot each set aside the other's fresh
-    // one; a `.takeover` left by a launch cut off inside it is broken after 30 s (within the dispatcher's patience for refused relaunches).
+    // one; the kernel drops the lock with its holder, so none is ever left behind. (A host
+    // without flock takes over unlocked.)
     const graceSeconds = Math.ceil(launchGraceMs / 1000);
-    const lock = `${q}/.takeover`;
-    const takeLock = `{ [ -d ${lock} ] && [ $(( $(date +%s) - $(stat -c %Y ${lock}) )) -gt 30 ] && rmdir ${lock}; mkdir ${lock} 2>/dev/null; }`;
-    const abandoned = `[ ! -f ${q}/launch.json ] && [ ! -s ${q}/pgid ] && [ $(( $(date +%s) - $(stat -c %Y ${q}/.launched) )) -gt ${graceSeconds} ]`;
-    const takeOver = `${takeLock} && { ${abandoned} && mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null; taken=$?; rmdir ${lock}; [ $taken -eq 0 ]; }`;
+    const age = (path: string) => `$(( $(date +%s) - $(stat -c %Y ${path} 2>/dev/null || date +%s) ))`;
+    const abandoned = `[ ! -f ${q}/launch.json ] && [ ! -s ${q}/pgid ] && [ ${age(`${q}/.launched`)} -gt ${graceSeconds} ]`;
+    const takeOver = `( if command -v flock >/dev/null 2>&1; then flock -w 10 9 || exit 1; fi; ${abandoned} && mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null ) 9>${q}/.takeover.lock`;
     const claim = await this.exec(`mkdir -p ${q} && if mkdir ${q}/.launched 2>/dev/null; then echo NEW; elif ${takeOver}; then echo NEW; else echo EXISTS; fi`, false);
     if (claim.code !== 0) throw remoteFailure(this.host, "could not create the run folder", claim.stderr);
     if (claim.stdout.trim() !== "NEW") {

@@ -43,7 +43,10 @@ export async function writeCampaignReport(input: CampaignReportInput): Promise<{
   const ledger = await readLedger(paths.ledger);
   const reopenings = (await readEvents(paths.events)).events
     .filter((event) => event.kind === "campaign.reopened")
-    .map((event) => ({ time: event.time, after: typeof (event.after as { explanation?: unknown } | undefined)?.explanation === "string" ? (event.after as { explanation: string }).explanation : "a budget" }));
+    .map((event) => {
+      const explanation = (event.after as { explanation?: unknown } | undefined)?.explanation;
+      return { time: event.time, ...(typeof explanation === "string" ? { after: explanation } : {}) };
+    });
   const model = buildReportModel({
     campaignId: paths.id,
     topic: input.topic,

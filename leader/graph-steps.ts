@@ -97,33 +97,40 @@ export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: 
 
 /**
  * Command lines in the written blueprints that their draft (the topic's base experiment)
- * does not have and no pattern of the topic's `commands.allow` matches whole (a simple
- * command only, see `isSimpleCommand`): what a planner added outside the campaign's
- * allowed patterns, which a person approves before it runs. (Every line has passed the
- * command policy already.)
+ * does not have, word for word, and that no pattern of the topic's `commands.allow` lets
+ * through (see `allowedByPattern`): what a planner added outside the campaign's allowed
+ * patterns, which a person approves before it runs. Comment lines count too: inside an
+ * open quote a `#` line is no comment for the shell. (Every line has passed the command
+ * policy already.)
  */
 export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonly BlueprintText[], allow: readonly string[] = []): string[] {
   const allowed = allow.map((source) => new RegExp(`^(?:${source})$`));
   const linesOf = (text: string | undefined): string[] => {
     if (text === undefined) return [];
     const { blueprint } = analyzeBlueprint(text);
-    return (blueprint?.command ?? "").split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#"));
+    return (blueprint?.command ?? "").split("\n").map((line) => line.trim()).filter((line) => line !== "");
   };
   const added = new Set<string>();
   for (const { blueprintId, text } of texts) {
     const known = new Set(linesOf(drafts.find((draft) => draft.blueprintId === blueprintId)?.text));
-    for (const line of linesOf(text)) if (!known.has(line) && !(isSimpleCommand(line) && allowed.some((pattern) => pattern.test(line)))) added.add(line);
+    for (const line of linesOf(text)) if (!known.has(line) && !allowedByPattern(line, allowed)) added.add(line);
   }
   return [...added];
 }
 
+/** Longest line an allow pattern is tried on: a topic's pattern must not stall the leader. */
+const maxAllowedLineLength = 512;
+
 /**
- * One command with its arguments: no chaining (`;`, `&`, `|`), substitution (backticks,
- * `$(`), redirection or line continuation. Only such a line may be let through by an
- * allow pattern, so a permissive pattern (`python3 .*`) cannot carry a second command.
+ * Whether an allow pattern lets a line through: only a plain command with its arguments,
+ * whole. A line with anything the shell reads as more than words (chaining `;` `&` `|`,
+ * substitution `` ` `` `$`, redirection `<` `>`, quotes, a backslash that joins lines,
+ * `#`, parentheses or braces) always waits for a person, however permissive the pattern
+ * (`python3 .*`, `\S+`), so a pattern cannot carry a second command.
  */
-function isSimpleCommand(line: string): boolean {
-  return !/[;&|`<>\\]|\$\(/.test(line);
+function allowedByPattern(line: string, allowed: readonly RegExp[]): boolean {
+  if (line.length > maxAllowedLineLength || /[;&|`$<>"'\\#(){}\n]/.test(line)) return false;
+  return allowed.some((pattern) => pattern.test(line));
 }
 
 /**

@@ -7,13 +7,13 @@ import type { BlueprintText } from "./planner.ts";
  * Checks the blueprints a model wrote against the drafts the graph rendered, before the
  * graph audits them. The model may change how an experiment is run (command, setup,
  * notes, paths it knows better); it may not change which experiment it is: the id, the
- * stage, the seed, the configuration and its overrides, the metric, the prediction and the
- * result directory stay the drafts'. Structural problems (sections, paths, command
+ * stage, the seed, the configuration and its overrides, the metric, the prediction, the
+ * campaign's command rules and the result directory stay the drafts'. Structural problems (sections, paths, command
  * policy) are the audit's, not repeated here. Pure.
  *
  * A draft the answer leaves out is kept as it is; the answer comes back in draft order.
  */
-export const fixedFrontMatterFields = ["id", "campaign", "stage", "seed", "configuration", "overrides", "metric", "prediction", "hypothesis"] as const;
+export const fixedFrontMatterFields = ["id", "campaign", "stage", "seed", "configuration", "overrides", "metric", "prediction", "hypothesis", "command_rules"] as const;
 
 export type BlueprintAnswerCheck = { ok: true; blueprints: BlueprintText[] } | { ok: false; problems: string[] };
 

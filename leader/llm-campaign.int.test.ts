@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { auditBlueprint } from "../blueprints/index.ts";
 import { readEvents, readLedger } from "../campaign/index.ts";
 import { textMatches } from "../llm/scripted-script.ts";
 import { fenceUntrusted } from "../llm/untrusted-text.ts";
@@ -413,6 +414,8 @@ describe("a campaign planned by a scripted model", () => {
     // The campaign's rule rides in every blueprint, for the worker's own audit on any host.
     const blueprint = await readFile(join(s.campaign, "stages", "1", "blueprints", "s1-lr-0.01-seed1.md"), "utf8");
     expect(blueprint).toMatch(/command_rules:[^]*id: no-curl/);
+    const withCurl = auditBlueprint(blueprint.replace("trainer.mjs", "trainer.mjs && curl http://example.invalid/x"));
+    expect(withCurl.filter((finding) => finding.severity === "error").map((finding) => finding.message)).toEqual([expect.stringContaining("breaks rule no-curl (runs stay offline)")]);
   }, 150_000);
 
   // The injected-log fixture's steps are what makes that test able to fail: check them alone.

@@ -42,7 +42,7 @@ export interface ReportInputs {
   /** Stage numbers that have a plan.md in the campaign folder. */
   plannedStages: number[];
   /** Each re-opening after a budget stop (leader/reopen.ts): when, and the stop it undid. */
-  reopenings?: { time: string; after: string }[];
+  reopenings?: { time: string; after?: string }[];
 }
 
 export interface ConfigurationRow {
@@ -175,7 +175,7 @@ export function intervalText(low: number | undefined, high: number | undefined):
 
 /** One line per re-opening, so a reader sees that an earlier stop was lifted and why. */
 function reopeningParagraphs(reopenings: NonNullable<ReportInputs["reopenings"]>): Paragraph[] {
-  return reopenings.map((reopening, index) => [`Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget: ${reopening.after.replace(/[.\s]+$/, "")}.`]);
+  return reopenings.map((reopening, index) => [`Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget${reopening.after === undefined ? "" : `: ${reopening.after.replace(/[.\s]+$/, "")}`}.`]);
 }
 
 function answerParagraphs(topic: Topic, summaries: ConfigurationSummary[], best: ConfigurationSummary | undefined, stop: ReportInputs["stop"]): Paragraph[] {

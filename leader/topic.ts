@@ -22,7 +22,7 @@ import { pathExists } from "../core/path-exists.ts";
  * hosts: ../hosts/local-only.yaml      # relative to the topic file
  * review: false
  * commands:                            # the campaign's command policy (optional)
- *   allow: ['python3 train\.py( --\S+)*']   # lines a planner may add without approval
+ *   allow: ['python3 train\.py( --[\w.=/:-]+)*']   # plain lines a planner may add without approval
  *   rules: [{ id: no-git-push, pattern: 'git\s+push', reason: ..., severity: error }]
  * ```
  *
@@ -145,7 +145,7 @@ const fieldHints: Record<string, string> = {
   base: "describe the base experiment: `base: { codebase, interpreter, config, command, time_budget }` with absolute paths",
   budgets: "budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }",
   commands:
-    "commands: { allow: ['python3 train\\.py( --\\S+)*'], rules: [{ id: no-git-push, pattern: 'git\\s+push', reason: runs must not publish code, severity: error }] } (rules may only add to the defaults, with new ids)",
+    "commands: { allow: ['python3 train\\.py( --[\\w.=/:-]+)*'], rules: [{ id: no-git-push, pattern: 'git\\s+push', reason: runs must not publish code, severity: error }] } (rules may only add to the defaults, with new ids)",
 };
 
 /** Hints for single fields, where the field's own advice is sharper than its section's. */
@@ -180,6 +180,10 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, { where: `${file}:${line}`, hint: budgetFieldHints[path] ?? fieldHints[top] ?? "fix that field (see leader/topic.ts for the topic format)" });
   }
   const data = parsed.data;
+  if (data.base?.blueprint.command_rules !== undefined) {
+    const line = front.fieldLines["base.blueprint.command_rules"] ?? front.fieldLines["base.blueprint"] ?? 1;
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: base.blueprint.command_rules: the campaign's command rules belong under commands.rules`, { where: `${file}:${line}`, hint: fieldHints.commands! });
+  }
   try {
     mergeCommandPolicy(defaultCommandRules, data.commands.rules);
   } catch (error) {
