@@ -79,13 +79,24 @@ describe("heuristic planner: refinement and stopping", () => {
     expect(second.decisions.some((item) => item.outcome.includes("no configuration of this stage beats lr-0.5"))).toBe(true);
   });
 
-  it("stops when the best is separated from every other beyond seed noise", () => {
+  it("refines around a screen's clear winner, and stops when the best is still separated beyond seed noise", () => {
     const topic = topicWith("");
-    const first = run(stage(planNext(input(topic))), (settings) => (settings.lr === 0.5 ? 0.9 : 0.3), 0.001);
-    const step = planNext(input(topic, [first]));
+    const world = (settings: Record<string, KnobValue>) => (settings.lr === 0.5 && settings.batch === 8 ? 0.9 : 0.3);
+    const first = run(stage(planNext(input(topic))), world, 0.001);
+    // The screen's values are coarse: its separated winner is refined around first.
+    const second = stage(planNext(input(topic, [first])));
+    expect(second.kind).toBe("refine");
+    expect(second.configurations.map((item) => item.id)).toContain("lr-1.25");
+    const step = planNext(input(topic, [first, run(second, world, 0.001)]));
     expect(step).toMatchObject({ kind: "stop", reason: "separated" });
     expect(step.kind === "stop" && step.best?.configuration.id).toBe("lr-0.5");
-    expect(step.kind === "stop" && step.evidence.configurations).toHaveLength(5);
+    expect(step.kind === "stop" && step.evidence.configurations).toHaveLength(5 + second.configurations.length);
+  });
+
+  it("stops after the screen on a separated winner when no refinement can run", () => {
+    const topic = topicWith("budgets: { stages: 1, experiments: 100 }");
+    const first = run(stage(planNext(input(topic))), (settings) => (settings.lr === 0.5 ? 0.9 : 0.3), 0.001);
+    expect(planNext(input(topic, [first]))).toMatchObject({ kind: "stop", reason: "separated" });
   });
 
   it("never calls a single-seed winner separated: without seed noise it refines instead", () => {

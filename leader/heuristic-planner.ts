@@ -23,7 +23,8 @@ import { heuristicNeeds, type Topic, type TopicMetric } from "./topic.ts";
  *
  * 1. the topic lacks what it needs (metric, base experiment, knobs): it says what to add;
  * 2. no experiment of the last stage produced a score;
- * 3. the best configuration is better than every other beyond seed noise;
+ * 3. the best configuration is better than every other beyond seed noise (after the
+ *    screen, only when no refinement around it can run: the screen's values are coarse);
  * 4. (from stage 2) the last stage's best does not beat the best of the stages before it;
  * 5. there is nothing left to try around the best;
  * 6. the next stage would exceed a budget (stages, experiments, GPU-hours, wall time).
@@ -62,6 +63,10 @@ function planWithTopic(input: PlannerInput): PlannerStep {
   const summaries = summarizeConfigurations(history);
   const best = bestConfiguration(summaries, goal);
   const stageNumber = history.length + 1;
+  const separated =
+    history.length > 0 && best && separatedFromRest(best, summaries, goal)
+      ? stop("separated", `${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)}) is better than every other configuration beyond seed noise`, best, evidenceOf(summaries))
+      : null;
 
   if (history.length > 0) {
     const last = history[history.length - 1]!;
@@ -70,9 +75,7 @@ function planWithTopic(input: PlannerInput): PlannerStep {
       const reasons = last.outcomes.map((outcome) => `${outcome.blueprintId}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}`);
       return stop("stage-failed", `no experiment of stage ${last.plan.stage} recorded a score of ${metric.name}`, best, { failures: reasons });
     }
-    if (best && separatedFromRest(best, summaries, goal)) {
-      return stop("separated", `${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)}) is better than every other configuration beyond seed noise`, best, evidenceOf(summaries));
-    }
+    if (separated !== null && history.length >= 2) return separated;
     if (history.length >= 2) {
       const earlier = summarizeConfigurations(history.slice(0, -1));
       const earlierBest = bestConfiguration(earlier, goal);
@@ -90,8 +93,10 @@ function planWithTopic(input: PlannerInput): PlannerStep {
   }
 
   const plan = history.length === 0 ? screenStage(topic, metric) : refineStage(topic, metric, stageNumber, summaries, best!);
-  if (plan.configurations.length === 0) return stop("exhausted", `nothing left to try around ${best?.configuration.id ?? "the baseline"}: every candidate was measured`, best, evidenceOf(summaries));
-  return checkBudgets(input, plan, best, summaries);
+  const step = plan.configurations.length === 0 ? stop("exhausted", `nothing left to try around ${best?.configuration.id ?? "the baseline"}: every candidate was measured`, best, evidenceOf(summaries)) : checkBudgets(input, plan, best, summaries);
+  // A screen's clear winner is still refined around while the budgets allow (the screen's
+  // values are coarse); when nothing more can run, the separation is why it stops.
+  return step.kind === "stop" && separated !== null ? separated : step;
 }
 
 function screenStage(topic: Topic, metric: TopicMetric): StagePlan {
