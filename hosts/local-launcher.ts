@@ -142,6 +142,9 @@ export class LocalLauncher implements Launcher {
     const marker = await this.readMarker(ref);
     // A claim whose worker never started is no run: the dispatcher may launch it again.
     if (!marker || (await neverStarted(marker))) return describeProgress(ref, this.host, {});
+    // Whether the group lives is asked before finish.flag is read: a run that ends in
+    // between then reads as running once more, never as a dead group without its flag (lost).
+    const alive = marker.pgid === null ? undefined : isGroupAlive(marker.pgid);
     const [status, finish, metrics] = await Promise.all([
       readText(join(marker.resultDir, "status.json")),
       readText(join(marker.resultDir, "finish.flag")),
@@ -153,7 +156,7 @@ export class LocalLauncher implements Launcher {
       finish,
       metricsTail: metrics,
       // No pgid yet: still starting (within the grace; past it, `neverStarted` above).
-      alive: marker.pgid === null ? undefined : isGroupAlive(marker.pgid),
+      alive,
     });
   }
 

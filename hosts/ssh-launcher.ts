@@ -42,9 +42,12 @@ const sections = ["launch", "status", "finish", "metrics", "alive", "claimed"] a
  * poll cycle over hundreds of runs is one script and forks are its cost.
  */
 const pollBody = [
+  // Whether the group lives is asked before finish.flag is read: a run that ends in between
+  // then reads as running once more, never as a dead group without its flag (lost).
+  `echo @@alive; pg=; read pg < "$d/pgid" 2>/dev/null; if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
   `tail -v -n +1 "$d/launch.json" "$d/result/status.json" "$d/result/finish.flag" 2>/dev/null`,
   `echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null`,
-  `echo; echo @@alive; pg=; read pg < "$d/pgid" 2>/dev/null; if [ -z "$pg" ]; then echo unknown; elif kill -0 -- "-$pg" 2>/dev/null; then echo yes; else echo no; fi`,
+  `echo`,
   // Seconds since the launch claimed the run folder, and whether a worker ever recorded its
   // group: a claim without a start is launched again after the grace (see launch).
   `echo @@claimed; if [ ! -f "$d/launch.json" ] && [ -d "$d/.launched" ]; then echo $(( $(date +%s) - $(stat -c %Y "$d/.launched") )) $([ -s "$d/pgid" ] && echo started || echo never); fi`,
