@@ -6,7 +6,7 @@ import { formatTable } from "../hosts/run-table.ts";
 import { formatNumber } from "./configurations.ts";
 import { isLeaderRunning } from "./cli-support-leader-mark.ts";
 import { reviewAnswerEvent } from "./graph-steps.ts";
-import { openRoundOf } from "./reopen.ts";
+import { eventsOfCurrentRound } from "./reopen.ts";
 import { parseTopic } from "./topic.ts";
 
 /**
@@ -60,8 +60,7 @@ export async function summarizeCampaign(runsDir: string, id: string): Promise<Ca
   const campaign = await loadCampaign(runsDir, id);
   const { events } = await readEvents(campaign.paths.events);
   // A re-opened campaign is finished again only once its current round has reported.
-  const round = openRoundOf(events);
-  const reported = lastOf(events.filter((event) => Number(event.openRound ?? 0) >= round), "campaign.reported");
+  const reported = lastOf(eventsOfCurrentRound(events), "campaign.reported");
   const goal = goalOf(campaign.topic, campaign.paths.topic);
   const stop = reported ? asStop(reported.stop) : null;
   const waitingFor = reported ? null : pendingReview(events);

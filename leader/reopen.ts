@@ -9,8 +9,8 @@ import type { CampaignEvent } from "../campaign/index.ts";
  * How: the leader's checkpoints keep every step, so the graph is forked from the
  * checkpoint just before the node that decided the stop, and that node runs again with
  * the new topic. Each re-opening is an "open round", counted by the `campaign.reopened`
- * events in the log (one per fork point, so a re-opening cut short by a crash is not
- * counted twice):
+ * events in the log (one per round: a re-opening cut short by a crash is finished, not
+ * logged again), and the events after the last of them are the current round's:
  *
  * - the stop and report events carry their `openRound`, so each round logs its own;
  * - answers stored in `leader-answers/` get the suffix `-o<round>` after round 0, so a
@@ -22,7 +22,7 @@ import type { CampaignEvent } from "../campaign/index.ts";
 
 /** How many times the campaign was re-opened (0 for one that never was). */
 export function openRoundOf(events: readonly CampaignEvent[]): number {
-  return new Set(events.filter((event) => event.kind === "campaign.reopened").map((event) => String(event.checkpoint))).size;
+  return events.filter((event) => event.kind === "campaign.reopened").length;
 }
 
 /** The key under which a planner answer is stored in the given open round. */
@@ -47,9 +47,8 @@ export function eventsOfCurrentRound(events: readonly CampaignEvent[]): Campaign
 export function pendingReopen(events: readonly CampaignEvent[]): { checkpointId: string; openRound: number } | null {
   const last = [...events].reverse().find((event) => event.kind === "campaign.reopened");
   if (last === undefined || typeof last.checkpoint !== "string") return null;
-  const round = openRoundOf(events);
-  const reported = events.some((event) => event.kind === "campaign.reported" && Number(event.openRound ?? 0) >= round);
-  return reported ? null : { checkpointId: last.checkpoint, openRound: round };
+  const reported = eventsOfCurrentRound(events).some((event) => event.kind === "campaign.reported");
+  return reported ? null : { checkpointId: last.checkpoint, openRound: openRoundOf(events) };
 }
 
 /** Why a finished campaign with this stop cannot be re-opened, or null when it can. */
