@@ -2,6 +2,7 @@ import { copyFile, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { trainerTopicText } from "./fixture-topic.ts";
 
 /**
  * The fast fixture topic for leader tests: a whole two-stage campaign of six short runs
@@ -44,26 +45,15 @@ export const fastTopicBlueprintIds: readonly (readonly string[])[] = [
 
 /** The topic text for a trainer that lies in `codebase` (see `writeFastTopic`). */
 export function fastTopicText(codebase: string, options: Omit<FastTopicOptions, "dir"> = {}): string {
-  return `---
-title: ${options.title ?? "Which lr gives the fast trainer its best final reward?"}
-metric: { name: reward_mean, goal: maximize, score: final }
-base:
-  mode: classic
-  codebase: ${codebase}
-  interpreter: ${process.execPath}
-  command: ${process.execPath} ${fastTrainerName} --steps ${options.steps ?? 5} --step-ms ${options.stepMs ?? 200}
-  time_budget: 2m
-  first_signal_timeout: 1m
-  gpus: 0
-  blueprint:
-    worker: { poll_interval: 200ms, heartbeat_interval: 2s, stall_timeout: 1m, grace_period: 2s, lease_ttl: 30s }
-knobs:
-  lr: [0.1, 0.01]
-seeds: ${options.seeds ?? 2}
-budgets: { stages: ${options.stages ?? 2}, experiments: ${options.experiments ?? 6} }
----
-Which learning rate gives the fast fixture trainer its best final reward_mean?
-`;
+  return trainerTopicText({
+    title: options.title ?? "Which lr gives the fast trainer its best final reward?",
+    codebase,
+    command: `${process.execPath} ${fastTrainerName} --steps ${options.steps ?? 5} --step-ms ${options.stepMs ?? 200}`,
+    seeds: options.seeds ?? 2,
+    stages: options.stages ?? 2,
+    experiments: options.experiments ?? 6,
+    question: "Which learning rate gives the fast fixture trainer its best final reward_mean?",
+  });
 }
 
 /**
