@@ -7,7 +7,7 @@ import { auditResultDir, readEvents } from "../campaign/index.ts";
 import { checkoutA3rCommand, fixtureA3rCommand, writeFixtureBlueprint } from "../test-support/fixture-blueprint.ts";
 import { startRedisServer, type RedisServerHandle } from "../test-support/redis-server.ts";
 import { startSshServer, type SshServerHandle } from "../test-support/sshd-server.ts";
-import { WorkerDaemon } from "../hosts/worker-daemon.ts";
+import { WorkerDaemon } from "../hosts/queue/worker-daemon.ts";
 import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
 

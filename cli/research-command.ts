@@ -5,22 +5,22 @@ import { fileURLToPath } from "node:url";
 import { createCampaign, loadCampaign } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
-import { localDispatchHost, openDispatchHostsFile } from "../leader/cli-support-hosts.ts";
-import { closeDispatchHosts } from "../hosts/open-dispatch-hosts.ts";
-import { markLeaderRunning } from "../leader/cli-support-leader-mark.ts";
-import { createLiveView, maxStepsFromOverrides } from "../leader/live-view.ts";
-import { watchStatus } from "../leader/status-watch.ts";
-import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable, summarizeCampaign } from "../leader/cli-support-status.ts";
-import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "../leader/cli-support-topic.ts";
-import type { LeaderRun, ReviewAnswer } from "../leader/graph.ts";
-import { plannerChoiceFacts, plannerOfCampaign } from "../leader/cli-support-planner.ts";
-import { choosePlanner, type PlannerFlag } from "../leader/planner-choice.ts";
-import { loadTopic, parseTopic } from "../leader/topic.ts";
-import { examplePathRewriter } from "../leader/write-blueprints.ts";
+import { localDispatchHost, openDispatchHostsFile } from "./research/hosts-option.ts";
+import { closeDispatchHosts } from "../hosts/dispatch/open-dispatch-hosts.ts";
+import { markLeaderRunning } from "./research/leader-mark.ts";
+import { createLiveView, maxStepsFromOverrides } from "./views/live-view.ts";
+import { watchStatus } from "./views/status-watch.ts";
+import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable, summarizeCampaign } from "./research/campaign-status.ts";
+import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "./research/topic-option.ts";
+import type { LeaderRun, ReviewAnswer } from "../leader/graph/leader-graph.ts";
+import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option.ts";
+import { choosePlanner, type PlannerFlag } from "../leader/planners/planner-choice.ts";
+import { loadTopic, parseTopic } from "../leader/domain/topic.ts";
+import { examplePathRewriter } from "../leader/design/write-blueprints.ts";
 
 /**
  * `a3r research`, `a3r resume`, `a3r status` and `a3r demo`: thin wrappers around the
- * leader (leader/graph.ts). Progress goes to stderr as plain lines; stdout holds the
+ * leader (leader/graph/leader-graph.ts). Progress goes to stderr as plain lines; stdout holds the
  * answer (the report path, or JSON with --json).
  *
  * Left out (issue 6): `--review` and `resume --approve/--instruct`, the LLM planner, the
@@ -113,7 +113,7 @@ export function registerResearchCommands(program: Command): void {
     .action(async (campaignId: string, flags: { runsDir: string }) => {
       const runsDir = resolve(flags.runsDir);
       const campaign = await loadCampaign(runsDir, campaignId);
-      const { rewriteCampaignReport } = await import("../leader/campaign-report.ts");
+      const { rewriteCampaignReport } = await import("../leader/report/campaign-report.ts");
       await rewriteCampaignReport(campaign.paths, parseTopic(campaign.topic, { file: campaign.paths.topic }));
       process.stdout.write(`report: ${campaign.paths.report}\nreport: ${campaign.paths.reportHtml}\n`);
     });
@@ -257,7 +257,7 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
 }
 
 // The graph pulls in LangGraph and SQLite (slow to load): only the leader commands load it.
-async function runLeader(...args: Parameters<typeof import("../leader/graph.ts").runLeader>): Promise<LeaderRun> {
-  const graph = await import("../leader/graph.ts");
+async function runLeader(...args: Parameters<typeof import("../leader/graph/leader-graph.ts").runLeader>): Promise<LeaderRun> {
+  const graph = await import("../leader/graph/leader-graph.ts");
   return graph.runLeader(...args);
 }

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { startServerProcess, temporaryDirectory, waitForState, type ServerProcess } from "../swarm/server/int-test-support.ts";
+import { startServerProcess, temporaryDirectory, waitForState, type ServerProcess } from "../swarm/server/server-process.test-support.ts";
 import { SwarmClient } from "../swarm/client/index.ts";
 import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 

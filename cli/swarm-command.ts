@@ -7,7 +7,7 @@ import { createLogger } from "../core/logger.ts";
 import { loadSwarmConfig, SwarmConfigError } from "../swarm/config.ts";
 import { startSwarmServer } from "../swarm/server/swarm-server.ts";
 import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/client/index.ts";
-import { progressBar, renderStatus } from "./swarm-status-view.ts";
+import { progressBar, renderStatus } from "./views/swarm-status-view.ts";
 import { exitCode } from "./exit-codes.ts";
 
 const defaultUrl = (): string => process.env.A3R_SWARM_URL ?? "http://127.0.0.1:10086";

@@ -3,13 +3,13 @@ import { join, resolve } from "node:path";
 import { JsonlLedger } from "../campaign/index.ts";
 import { chatModelFromEnv, describeModelChoice, type ChatModel } from "../llm/index.ts";
 import { findCampaignOf } from "../campaign/campaign-of-run.ts";
-import { budgetedWorkerModel, readCampaignBudget, type CampaignBudget } from "../worker/campaign-llm.ts";
-import { describeRun } from "../worker/dry-run.ts";
-import { createProgressReporter } from "../worker/progress-reporter.ts";
+import { budgetedWorkerModel, readCampaignBudget, type CampaignBudget } from "../worker/recover/campaign-llm.ts";
+import { describeRun } from "../worker/launch/dry-run.ts";
+import { createProgressReporter } from "../worker/supervise/progress-reporter.ts";
 import { loadBlueprintForRun, runWorker } from "../worker/run-worker.ts";
 import { workerSettingsOf } from "../worker/worker-settings.ts";
-import { prepareDemoBlueprint, type DemoMode } from "../worker/demo-blueprint.ts";
-import { registerWorkerDaemonCommand } from "../hosts/worker-daemon-command.ts";
+import { prepareDemoBlueprint, type DemoMode } from "../worker/launch/demo-blueprint.ts";
+import { registerWorkerDaemonCommand } from "./worker-daemon-command.ts";
 import { exitCode } from "./exit-codes.ts";
 
 interface RunFlags {
@@ -89,7 +89,7 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
     return;
   }
   // A run in a campaign folder books in the campaign's ledger and spends the campaign's
-  // LLM budget (worker/campaign-llm.ts); flags say it for a run elsewhere.
+  // LLM budget (worker/recover/campaign-llm.ts); flags say it for a run elsewhere.
   const campaign = await findCampaignOf(resultDir);
   const ledgerFile = resolve(flags.ledger ?? campaign?.ledgerFile ?? join(resultDir, "ledger.jsonl"));
   const ledger = new JsonlLedger(ledgerFile);

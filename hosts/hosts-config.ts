@@ -4,7 +4,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
-import { resolveSshAlias } from "./ssh-config.ts";
+import { resolveSshAlias } from "./ssh/ssh-config.ts";
 
 /**
  * hosts.yaml: the machines blueprints may run on.

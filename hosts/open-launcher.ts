@@ -1,9 +1,9 @@
 import type { HostConfig } from "./hosts-config.ts";
 import type { Launcher } from "./launcher.ts";
-import { LocalLauncher } from "./local-launcher.ts";
-import { QueueLauncher } from "./queue-launcher.ts";
-import { SshConnection } from "./ssh-connection.ts";
-import { SshLauncher } from "./ssh-launcher.ts";
+import { LocalLauncher } from "./local/local-launcher.ts";
+import { QueueLauncher } from "./queue/queue-launcher.ts";
+import { SshConnection } from "./ssh/ssh-connection.ts";
+import { SshLauncher } from "./ssh/ssh-launcher.ts";
 
 /**
  * The one place that turns a hosts.yaml entry into a launcher. Opening an ssh launcher

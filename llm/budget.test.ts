@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { summarizeLedger, type LedgerEntry } from "../campaign/ledger.ts";
 import { isA3rError, type A3rError } from "../core/errors.ts";
-import { renderSpendingByRole } from "./budget-ledger.ts";
+import { renderSpendingByRole } from "../campaign/llm-spending.ts";
 import { estimateCall, withBudget, type LlmSpending } from "./budget.ts";
 import { createPriceBook } from "./prices.ts";
 import { createScriptedChatModel, InMemoryUsageSink, type ScriptedChatModel } from "./index.ts";

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createChatModel } from "./factory.ts";
-import { conformanceAnswers, conformanceSchema, conformanceTool, registerProviderConformance } from "./provider-conformance.ts";
-import { httpProviderHarness } from "./testing/http-provider-harness.ts";
-import { loadFixture } from "./testing/fake-provider-server.ts";
+import { conformanceAnswers, conformanceSchema, conformanceTool, registerProviderConformance } from "./provider-conformance.test-support.ts";
+import { httpProviderHarness } from "../test-support/llm-servers/http-provider-harness.ts";
+import { loadFixture } from "../test-support/llm-servers/fake-provider-server.ts";
 import { InMemoryUsageSink } from "./usage-sink.ts";
 
 const apiKey = "sk-conformance-secret-0123456789";

@@ -1,4 +1,4 @@
-import { conformanceAnswers, registerProviderConformance, type ConformanceScenario } from "./provider-conformance.ts";
+import { conformanceAnswers, registerProviderConformance, type ConformanceScenario } from "./provider-conformance.test-support.ts";
 import { createChatModel, type ScriptedChatModel } from "./factory.ts";
 import type { ScriptDefinition } from "./scripted-script.ts";
 

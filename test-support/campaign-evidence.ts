@@ -2,7 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { readEvents, readResultDir } from "../campaign/index.ts";
 import type { CampaignEvent } from "../campaign/index.ts";
-import { localHostWorkdir } from "../leader/cli-support-hosts.ts";
+import { localHostWorkdir } from "../cli/research/hosts-option.ts";
 
 /**
  * What a finished campaign folder proves, gathered from the records each part keeps for

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import type { LaunchMarker } from "../hosts/run-progress.ts";
-import { localHostWorkdir } from "../leader/cli-support-hosts.ts";
+import { localHostWorkdir } from "../cli/research/hosts-option.ts";
 import { a3rEntry } from "./run-cli.ts";
 
 /**
@@ -189,7 +189,7 @@ async function readEventsLoosely(path: string): Promise<Record<string, unknown>[
 /**
  * Leaves the local host as a SIGKILL of the launching leader leaves it in the instant
  * after the launcher claimed `blueprintId` (launch.json created exclusively, no pgid yet)
- * and before it started the worker: hosts/local-launcher.ts writes the claim first, then
+ * and before it started the worker: hosts/local/local-launcher.ts writes the claim first, then
  * copies the blueprint and spawns. The gap is a millisecond, too short to hit reliably
  * from outside; call this on a leader killed before it launched anything. Returns why the
  * state could not be made (a claim already there), or null.
@@ -217,7 +217,7 @@ export async function writeUnstartedClaim(context: TriggerContext, blueprintId: 
 
 /**
  * Leaves the campaign as a SIGKILL leaves it in the instant after a run was launched and
- * before the dispatcher appended its `run.dispatched` event (hosts/dispatcher.ts does the
+ * before the dispatcher appended its `run.dispatched` event (hosts/dispatch/dispatcher.ts does the
  * one right after the other): that event is taken out of events.jsonl again. Call it on
  * a leader killed after the launch. Returns why the state could not be made, or null.
  */

@@ -1,5 +1,5 @@
-import { createLiveView } from "../leader/live-view.ts";
-import type { DispatchRow } from "../hosts/dispatcher.ts";
+import { createLiveView } from "../cli/views/live-view.ts";
+import type { DispatchRow } from "../hosts/dispatch/dispatcher.ts";
 
 /**
  * A program for the live view's pseudo-terminal test: it shows three rounds of two runs on

@@ -2,11 +2,11 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { campaignPaths } from "../campaign/index.ts";
-import type { StageDecisionAnswer } from "../leader/llm-answers.ts";
-import { convertDecision, knobsOf } from "../leader/llm-stage-plan.ts";
-import type { BlueprintText } from "../leader/planner.ts";
-import { parseTopic } from "../leader/topic.ts";
-import { draftStageBlueprints } from "../leader/write-blueprints.ts";
+import type { StageDecisionAnswer } from "../leader/planners/llm/answers.ts";
+import { convertDecision, knobsOf } from "../leader/planners/llm/stage-plan.ts";
+import type { BlueprintText } from "../leader/domain/planner.ts";
+import { parseTopic } from "../leader/domain/topic.ts";
+import { draftStageBlueprints } from "../leader/design/write-blueprints.ts";
 
 /**
  * Model scripts for whole campaigns under the `scripted` provider
@@ -15,7 +15,7 @@ import { draftStageBlueprints } from "../leader/write-blueprints.ts";
  * has chosen its temp folder. So a fixture writes a blueprint answer as a recipe, in the
  * `markdown` field, and `renderCampaignScript` replaces it with the draft the leader will
  * render for stage 1 (computed here the same way: the fixture's stage-1 plan answer,
- * converted by the planner's own code, drafted by leader/write-blueprints.ts):
+ * converted by the planner's own code, drafted by leader/design/write-blueprints.ts):
  *
  * - `@draft` — the draft as it is;
  * - `@draft note=<text>` — the draft with one more line in its Additional Notes;
@@ -25,7 +25,7 @@ import { draftStageBlueprints } from "../leader/write-blueprints.ts";
  *
  * The stage-1 plan answer is the step whose `match.lastUserMessage` is "Plan stage 1".
  */
-export const llmCampaignFixtures = new URL("../leader/__fixtures__/llm-campaigns/", import.meta.url);
+export const llmCampaignFixtures = new URL("../leader/planners/llm/__fixtures__/llm-campaigns/", import.meta.url);
 
 interface FixtureStep {
   match?: { role?: string; lastUserMessage?: string };

@@ -1,4 +1,4 @@
-import type { FakeResponse } from "../llm/testing/fake-provider-server.ts";
+import type { FakeResponse } from "./llm-servers/fake-provider-server.ts";
 
 /**
  * Structured answers as the providers' HTTP APIs send them, for the local wire-format

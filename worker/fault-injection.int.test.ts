@@ -3,9 +3,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { auditResultDir, JsonlLedger, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
-import { isGroupAlive } from "./process-group.ts";
+import { isGroupAlive } from "../core/process-group.ts";
 import { runWorker } from "./run-worker.ts";
-import { silentProgress } from "./progress-reporter.ts";
+import { silentProgress } from "./supervise/progress-reporter.ts";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
 
 /**

@@ -1,7 +1,7 @@
 import type { Blueprint, CommandRule } from "../blueprints/index.ts";
 import type { LedgerSink, ResultDirWriter } from "../campaign/index.ts";
 import type { ChatModel } from "../llm/index.ts";
-import type { ProgressReporter } from "./progress-reporter.ts";
+import type { ProgressReporter } from "./supervise/progress-reporter.ts";
 import type { RunMemory } from "./run-memory.ts";
 import type { WorkerSettings } from "./worker-settings.ts";
 

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { RunStatus } from "../campaign/index.ts";
-import { launchedProcessSchema, type LaunchedProcessRecord } from "./launched-process.ts";
-import type { Overrides } from "./recovery-playbook.ts";
-import type { AttemptSummary } from "./result-report.ts";
+import { launchedProcessSchema, type LaunchedProcessRecord } from "./launch/launched-process.ts";
+import type { Overrides } from "./recover/recovery-playbook.ts";
+import type { AttemptSummary } from "./finish/result-report.ts";
 
 /**
  * What a worker must remember about a run beyond the contract fields of status.json, so

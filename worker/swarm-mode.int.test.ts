@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { auditResultDir, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
 import { memoryFromStatus } from "./run-memory.ts";
 import { runWorker } from "./run-worker.ts";
-import { silentProgress } from "./progress-reporter.ts";
+import { silentProgress } from "./supervise/progress-reporter.ts";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
 
 /**

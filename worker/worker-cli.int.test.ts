@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, spawn } from "node:child_process";
 import { access, readFile, writeFile } from "node:fs/promises";
 import { auditResultDir, readMetrics, readRunStatus } from "../campaign/index.ts";
-import { isGroupAlive } from "./process-group.ts";
+import { isGroupAlive } from "../core/process-group.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";

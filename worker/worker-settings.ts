@@ -3,9 +3,9 @@ import { z } from "zod";
 import type { Blueprint } from "../blueprints/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { parseDuration } from "../core/duration.ts";
-import { defaultLogMetricPatterns, type LogMetricPattern } from "./log-metrics.ts";
-import { defaultPlaybook, type Overrides, type PlaybookEntry } from "./recovery-playbook.ts";
-import type { FailureClass } from "./failure-classifier.ts";
+import { defaultLogMetricPatterns, type LogMetricPattern } from "./supervise/log-metrics.ts";
+import { defaultPlaybook, type Overrides, type PlaybookEntry } from "./recover/recovery-playbook.ts";
+import type { FailureClass } from "./recover/failure-classifier.ts";
 
 /**
  * Every timing knob of the supervisor, read from the blueprint's front matter so a test or
@@ -27,7 +27,7 @@ import type { FailureClass } from "./failure-classifier.ts";
  *   log_metric_patterns: [{ name, line, pair }]   # added before the defaults
  * ```
  *
- * Left out: the recovery playbook (worker/recovery-playbook.ts) and the LLM (environment).
+ * Left out: the recovery playbook (worker/recover/recovery-playbook.ts) and the LLM (environment).
  */
 export interface WorkerSettings {
   pollIntervalMs: number;

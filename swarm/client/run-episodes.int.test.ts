@@ -1,7 +1,7 @@
 import type OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseSwarmConfig } from "../config.ts";
-import { temporaryDirectory, waitForState } from "../server/int-test-support.ts";
+import { temporaryDirectory, waitForState } from "../server/server-process.test-support.ts";
 import { silentLogger } from "../server/logger.ts";
 import { startSwarmServer, type SwarmServer } from "../server/swarm-server.ts";
 import { runEpisodes, type EpisodeTask } from "./run-episodes.ts";

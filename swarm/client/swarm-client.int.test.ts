@@ -2,7 +2,7 @@ import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseSwarmConfig } from "../config.ts";
-import { temporaryDirectory } from "../server/int-test-support.ts";
+import { temporaryDirectory } from "../server/server-process.test-support.ts";
 import { silentLogger } from "../server/logger.ts";
 import { startSwarmServer, type SwarmServer } from "../server/swarm-server.ts";
 import { SwarmClient } from "./swarm-client.ts";

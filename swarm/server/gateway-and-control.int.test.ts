@@ -2,7 +2,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SwarmClient, SwarmRequestError } from "../client/index.ts";
 import { parseSwarmConfig } from "../config.ts";
-import { rawRequest, temporaryDirectory, waitForState } from "./int-test-support.ts";
+import { rawRequest, temporaryDirectory, waitForState } from "./server-process.test-support.ts";
 import { silentLogger } from "./logger.ts";
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";
 

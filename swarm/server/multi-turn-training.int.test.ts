@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { startServerProcess, temporaryDirectory, type ServerProcess } from "./int-test-support.ts";
+import { startServerProcess, temporaryDirectory, type ServerProcess } from "./server-process.test-support.ts";
 
 /**
  * The multi-turn example task through the real server and a real `a3r swarm client`

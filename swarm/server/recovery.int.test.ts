@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { SwarmClient, runEpisodes, type EpisodeTask } from "../client/index.ts";
-import { startServerProcess, temporaryDirectory, waitFor, waitForState, type ServerProcess } from "./int-test-support.ts";
+import { startServerProcess, temporaryDirectory, waitFor, waitForState, type ServerProcess } from "./server-process.test-support.ts";
 
 /**
  * Failures that a multi-day run meets for sure: a client dies mid-episode (its episode

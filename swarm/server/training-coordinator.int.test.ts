@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { parseSwarmConfig } from "../config.ts";
-import { temporaryDirectory, waitFor } from "./int-test-support.ts";
+import { temporaryDirectory, waitFor } from "./server-process.test-support.ts";
 import { silentLogger } from "./logger.ts";
 import { TrainingCoordinator } from "./training-coordinator.ts";
 

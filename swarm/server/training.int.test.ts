@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { SwarmClient } from "../client/index.ts";
-import { startServerProcess, temporaryDirectory, waitForState, type ServerProcess } from "./int-test-support.ts";
+import { startServerProcess, temporaryDirectory, waitForState, type ServerProcess } from "./server-process.test-support.ts";
 
 /**
  * End to end, as a person would run it: `a3r swarm serve` as a child process and two

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { describeEngineConformance } from "../engine-conformance.ts";
+import { describeEngineConformance } from "../engine-conformance.test-support.ts";
 import { createEngine, engineConfigSchema } from "../index.ts";
 import { EmbeddedEngine } from "./embedded-engine.ts";
 

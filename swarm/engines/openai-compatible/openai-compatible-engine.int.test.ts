@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeEngineConformance } from "../engine-conformance.ts";
+import { describeEngineConformance } from "../engine-conformance.test-support.ts";
 import type { TrainingSample } from "../engine.ts";
 import { EngineError } from "../engine-error.ts";
 import { OpenAiCompatibleEngine } from "./openai-compatible-engine.ts";

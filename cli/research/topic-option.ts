@@ -1,0 +1,54 @@
+import { basename } from "node:path";
+import { parseDocument } from "yaml";
+import { slugifyCampaignId } from "../../campaign/index.ts";
+import type { Topic } from "../../leader/domain/topic.ts";
+
+/**
+ * The campaign keeps its own copy of the topic (runs/<id>/topic.md), and the leader reads
+ * only that copy, also on resume. So whatever the command line changes (budgets, the hosts
+ * file) is written into the copy's front matter, where a resumed leader finds it again.
+ *
+ * Left out: topics without front matter (a plain sentence has no budgets to override; the
+ * heuristic planner stops and says what it needs).
+ */
+export interface TopicAdjustments {
+  stages?: number;
+  experiments?: number;
+  /** An absolute hosts path to write, or null to remove `hosts:` (run on this machine). */
+  hostsFile?: string | null;
+  /** Turns human review on (`--review`). */
+  review?: boolean;
+}
+
+const frontMatterPattern = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(\r?\n|$)/;
+
+/** The topic text with its front matter adjusted; comments and layout elsewhere are kept. */
+export function adjustTopicText(text: string, adjustments: TopicAdjustments): string {
+  const match = frontMatterPattern.exec(text);
+  if (!match) return text;
+  const document = parseDocument(match[1]!);
+  if (adjustments.stages !== undefined) document.setIn(["budgets", "stages"], adjustments.stages);
+  if (adjustments.experiments !== undefined) document.setIn(["budgets", "experiments"], adjustments.experiments);
+  if (adjustments.review !== undefined) document.setIn(["review"], adjustments.review);
+  if (adjustments.hostsFile === null) document.deleteIn(["hosts"]);
+  else if (adjustments.hostsFile !== undefined) document.setIn(["hosts"], adjustments.hostsFile);
+  const front = document.toString().replace(/\n+$/, "");
+  return `---\n${front}\n---\n${text.slice(match[0].length)}`;
+}
+
+export function hasFrontMatter(text: string): boolean {
+  return frontMatterPattern.test(text);
+}
+
+/** A campaign id from the topic's title, else from its file name. */
+export function campaignIdFor(topic: Topic, file: string): string {
+  const fromTitle = slugifyCampaignId(topic.title).slice(0, 48).replace(/-+$/, "");
+  if (fromTitle !== "" && fromTitle !== "campaign") return fromTitle;
+  return slugifyCampaignId(basename(file).replace(/\.md$/i, ""));
+}
+
+/** `demo-20261129-114203`: sortable, one per second, a valid campaign id. */
+export function demoCampaignId(now: Date): string {
+  const iso = now.toISOString();
+  return `demo-${iso.slice(0, 10).replaceAll("-", "")}-${iso.slice(11, 19).replaceAll(":", "")}`;
+}

@@ -1,0 +1,167 @@
+import { join } from "node:path";
+import { readResultDir } from "../../campaign/index.ts";
+import type { CampaignPaths, MetricsRecord } from "../../campaign/index.ts";
+import { writeFileAtomic } from "../../core/atomic-file.ts";
+import { pathExists } from "../../core/path-exists.ts";
+import { bestConfiguration, formatNumber, isBetter, summarizeConfigurations } from "../domain/configurations.ts";
+import type { ConfigurationSummary, ExperimentOutcome, Prediction, StagePlan, StageRecord } from "../domain/planner.ts";
+import { renderAnalysis } from "./analysis-markdown.ts";
+import { separatedBeyondNoise, summarizeCurve, type CurveSummary } from "../domain/statistics.ts";
+import type { Topic } from "../domain/topic.ts";
+
+/**
+ * The analysis of one stage, in code: per experiment the final, best and area of the
+ * topic's metric and the score the planner compares; per configuration the mean and 95%
+ * interval of that score across seeds; each configuration's prediction judged with the
+ * numbers. An experiment that failed, timed out, was cancelled or never produced a result
+ * directory is listed as such with its reason, never dropped.
+ */
+export interface RunRead {
+  blueprintId: string;
+  /** Final state, "missing" without a result directory, or the live state of an unfinished run. */
+  state: string;
+  reason: string | undefined;
+  records: MetricsRecord[];
+}
+
+export interface ExperimentAnalysis {
+  blueprintId: string;
+  configurationId: string;
+  seed: number;
+  state: string;
+  reason: string | undefined;
+  curve: CurveSummary;
+  score: number | undefined;
+  resultDir: string;
+}
+
+export interface PredictionVerdict {
+  configurationId: string;
+  prediction: string;
+  verdict: "supported" | "refuted" | "inconclusive";
+  explanation: string;
+}
+
+export interface StageAnalysis {
+  stage: number;
+  metric: string;
+  score: "final" | "best" | "area";
+  experiments: ExperimentAnalysis[];
+  /** The configurations this stage ran, with every seed measured so far (all stages). */
+  configurations: { id: string; n: number; mean: number | undefined; low: number | undefined; high: number | undefined; failed: number; scores: number[] }[];
+  verdicts: PredictionVerdict[];
+  best: { id: string; mean: number } | undefined;
+  outcomes: ExperimentOutcome[];
+}
+
+/** Pure: the analysis from what was read. `history` holds the stages before this one. */
+export function analyzeStageResults(topic: Topic, plan: StagePlan, history: StageRecord[], reads: RunRead[], resultDirOf: (blueprintId: string) => string): StageAnalysis {
+  const metric = topic.metric!;
+  const experiments: ExperimentAnalysis[] = plan.experiments.map((experiment) => {
+    const read = reads.find((item) => item.blueprintId === experiment.blueprintId);
+    const points = (read?.records ?? []).flatMap((record) => {
+      const value = record[metric.name];
+      return typeof value === "number" && Number.isFinite(value) ? [{ step: record.step, value }] : [];
+    });
+    const curve = summarizeCurve(points, metric.goal);
+    const score = metric.score === "final" ? curve.final : metric.score === "best" ? curve.best : curve.normalizedArea;
+    const state = read?.state ?? "missing";
+    const reason = read?.reason ?? (state === "missing" ? "no result directory" : state === "succeeded" && score === undefined ? `no finite value of ${metric.name} was recorded` : undefined);
+    return { blueprintId: experiment.blueprintId, configurationId: experiment.configurationId, seed: experiment.seed, state, reason, curve, score, resultDir: resultDirOf(experiment.blueprintId) };
+  });
+  const outcomes: ExperimentOutcome[] = experiments.map((experiment) => ({
+    blueprintId: experiment.blueprintId,
+    configurationId: experiment.configurationId,
+    seed: experiment.seed,
+    state: outcomeState(experiment.state),
+    score: experiment.score,
+    ...(experiment.reason === undefined ? {} : { reason: experiment.reason }),
+  }));
+  const summaries = summarizeConfigurations([...history, { plan, outcomes }]);
+  const own = summaries.filter((summary) => plan.configurations.some((configuration) => configuration.id === summary.configuration.id));
+  const verdicts = plan.configurations.map((configuration) => {
+    const summary = own.find((item) => item.configuration.id === configuration.id)!;
+    return { configurationId: configuration.id, prediction: configuration.prediction.text, ...judge(configuration.prediction, summary, summaries, metric.goal, experiments) };
+  });
+  const best = bestConfiguration(own, metric.goal);
+  return {
+    stage: plan.stage,
+    metric: metric.name,
+    score: metric.score,
+    experiments,
+    configurations: own.map((summary) => ({
+      id: summary.configuration.id,
+      n: summary.sample.n,
+      mean: summary.sample.n > 0 ? summary.sample.mean : undefined,
+      low: summary.sample.low,
+      high: summary.sample.high,
+      failed: summary.failed,
+      scores: summary.scores,
+    })),
+    verdicts,
+    best: best ? { id: best.configuration.id, mean: best.sample.mean } : undefined,
+    outcomes,
+  };
+}
+
+function outcomeState(state: string): ExperimentOutcome["state"] {
+  return state === "succeeded" || state === "failed" || state === "timed_out" || state === "cancelled" ? state : "missing";
+}
+
+/**
+ * Supported: better than the reference beyond seed noise (the 95% interval lies past it).
+ * Refuted: the mean is not better than the reference at all. Inconclusive: better in the
+ * mean but within the noise, or not enough runs to say.
+ */
+function judge(prediction: Prediction, summary: ConfigurationSummary, all: ConfigurationSummary[], goal: "maximize" | "minimize", experiments: ExperimentAnalysis[]): Omit<PredictionVerdict, "configurationId" | "prediction"> {
+  const sample = summary.sample;
+  const measured = `mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), 95% interval ${sample.low === undefined ? "n/a" : `[${formatNumber(sample.low)}, ${formatNumber(sample.high)}]`}`;
+  if (prediction.kind === "records") {
+    const runs = experiments.filter((experiment) => experiment.configurationId === summary.configuration.id);
+    if (sample.n > 0) return { verdict: "supported", explanation: `${sample.n} of ${runs.length} run(s) recorded the metric (${measured})` };
+    const finished = runs.every((run) => ["succeeded", "failed", "timed_out", "cancelled"].includes(run.state));
+    return finished ? { verdict: "refuted", explanation: `none of ${runs.length} finished run(s) recorded the metric` } : { verdict: "inconclusive", explanation: "no run has recorded the metric yet" };
+  }
+  if (sample.n === 0) return { verdict: "inconclusive", explanation: `no run of ${summary.configuration.id} recorded a score (${summary.failed} run(s) failed, unfinished or without the metric)` };
+  if (prediction.kind === "above-level") {
+    const level = prediction.level ?? Number.NaN;
+    if (!isBetter(sample.mean, level, goal)) return { verdict: "refuted", explanation: `${measured}: the mean is not past ${formatNumber(level)}` };
+    const bound = goal === "maximize" ? sample.low : sample.high;
+    if (bound !== undefined && isBetter(bound, level, goal)) return { verdict: "supported", explanation: `${measured}: the whole interval is past ${formatNumber(level)}` };
+    return { verdict: "inconclusive", explanation: `${measured}: the mean is past ${formatNumber(level)} but the interval reaches it` };
+  }
+  const reference = all.find((item) => item.configuration.id === prediction.configurationId);
+  if (!reference || reference.sample.n === 0) return { verdict: "inconclusive", explanation: `the reference ${prediction.configurationId ?? "(none)"} has no score to compare with` };
+  const against = `${reference.configuration.id}'s mean ${formatNumber(reference.sample.mean)}${reference.sample.low === undefined ? "" : ` [${formatNumber(reference.sample.low)}, ${formatNumber(reference.sample.high)}]`}`;
+  if (!isBetter(sample.mean, reference.sample.mean, goal)) return { verdict: "refuted", explanation: `${measured} is not better than ${against}` };
+  if (separatedBeyondNoise(sample, reference.sample, goal) === true) return { verdict: "supported", explanation: `${measured} is better than ${against}, beyond seed noise (intervals do not overlap)` };
+  return { verdict: "inconclusive", explanation: `${measured} is better in the mean than ${against}, but within seed noise` };
+}
+
+/** Reads every planned experiment's result directory (a missing one reads as "missing"). */
+export async function readStageRuns(paths: CampaignPaths, plan: StagePlan): Promise<RunRead[]> {
+  return Promise.all(
+    plan.experiments.map(async (experiment): Promise<RunRead> => {
+      const dir = paths.result(experiment.blueprintId);
+      if (!(await pathExists(dir))) return { blueprintId: experiment.blueprintId, state: "missing", reason: "no result directory", records: [] };
+      const snapshot = await readResultDir(dir);
+      const state = snapshot.finishFlag?.state ?? snapshot.status?.state ?? "missing";
+      const reason = snapshot.status?.reason ?? (snapshot.status === undefined && snapshot.finishFlag === undefined ? "the result directory has no status.json" : undefined);
+      const unfinished = snapshot.finishFlag?.state === undefined && state !== "missing" ? `not finished (state ${state})` : undefined;
+      return { blueprintId: experiment.blueprintId, state, reason: reason ?? unfinished, records: snapshot.metrics.records };
+    }),
+  );
+}
+
+export function analysisPath(paths: CampaignPaths, stage: number): string {
+  return join(paths.stage(stage).root, "analysis.md");
+}
+
+/** Reads the stage's results, analyzes them and writes `stages/<n>/analysis.md`. */
+export async function analyzeStage(topic: Topic, plan: StagePlan, history: StageRecord[], paths: CampaignPaths): Promise<{ analysis: StageAnalysis; file: string }> {
+  const reads = await readStageRuns(paths, plan);
+  const analysis = analyzeStageResults(topic, plan, history, reads, (id) => paths.result(id));
+  const file = analysisPath(paths, plan.stage);
+  await writeFileAtomic(file, renderAnalysis(analysis, topic, paths.root));
+  return { analysis, file };
+}

@@ -1,0 +1,247 @@
+import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { z } from "zod";
+import { commandRuleSchema, defaultCommandRules, mergeCommandPolicy, type CommandRule } from "../../blueprints/index.ts";
+import { readFrontMatter } from "../../blueprints/front-matter.ts";
+import { parseDuration } from "../../core/duration.ts";
+import { A3rError } from "../../core/errors.ts";
+import { pathExists } from "../../core/path-exists.ts";
+
+/**
+ * A research topic: a markdown file whose body states the question in words, with an
+ * optional YAML front matter holding what a deterministic planner needs:
+ *
+ * ```yaml
+ * title: Which learning rate learns item-color fastest?
+ * metric: { name: rollout_reward_mean, goal: maximize, score: area, reference: 0.03 }
+ * base: { mode: swarm, codebase: /abs, interpreter: /abs/node, config: /abs/x.yaml,
+ *         command: "node bin/a3r.js ...", time_budget: 10m, overrides: { max_steps: 20 } }
+ * knobs: { lr: [0.2, 0.05, 0.5] }      # the first value of each knob is the baseline
+ * seeds: 2
+ * budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }
+ * hosts: ../hosts/local-only.yaml      # relative to the topic file
+ * review: false
+ * commands:                            # the campaign's command policy (optional)
+ *   allow: ['python3 train\.py( --[\w.=/:-]+)*']   # plain lines a planner may add without approval
+ *   rules: [{ id: no-git-push, pattern: 'git\s+push', reason: ..., severity: error }]
+ * ```
+ *
+ * A topic without front matter (a plain sentence) is accepted: every machine field is then
+ * absent and the heuristic planner says what it needs (see `heuristicNeeds`).
+ */
+const knobValue = z.union([z.number(), z.string(), z.boolean()]);
+
+const metricSchema = z.strictObject({
+  name: z.string().min(1),
+  goal: z.enum(["maximize", "minimize"]),
+  /** Which number of a run's curve is compared across configurations. */
+  score: z.enum(["final", "best", "area"]).default("final"),
+  /** A level any working run beats (chance, a published number): the baseline's prediction. */
+  reference: z.number().optional(),
+});
+
+const durationText = z
+  .union([z.string(), z.number()])
+  .refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
+
+const absolutePath = z.string().min(1).refine((value) => isAbsolute(value), "an absolute path");
+
+const baseSchema = z.strictObject({
+  mode: z.enum(["swarm", "classic"]).default("classic"),
+  codebase: absolutePath,
+  interpreter: absolutePath,
+  config: absolutePath.nullable().default(null),
+  command: z.string().min(1),
+  time_budget: durationText.default("1h"),
+  first_signal_timeout: durationText.optional(),
+  gpus: z.int().nonnegative().default(1),
+  /** Fixed overrides every experiment gets (e.g. a shorter max_steps). */
+  overrides: z.record(z.string(), knobValue).default({}),
+  /** The config key each experiment's seed is written to (as an override). */
+  seed_key: z.string().min(1).default("seed"),
+  /** Extra front-matter fields copied into every blueprint (e.g. worker settings). */
+  blueprint: z.record(z.string(), z.unknown()).default({}),
+});
+
+const budgetsSchema = z.strictObject({
+  stages: z.int().positive().default(3),
+  experiments: z.int().positive().default(50),
+  gpu_hours: z.number().nonnegative().optional(),
+  wall_time: durationText.optional(),
+  /** Input plus output tokens of every model call of the campaign (leader and workers). */
+  llm_tokens: z.number("a positive whole number of tokens such as 2000000").int("a positive whole number of tokens such as 2000000").positive("a positive whole number of tokens such as 2000000").optional(),
+  /** US dollars of every model call of the campaign, priced by llm/prices.ts. */
+  llm_usd: z.number("a positive amount of US dollars such as 20").positive("a positive amount of US dollars such as 20").refine(Number.isFinite, "a positive amount of US dollars such as 20").optional(),
+});
+
+const regexSource = z.string().min(1).refine((source) => {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+}, "a valid regular expression (JavaScript syntax), matched against a whole command line");
+
+/**
+ * The campaign's command policy. `allow`: command lines a planner may add without a
+ * person's approval (each pattern must match a whole line). `rules`: rules every blueprint
+ * of the campaign is checked against on top of the defaults, which they cannot weaken.
+ */
+const commandsSchema = z.strictObject({
+  allow: z.array(regexSource).default([]),
+  rules: z.array(commandRuleSchema).default([]),
+});
+
+const frontMatterSchema = z.strictObject({
+  title: z.string().min(1).optional(),
+  metric: metricSchema,
+  base: baseSchema.optional(),
+  knobs: z
+    .record(z.string().regex(/^[A-Za-z_][\w.]*$/, "a config key such as lr or optimizer.lr"), z.array(knobValue).min(1, "at least one value (the first is the baseline)"))
+    .optional(),
+  seeds: z.int().min(1).max(30).default(2),
+  budgets: budgetsSchema.default({ stages: 3, experiments: 50 }),
+  hosts: z.string().min(1).optional(),
+  review: z.boolean().default(false),
+  commands: commandsSchema.default({ allow: [], rules: [] }),
+});
+
+export type KnobValue = z.infer<typeof knobValue>;
+export type TopicMetric = z.infer<typeof metricSchema>;
+export type TopicBase = z.infer<typeof baseSchema>;
+
+export interface TopicBudgets {
+  stages: number;
+  experiments: number;
+  gpuHours: number | undefined;
+  wallTimeMs: number | undefined;
+  /** Language-model budget in tokens (input + output), checked before each call (llm/budget.ts). */
+  llmTokens: number | undefined;
+  /** Language-model budget in US dollars, checked like `llmTokens`. */
+  llmUsd: number | undefined;
+}
+
+export interface Topic {
+  title: string;
+  /** The question in words (the markdown body). */
+  question: string;
+  metric: TopicMetric | undefined;
+  base: TopicBase | undefined;
+  /** Knob name → candidate values; the first value is the baseline. Insertion order is kept. */
+  knobs: Record<string, KnobValue[]>;
+  seeds: number;
+  budgets: TopicBudgets;
+  /** Absolute path of the hosts file, or undefined for this machine only. */
+  hostsFile: string | undefined;
+  review: boolean;
+  /** The campaign's command policy (see `commandsSchema`): allowed lines and extra rules. */
+  commands: { allow: string[]; rules: CommandRule[] };
+}
+
+const fieldHints: Record<string, string> = {
+  metric: "add `metric: { name: <metric in metrics.jsonl>, goal: maximize|minimize }`",
+  knobs: "give each knob a list of candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }` (the first is the baseline)",
+  base: "describe the base experiment: `base: { codebase, interpreter, config, command, time_budget }` with absolute paths",
+  budgets: "budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }",
+  commands:
+    "commands: { allow: ['python3 train\\.py( --[\\w.=/:-]+)*'], rules: [{ id: no-git-push, pattern: 'git\\s+push', reason: runs must not publish code, severity: error }] } (rules may only add to the defaults, with new ids)",
+};
+
+/** Hints for single fields, where the field's own advice is sharper than its section's. */
+const budgetFieldHints: Record<string, string> = {
+  "budgets.llm_tokens": "write the campaign's language-model budget in tokens (input plus output, all calls), e.g. `budgets: { llm_tokens: 2000000 }`, or remove it for no token limit",
+  "budgets.llm_usd": "write the campaign's language-model budget in US dollars, e.g. `budgets: { llm_usd: 20 }`, or remove it for no dollar limit",
+};
+
+/**
+ * Parses topic text. `file` names it in errors; a relative hosts path is resolved against
+ * the file's folder (or `baseDir`). Throws TOPIC_INVALID naming the line, the field and
+ * what to write. Pure: checking that the hosts file exists is `loadTopic`'s job.
+ */
+export function parseTopic(text: string, options: { file?: string; baseDir?: string } = {}): Topic {
+  const file = options.file ?? "<topic>";
+  const front = readFrontMatter(text);
+  const firstProblem = front.problems.find((item) => item.severity === "error");
+  if (firstProblem) throw new A3rError("TOPIC_INVALID", `${file}:${firstProblem.line}: ${firstProblem.message}`, { where: file, hint: firstProblem.hint });
+  const question = front.body.trim();
+  if (!front.present) {
+    if (question === "") throw new A3rError("TOPIC_INVALID", `${file}: the topic is empty`, { where: file, hint: "write the research question in a sentence" });
+    return { title: firstLine(question), question, metric: undefined, base: undefined, knobs: {}, seeds: 2, budgets: toBudgets(budgetsSchema.parse({})), hostsFile: undefined, review: false, commands: { allow: [], rules: [] } };
+  }
+  // reportInput: without it zod leaves `input` out of every issue, and a wrong value would read as "missing".
+  const parsed = frontMatterSchema.safeParse(front.data, { reportInput: true });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.map(String).join(".");
+    const top = String(issue.path[0] ?? "");
+    const line = front.fieldLines[path] ?? front.fieldLines[top] ?? 1;
+    const what = issue.code === "invalid_type" && issue.input === undefined ? `${path} is missing` : `${path === "" ? "front matter" : path}: ${issue.message}`;
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, { where: `${file}:${line}`, hint: budgetFieldHints[path] ?? fieldHints[top] ?? "fix that field (see leader/domain/topic.ts for the topic format)" });
+  }
+  const data = parsed.data;
+  if (data.base?.blueprint.command_rules !== undefined) {
+    const line = front.fieldLines["base.blueprint.command_rules"] ?? front.fieldLines["base.blueprint"] ?? 1;
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: base.blueprint.command_rules: the campaign's command rules belong under commands.rules`, { where: `${file}:${line}`, hint: fieldHints.commands! });
+  }
+  try {
+    mergeCommandPolicy(defaultCommandRules, data.commands.rules);
+  } catch (error) {
+    const line = front.fieldLines["commands.rules"] ?? front.fieldLines.commands ?? 1;
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: commands.rules: ${(error as Error).message}`, { where: `${file}:${line}`, hint: fieldHints.commands! });
+  }
+  const baseDir = options.baseDir ?? (options.file ? dirname(resolve(options.file)) : process.cwd());
+  return {
+    title: data.title ?? firstLine(question),
+    question,
+    metric: data.metric,
+    base: data.base,
+    knobs: data.knobs ?? {},
+    seeds: data.seeds,
+    budgets: toBudgets(data.budgets),
+    hostsFile: data.hosts === undefined ? undefined : resolve(baseDir, data.hosts),
+    review: data.review,
+    commands: data.commands,
+  };
+}
+
+/** Reads and parses a topic file, and refuses a hosts file that does not exist. */
+export async function loadTopic(path: string): Promise<{ topic: Topic; text: string }> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new A3rError("FILE_NOT_FOUND", `no topic file at ${path}`, { where: path, hint: "give the path of a markdown topic file" });
+    throw error;
+  }
+  const topic = parseTopic(text, { file: path });
+  if (topic.hostsFile !== undefined && !(await pathExists(topic.hostsFile))) {
+    throw new A3rError("TOPIC_INVALID", `${path}: hosts file ${topic.hostsFile} does not exist`, { where: path, hint: "fix `hosts:` (a path relative to the topic file), or remove it to run on this machine" });
+  }
+  return { topic, text };
+}
+
+/** What the heuristic planner still needs from a topic; empty when it can plan. */
+export function heuristicNeeds(topic: Topic): string[] {
+  const needs: string[] = [];
+  if (!topic.metric) needs.push(fieldHints.metric!);
+  if (!topic.base) needs.push(fieldHints.base!);
+  if (Object.keys(topic.knobs).length === 0) needs.push("add `knobs:` naming the config keys to vary and their candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }`");
+  return needs;
+}
+
+function toBudgets(budgets: z.infer<typeof budgetsSchema>): TopicBudgets {
+  return {
+    stages: budgets.stages,
+    experiments: budgets.experiments,
+    gpuHours: budgets.gpu_hours,
+    wallTimeMs: budgets.wall_time === undefined ? undefined : parseDuration(budgets.wall_time),
+    llmTokens: budgets.llm_tokens,
+    llmUsd: budgets.llm_usd,
+  };
+}
+
+function firstLine(text: string): string {
+  const line = text.split("\n").find((candidate) => candidate.trim() !== "") ?? "";
+  return line.replace(/^#+\s*/, "").trim().slice(0, 120);
+}

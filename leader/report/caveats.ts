@@ -1,0 +1,95 @@
+import type { LedgerSummary } from "../../campaign/index.ts";
+import { formatNumber } from "../domain/configurations.ts";
+import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
+import type { ExperimentRow } from "./model.ts";
+import { separatedBeyondNoise } from "../domain/statistics.ts";
+import type { Topic } from "../domain/topic.ts";
+
+/**
+ * What limits the answer, computed from the same figures as the answer: few seeds,
+ * overlapping intervals, failed or missing runs with their reasons, a stop forced by a
+ * budget or a failure, stages planned but not analyzed, result files that changed since
+ * their analysis, costs the ledger cannot account for, and model claims that cite no
+ * experiment. Each caveat is one sentence a reader can check against the tables. Pure.
+ */
+export interface CaveatInputs {
+  topic: Topic;
+  summaries: ConfigurationSummary[];
+  best: ConfigurationSummary | undefined;
+  experiments: ExperimentRow[];
+  stop: { reason: string; explanation: string } | null;
+  history: StageRecord[];
+  plannedStages: number[];
+  ledger: LedgerSummary;
+  ledgerProblems: number;
+  flaggedClaims: number;
+  rescored: { blueprintId: string; recorded: number | undefined; now: number | undefined }[];
+}
+
+/** Two-sided 97.5% t quantiles for 1..4 degrees of freedom: how wide few seeds make an interval. */
+const smallSampleT: Record<number, number> = { 2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776 };
+
+export function reportCaveats(inputs: CaveatInputs): string[] {
+  const caveats: string[] = [];
+  caveats.push(...stopCaveats(inputs.stop));
+  if (!inputs.topic.metric) return [...caveats, ...costCaveats(inputs)];
+  const goal = inputs.topic.metric.goal;
+
+  const scored = inputs.summaries.filter((summary) => summary.sample.n > 0);
+  const thin = inputs.summaries.filter((summary) => summary.sample.n < 2);
+  if (thin.length > 0) {
+    caveats.push(`${thin.length} of ${inputs.summaries.length} configuration(s) have fewer than two scored seeds, so no 95% interval and no comparison beyond seed noise: ${thin.map((summary) => `${summary.configuration.id} (${summary.sample.n})`).join(", ")}.`);
+  }
+  const smallest = Math.min(...scored.filter((summary) => summary.sample.n >= 2).map((summary) => summary.sample.n));
+  if (Number.isFinite(smallest) && smallest in smallSampleT) {
+    caveats.push(`Few seeds: with ${smallest} scored seed(s) a 95% interval is the mean ± ${smallSampleT[smallest]} standard errors, so only large differences separate.`);
+  }
+  if (inputs.best) {
+    const overlapping = scored.filter((other) => other !== inputs.best && separatedBeyondNoise(inputs.best!.sample, other.sample, goal) === false);
+    if (overlapping.length > 0) {
+      caveats.push(`The 95% interval of ${inputs.best.configuration.id} overlaps that of ${overlapping.map((other) => `${other.configuration.id} (mean ${formatNumber(other.sample.mean)})`).join(", ")}: their order is within seed noise.`);
+    }
+  }
+
+  const unscored = inputs.experiments.filter((experiment) => experiment.state !== "succeeded" || experiment.score === undefined);
+  if (unscored.length > 0) {
+    caveats.push(`${unscored.length} of ${inputs.experiments.length} experiment(s) are not counted in the scores: ${unscored.map((experiment) => `${experiment.blueprintId} (${experiment.state}${experiment.reason ? `: ${experiment.reason}` : ""})`).join("; ")}.`);
+  }
+  for (const run of inputs.rescored) {
+    caveats.push(`The result directory of ${run.blueprintId} changed after its stage was analyzed: the analysis scored it ${formatNumber(run.recorded)}, its files now give ${formatNumber(run.now)}; the figures here use the analysis.`);
+  }
+  const analyzed = new Set(inputs.history.map((record) => record.plan.stage));
+  const unanalyzed = inputs.plannedStages.filter((stage) => !analyzed.has(stage));
+  if (unanalyzed.length > 0) {
+    caveats.push(`Stage(s) ${unanalyzed.join(", ")} were planned (stages/<n>/plan.md) but are not in this analysis: they did not run to the end of their stage.`);
+  }
+  if (inputs.flaggedClaims > 0) caveats.push(`${inputs.flaggedClaims} claim(s) of the model-written conclusion are not supported by any experiment of this campaign (flagged below).`);
+  return [...caveats, ...costCaveats(inputs)];
+}
+
+function stopCaveats(stop: CaveatInputs["stop"]): string[] {
+  if (stop === null) return ["The campaign has not stopped: this report covers the stages analyzed so far."];
+  const explanation = stop.explanation.replace(/[.\s]+$/, "");
+  switch (stop.reason) {
+    case "budget":
+      return [`Stopped by a budget (${explanation}): the search did not reach its own end, so a better configuration may be unmeasured.`];
+    case "no-improvement":
+      return ["Stopped because the last stage brought no improvement: the answer is the best configuration measured, not a proven optimum."];
+    case "exhausted":
+      return ["Stopped because every candidate around the best was measured: the answer holds only over the knob values tried."];
+    case "separated":
+      return [];
+    default:
+      return [`Stopped early (${stop.reason}): ${explanation}.`];
+  }
+}
+
+function costCaveats(inputs: CaveatInputs): string[] {
+  const caveats: string[] = [];
+  if (inputs.ledgerProblems > 0) caveats.push(`ledger.jsonl has ${inputs.ledgerProblems} unreadable line(s); the costs below leave them out.`);
+  const gpus = inputs.topic.base?.gpus ?? 0;
+  if (gpus > 0 && inputs.ledger.gpu.entries === 0 && inputs.experiments.length > 0) {
+    caveats.push(`The ledger records no GPU use although each experiment asks for ${gpus} GPU(s): GPU-hours are unknown, not zero.`);
+  }
+  return caveats;
+}

@@ -1,0 +1,317 @@
+import type { LedgerSummary, MetricsRecord, RoleTotals } from "../../campaign/index.ts";
+import type { ChartSeries } from "../../core/line-chart.ts";
+import { analyzeStageResults, type RunRead, type StageAnalysis } from "../analysis/analyze-stage.ts";
+import { checkConclusion, type CheckedClaim } from "./conclusion-check.ts";
+import { bestConfiguration, formatNumber, summarizeConfigurations } from "../domain/configurations.ts";
+import { scoreLabel } from "../planners/heuristic/heuristic-planner.ts";
+import type { Conclusion, ConfigurationSummary, FramedQuestion, StageRecord } from "../domain/planner.ts";
+import { reportCaveats } from "./caveats.ts";
+import { separatedBeyondNoise } from "../domain/statistics.ts";
+import type { KnobValue, Topic } from "../domain/topic.ts";
+
+/**
+ * Everything the campaign report says, as plain data computed in code: the answer with
+ * its numbers, every configuration and experiment, the curves, the caveats, the costs and
+ * the checked model conclusion. report-markdown.ts and report-html.ts only lay it out, so
+ * both files say the same thing and no number in them comes from a model. Pure.
+ */
+
+/** Inline text: plain runs and strong runs (the answer's configuration id). */
+export type Inline = string | { strong: string };
+export type Paragraph = Inline[];
+
+export interface ReportRunFiles {
+  /** What the result directory holds now (readStageRuns). */
+  read: RunRead;
+  /** Link from the campaign folder to a file of the run that exists, e.g. results/<id>/result.md. */
+  link: string | undefined;
+}
+
+export interface ReportInputs {
+  campaignId: string;
+  topic: Topic;
+  history: StageRecord[];
+  stop: { reason: string; explanation: string } | null;
+  framing?: FramedQuestion;
+  conclusion?: Conclusion;
+  /** Keyed by blueprint id; an experiment absent here reads as having no result directory. */
+  runs: Record<string, ReportRunFiles>;
+  ledger: LedgerSummary;
+  /** Unreadable ledger lines (left out of the totals). */
+  ledgerProblems: number;
+  /** Stage numbers that have a plan.md in the campaign folder. */
+  plannedStages: number[];
+  /** Each re-opening after a budget stop (leader/record/reopen.ts): when, and the stop it undid. */
+  reopenings?: { time: string; after?: string }[];
+}
+
+export interface ConfigurationRow {
+  id: string;
+  settings: string;
+  stage: number;
+  n: number;
+  failed: number;
+  mean: number | undefined;
+  low: number | undefined;
+  high: number | undefined;
+  scores: number[];
+  isBest: boolean;
+}
+
+export interface ExperimentRow {
+  stage: number;
+  blueprintId: string;
+  configurationId: string;
+  seed: number;
+  state: string;
+  reason: string | undefined;
+  final: number | undefined;
+  best: number | undefined;
+  bestStep: number | undefined;
+  area: number | undefined;
+  /** The run's score when it counts (succeeded with a finite value); undefined otherwise. */
+  score: number | undefined;
+  gpuHours: number | undefined;
+  link: string | undefined;
+}
+
+export interface VerdictRow {
+  stage: number;
+  configurationId: string;
+  prediction: string;
+  verdict: "supported" | "refuted" | "inconclusive";
+  explanation: string;
+}
+
+export interface StageCurves {
+  stage: number;
+  series: ChartSeries[];
+  /** How many runs each series averages (its configuration's succeeded runs), parallel to `series`. */
+  runs: number[];
+}
+
+/** One role's line of the ledger, as the report shows it (time spent is left out). */
+export type RoleCostRow = { role: string } & Omit<RoleTotals, "durationMs">;
+
+export interface ReportCosts {
+  gpuHours: number;
+  gpuEntries: number;
+  byHost: { host: string; gpuHours: number }[];
+  /** Roles with at least one call, then the total. */
+  llmByRole: RoleCostRow[];
+  llmTotal: RoleCostRow;
+}
+
+export interface CampaignReportModel {
+  campaignId: string;
+  title: string;
+  question: string;
+  framing: FramedQuestion | undefined;
+  metric: { name: string; goal: "maximize" | "minimize"; label: string; reference: number | undefined } | undefined;
+  stop: { reason: string; explanation: string } | null;
+  answer: Paragraph[];
+  bestId: string | undefined;
+  configurations: ConfigurationRow[];
+  verdicts: VerdictRow[];
+  experiments: ExperimentRow[];
+  curves: StageCurves[];
+  caveats: string[];
+  costs: ReportCosts;
+  conclusion: { answer: string; claims: CheckedClaim[]; caveats: string[]; flagged: number } | undefined;
+  stages: number[];
+}
+
+export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
+  const { topic, history } = inputs;
+  const metric = topic.metric;
+  const summaries = summarizeConfigurations(history);
+  const best = metric ? bestConfiguration(summaries, metric.goal) : undefined;
+  // The stages judged again from the files, each with the stages before it (as in the graph).
+  const analyses = metric ? history.map((record, index) => analyzeStageResults(topic, record.plan, history.slice(0, index), readsOf(record, inputs.runs), () => "")) : undefined;
+  const experiments = experimentRows(inputs, analyses);
+  const verdicts = analyses ? analyses.flatMap((analysis) => analysis.verdicts.map((verdict) => ({ stage: analysis.stage, ...verdict }))) : [];
+  const knownIds = history.flatMap((record) => record.plan.experiments.map((experiment) => experiment.blueprintId));
+  const checked = inputs.conclusion ? checkConclusion(inputs.conclusion, knownIds) : undefined;
+  const model: CampaignReportModel = {
+    campaignId: inputs.campaignId,
+    title: topic.title,
+    question: topic.question,
+    framing: inputs.framing,
+    metric: metric ? { name: metric.name, goal: metric.goal, label: scoreLabel(metric), reference: metric.reference } : undefined,
+    stop: inputs.stop,
+    answer: [...answerParagraphs(topic, summaries, best, inputs.stop), ...reopeningParagraphs(inputs.reopenings ?? [])],
+    bestId: best?.configuration.id,
+    configurations: summaries.map((summary) => ({
+      id: summary.configuration.id,
+      settings: settingsText(summary.configuration.settings),
+      stage: summary.stage,
+      n: summary.sample.n,
+      failed: summary.failed,
+      mean: summary.sample.n > 0 ? summary.sample.mean : undefined,
+      low: summary.sample.low,
+      high: summary.sample.high,
+      scores: summary.scores,
+      isBest: summary === best,
+    })),
+    verdicts,
+    experiments,
+    curves: metric ? history.map((record) => stageCurves(record, inputs.runs, metric.name)) : [],
+    caveats: [],
+    costs: costsOf(inputs.ledger),
+    conclusion: checked && inputs.conclusion ? { answer: inputs.conclusion.answer, claims: checked.claims, caveats: inputs.conclusion.caveats, flagged: checked.flagged } : undefined,
+    stages: history.map((record) => record.plan.stage),
+  };
+  model.caveats = reportCaveats({ topic, summaries, best, experiments, stop: inputs.stop, history, plannedStages: inputs.plannedStages, ledger: inputs.ledger, ledgerProblems: inputs.ledgerProblems, flaggedClaims: checked?.flagged ?? 0, rescored: analyses ? rescoredRuns(history, analyses) : [] });
+  return model;
+}
+
+export function settingsText(settings: Record<string, KnobValue>): string {
+  return Object.entries(settings).map(([name, value]) => `${name}=${String(value)}`).join(", ");
+}
+
+export function intervalText(low: number | undefined, high: number | undefined): string {
+  return low === undefined || high === undefined ? "n/a" : `[${formatNumber(low)}, ${formatNumber(high)}]`;
+}
+
+/** One line per re-opening, so a reader sees that an earlier stop was lifted and why. */
+function reopeningParagraphs(reopenings: NonNullable<ReportInputs["reopenings"]>): Paragraph[] {
+  return reopenings.map((reopening, index) => [`Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget${reopening.after === undefined ? "" : `: ${reopening.after.replace(/[.\s]+$/, "")}`}.`]);
+}
+
+function answerParagraphs(topic: Topic, summaries: ConfigurationSummary[], best: ConfigurationSummary | undefined, stop: ReportInputs["stop"]): Paragraph[] {
+  const metric = topic.metric;
+  const stopped: Paragraph = [`Stopped: ${stop ? `${stop.reason}: ${stop.explanation.replace(/[.\s]+$/, "")}` : "(not stopped)"}.`];
+  if (!metric) return [["The topic names no metric, so no configuration can be scored and the question is not answered."], stopped];
+  if (!best) return [["No configuration produced a score, so the question is not answered."], stopped];
+  const sample = best.sample;
+  const interval = sample.low === undefined ? "no interval (one seed)" : `95% interval ${intervalText(sample.low, sample.high)}`;
+  const paragraphs: Paragraph[] = [
+    ["The best configuration measured is ", { strong: best.configuration.id }, ` (${settingsText(best.configuration.settings) || "no knobs"}): ${scoreLabel(metric)} mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), ${interval}.`],
+  ];
+  const baseline = summaries.find((summary) => summary.configuration.id === "baseline");
+  if (baseline && baseline !== best && baseline.sample.n > 0) {
+    const difference = sample.mean - baseline.sample.mean;
+    const relative = baseline.sample.mean !== 0 ? ` (${formatNumber((Math.abs(difference) / Math.abs(baseline.sample.mean)) * 100)}%)` : "";
+    const separated = separatedBeyondNoise(sample, baseline.sample, metric.goal);
+    const noise = separated === true ? "beyond seed noise (the 95% intervals do not overlap)" : separated === false ? "within seed noise (the 95% intervals overlap)" : "with too few seeds to compare against seed noise (fewer than two on a side)";
+    paragraphs.push([`Against the baseline (mean ${formatNumber(baseline.sample.mean)}, 95% interval ${intervalText(baseline.sample.low, baseline.sample.high)}), its mean differs by ${formatNumber(difference)}${relative}, ${noise}.`]);
+  } else if (baseline === best && summaries.filter((summary) => summary.sample.n > 0).length > 1) {
+    paragraphs.push(["No other configuration has a better mean than the baseline."]);
+  }
+  const others = summaries.filter((summary) => summary !== best && summary.sample.n > 0);
+  const overlapping = others.filter((other) => separatedBeyondNoise(sample, other.sample, metric.goal) === false).map((other) => other.configuration.id);
+  const undecidable = others.filter((other) => separatedBeyondNoise(sample, other.sample, metric.goal) === undefined).map((other) => other.configuration.id);
+  if (others.length > 0 && overlapping.length === 0 && undecidable.length === 0) paragraphs.push([`It is better than each of the ${others.length} other scored configuration(s) beyond seed noise.`]);
+  else if (others.length > 0) {
+    const parts: string[] = [];
+    if (overlapping.length > 0) parts.push(`its 95% interval overlaps that of ${overlapping.join(", ")}`);
+    if (undecidable.length > 0) parts.push(`against ${undecidable.join(", ")} the comparison needs at least two scored seeds on each side`);
+    paragraphs.push([`It is not shown to be better than every other configuration: ${parts.join("; ")}.`]);
+  }
+  paragraphs.push(stopped);
+  return paragraphs;
+}
+
+function experimentRows(inputs: ReportInputs, analyses: StageAnalysis[] | undefined): ExperimentRow[] {
+  const byBlueprint = inputs.ledger.gpu.byBlueprint;
+  return inputs.history.flatMap((record, index) => {
+    const analysis = analyses?.[index];
+    return record.outcomes.map((outcome): ExperimentRow => {
+      const curve = analysis?.experiments.find((experiment) => experiment.blueprintId === outcome.blueprintId)?.curve;
+      return {
+        stage: record.plan.stage,
+        blueprintId: outcome.blueprintId,
+        configurationId: outcome.configurationId,
+        seed: outcome.seed,
+        state: outcome.state,
+        reason: outcome.reason,
+        final: curve?.final,
+        best: curve?.best,
+        bestStep: curve?.bestStep,
+        area: curve?.normalizedArea,
+        score: outcome.state === "succeeded" ? outcome.score : undefined,
+        gpuHours: Object.hasOwn(byBlueprint, outcome.blueprintId) ? byBlueprint[outcome.blueprintId] : undefined,
+        link: inputs.runs[outcome.blueprintId]?.link,
+      };
+    });
+  });
+}
+
+function readsOf(record: StageRecord, runs: Record<string, ReportRunFiles>): RunRead[] {
+  return record.plan.experiments.flatMap((experiment) => (Object.hasOwn(runs, experiment.blueprintId) ? [runs[experiment.blueprintId]!.read] : []));
+}
+
+/** Runs whose score in the files differs from the score the stage analysis recorded. */
+function rescoredRuns(history: StageRecord[], analyses: StageAnalysis[]): { blueprintId: string; recorded: number | undefined; now: number | undefined }[] {
+  return history.flatMap((record, index) => {
+    const analysis = analyses[index]!;
+    return record.outcomes.flatMap((outcome) => {
+      const now = analysis.experiments.find((experiment) => experiment.blueprintId === outcome.blueprintId)?.score;
+      const same = now === outcome.score || (now !== undefined && outcome.score !== undefined && Math.abs(now - outcome.score) <= 1e-9 * Math.max(1, Math.abs(now)));
+      return same ? [] : [{ blueprintId: outcome.blueprintId, recorded: outcome.score, now }];
+    });
+  });
+}
+
+/**
+ * One series per configuration of the stage: its run's curve, or the mean over its runs at
+ * each step. Only runs that succeeded are drawn, the same runs its score counts; a failed
+ * run's partial curve would bend the mean where it stops (the caveats list those runs).
+ */
+export function stageCurves(record: StageRecord, runs: Record<string, ReportRunFiles>, metricName: string): StageCurves {
+  const series: ChartSeries[] = [];
+  const counts: number[] = [];
+  const succeeded = new Set(record.outcomes.filter((outcome) => outcome.state === "succeeded").map((outcome) => outcome.blueprintId));
+  for (const configuration of record.plan.configurations) {
+    const curves = record.plan.experiments
+      .filter((experiment) => experiment.configurationId === configuration.id && succeeded.has(experiment.blueprintId))
+      .map((experiment) => curveOf(runs[experiment.blueprintId]?.read.records ?? [], metricName))
+      .filter((curve) => curve.size > 0);
+    if (curves.length === 0) continue;
+    // The name stays the bare id: the chart legend cuts long names, and the caption gives the run counts.
+    series.push({ name: configuration.id, points: meanCurve(curves) });
+    counts.push(curves.length);
+  }
+  return { stage: record.plan.stage, series, runs: counts };
+}
+
+/** step → value of one run; a step recorded twice (a resumed attempt) keeps the later value. */
+function curveOf(records: MetricsRecord[], metricName: string): Map<number, number> {
+  const curve = new Map<number, number>();
+  for (const record of records) {
+    const value = record[metricName];
+    if (typeof value === "number" && Number.isFinite(value)) curve.set(record.step, value);
+  }
+  return curve;
+}
+
+/** At each step, the mean over the runs that recorded it. */
+export function meanCurve(curves: Map<number, number>[]): { x: number; y: number }[] {
+  const steps = [...new Set(curves.flatMap((curve) => [...curve.keys()]))].sort((left, right) => left - right);
+  return steps.map((step) => {
+    const values = curves.flatMap((curve) => (curve.has(step) ? [curve.get(step)!] : []));
+    return { x: step, y: values.reduce((sum, value) => sum + value, 0) / values.length };
+  });
+}
+
+function costsOf(ledger: LedgerSummary): ReportCosts {
+  const row = (role: string, totals: RoleTotals): RoleCostRow => ({
+    role,
+    calls: totals.calls,
+    failedCalls: totals.failedCalls,
+    inputTokens: totals.inputTokens,
+    outputTokens: totals.outputTokens,
+    cachedTokens: totals.cachedTokens,
+    costUsd: totals.costUsd,
+  });
+  const llmByRole = Object.entries(ledger.llm.byRole)
+    .filter(([, totals]) => totals.calls > 0)
+    .map(([role, totals]) => row(role, totals));
+  return {
+    gpuHours: ledger.gpu.gpuHours,
+    gpuEntries: ledger.gpu.entries,
+    byHost: Object.entries(ledger.gpu.byHost).map(([host, gpuHours]) => ({ host, gpuHours })),
+    llmByRole,
+    llmTotal: row("total", ledger.llm),
+  };
+}

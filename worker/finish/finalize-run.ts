@@ -1,0 +1,47 @@
+import { readMetrics, readRunStatus, resultDirPaths, type RunState } from "../../campaign/index.ts";
+import { hostname } from "node:os";
+import { redactSecrets, secretValuesFromEnv } from "../../core/redact.ts";
+import { memoryFields } from "../run-memory.ts";
+import { judgeResult, renderCurves, renderResultMarkdown, type ResultReportInput } from "./result-report.ts";
+import type { RunContext } from "../run-context.ts";
+
+/**
+ * The end of a run, in the order readers rely on: final status (with reason), result.md
+ * (redacted), curves.svg, the closing event, and finish.flag last. Also used by a worker
+ * that finds a run whose status is already terminal but has no finish.flag (its
+ * predecessor died between the two writes).
+ */
+export async function finalizeRun(context: RunContext, state: RunState, reason: string | null, options: { alreadyTerminal?: boolean } = {}): Promise<void> {
+  const { writer, blueprint } = context;
+  const paths = resultDirPaths(context.resultDir);
+  if (!options.alreadyTerminal) {
+    await writer.writeStatus({ state, reason, ...memoryFields(context.memory) });
+  }
+  const status = (await readRunStatus(paths.status)).status;
+  const metrics = await readMetrics(paths.metrics);
+  const metric = blueprint.frontMatter.metric as { name: string; goal: "maximize" | "minimize" } | undefined;
+  const input: ResultReportInput = {
+    blueprintId: blueprint.id,
+    state,
+    reason,
+    ...(typeof blueprint.frontMatter.hypothesis === "string" ? { hypothesis: blueprint.frontMatter.hypothesis } : {}),
+    ...(typeof blueprint.frontMatter.prediction === "string" ? { prediction: blueprint.frontMatter.prediction } : {}),
+    ...(metric ? { metric } : {}),
+    records: metrics.records,
+    attempts: context.memory.history,
+    elapsedMs: status?.startedAt ? Date.now() - Date.parse(status.startedAt) : 0,
+    budgetMs: blueprint.timeBudgetMs,
+    finalOverrides: context.memory.overrides,
+  };
+  const secrets = secretValuesFromEnv(context.env);
+  await writer.writeResult(redactSecrets(renderResultMarkdown(input), secrets));
+  await writer.writeCurves(renderCurves(metrics.records, `${blueprint.id}: ${metric?.name ?? "metrics"}`, metric?.name));
+  const verdict = judgeResult(input);
+  const gpus = Number(blueprint.frontMatter.gpus ?? 0);
+  if (context.ledger && !options.alreadyTerminal && Number.isInteger(gpus) && gpus > 0 && input.elapsedMs > 0) {
+    await context.ledger.record({ kind: "gpu", blueprintId: blueprint.id, host: status?.host ?? hostname(), gpus, hours: input.elapsedMs / 3_600_000 });
+  }
+  await writer.appendEvent("run.finished", { state, reason, attempts: context.attempt, verdict: verdict.verdict, observed: verdict.observed ?? null });
+  await writer.finish();
+  context.progress.event(`${blueprint.id}: ${state}${reason ? ` — ${reason}` : ""} (verdict: ${verdict.verdict})`);
+}

@@ -1,0 +1,168 @@
+import { mkdir, readFile, readdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import type { Blueprint } from "../../blueprints/index.ts";
+import { writeFileAtomic } from "../../core/atomic-file.ts";
+import { A3rError } from "../../core/errors.ts";
+import { SwarmClient } from "../../swarm/client/index.ts";
+import { planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
+import { collectExit, isRecordRunning, launchRecorded, type LaunchedProcessRecord } from "./launched-process.ts";
+import { applyOverrides, type ConfigObject } from "../recover/overrides.ts";
+import type { SwarmHooks } from "../supervise/supervise-attempt.ts";
+import type { Overrides } from "../recover/recovery-playbook.ts";
+
+/**
+ * Starts one attempt: writes the config copy, launches the classic command, or the swarm
+ * server (waiting for its "ready" line) and then its clients, each in its own process
+ * group with its own log. Returns the records to put in status.json.
+ *
+ * Left out: deciding what to run (attempt-plan.ts) and watching it (supervise-attempt.ts).
+ */
+export const a3rBin = fileURLToPath(new URL("../../bin/a3r.js", import.meta.url));
+
+export async function readConfigFile(path: string): Promise<ConfigObject> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    throw new A3rError("FILE_NOT_FOUND", `cannot read the configuration ${path}: ${(error as Error).message}`, { where: path, hint: "fix the Configuration section of the blueprint (an absolute path, or none)" });
+  }
+  let value: unknown;
+  try {
+    value = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new A3rError("CONFIG_INVALID", `the configuration ${path} does not parse: ${(error as Error).message}`, { where: path, hint: "the worker merges overrides into a YAML or JSON mapping; fix the file" });
+  }
+  if (value === null || value === undefined) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new A3rError("CONFIG_INVALID", `the configuration ${path} is not a mapping`, { where: path, hint: "the top level of the config must be key: value pairs" });
+  }
+  return value as ConfigObject;
+}
+
+/** Writes the config copy of an attempt; swarm copies get their experiment folder in the result dir. */
+export async function writeConfigCopy(blueprint: Blueprint, resultDir: string, copyPath: string, overrides: Overrides): Promise<ConfigObject> {
+  const base = await readConfigFile(blueprint.config!);
+  const merged = applyOverrides(base, overrides);
+  if (blueprint.mode === "swarm") {
+    // Checkpoints must survive in the result directory so a restarted server can resume.
+    merged.experiment_dir = join(resultDir, "swarm");
+    delete merged.port;
+  }
+  await mkdir(dirname(copyPath), { recursive: true });
+  await writeFileAtomic(copyPath, copyPath.endsWith(".json") ? `${JSON.stringify(merged, null, 2)}\n` : stringifyYaml(merged));
+  return merged;
+}
+
+export interface LaunchedAttempt {
+  plan: AttemptPlan;
+  processes: LaunchedProcessRecord[];
+  swarm?: SwarmHooks;
+}
+
+export type LaunchFailure = { failed: true; processes: LaunchedProcessRecord[]; logFile: string; reason: string };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The swarm client for a server URL, short timeouts: the supervisor must not hang on it. */
+export function swarmClientFor(url: string): SwarmClient {
+  return new SwarmClient({ url, retryForMs: 0, requestTimeoutMs: 3000 });
+}
+
+export function swarmHooks(url: string, relaunch: (record: LaunchedProcessRecord) => Promise<LaunchedProcessRecord>): SwarmHooks {
+  const client = swarmClientFor(url);
+  return {
+    url,
+    status: () => client.status(),
+    metrics: () => client.metrics(),
+    restartClient: relaunch,
+  };
+}
+
+/** Next free log name for a restarted client: attempt-2-client-1.log, attempt-2-client-1.r1.log ... */
+async function clientLogName(logs: string, attempt: number, index: number): Promise<string> {
+  const base = `attempt-${attempt}-client-${index}`;
+  const names = new Set(await readdir(logs).catch(() => [] as string[]));
+  if (!names.has(`${base}.log`)) return join(logs, `${base}.log`);
+  for (let restart = 1; ; restart += 1) if (!names.has(`${base}.r${restart}.log`)) return join(logs, `${base}.r${restart}.log`);
+}
+
+export function clientRelauncher(attempt: number, logs: string, cwd: string, env: NodeJS.ProcessEnv) {
+  return async (record: LaunchedProcessRecord): Promise<LaunchedProcessRecord> => {
+    const index = Number(/client-(\d+)/.exec(record.role)?.[1] ?? 1);
+    const logFile = await clientLogName(logs, attempt, index);
+    return launchRecorded({ role: record.role, command: record.command, cwd, env, logFile, exitFile: logFile.replace(/\.log$/, ".exit") });
+  };
+}
+
+export async function launchAttempt(
+  input: Omit<AttemptPlanInput, "a3rBin" | "nodeExecutable" | "swarmUrl">,
+  options: { baseEnv: NodeJS.ProcessEnv; readyTimeoutMs: number; graceMs: number; onProcesses: (records: LaunchedProcessRecord[]) => Promise<void> },
+): Promise<LaunchedAttempt | LaunchFailure> {
+  const { blueprint, resultDir, attempt } = input;
+  const logs = join(resultDir, "logs");
+  await mkdir(logs, { recursive: true });
+  if (input.configCopy) await writeConfigCopy(blueprint, resultDir, input.configCopy, input.overrides);
+  const planInput = { ...input, a3rBin, nodeExecutable: process.execPath };
+  const logFile = join(logs, `attempt-${attempt}.log`);
+  const exitFile = join(logs, `attempt-${attempt}.exit`);
+
+  if (blueprint.mode === "classic") {
+    const plan = planAttempt(planInput);
+    const env = processEnv(options.baseEnv, plan, blueprint.venv);
+    const main = await launchRecorded({ role: "main", command: plan.commands[0]!, cwd: plan.cwd, env, logFile, exitFile });
+    await options.onProcesses([main]);
+    return { plan, processes: [main] };
+  }
+
+  const serverPlan = planAttempt(planInput);
+  const serverEnv = processEnv(options.baseEnv, serverPlan, blueprint.venv);
+  const server = await launchRecorded({ role: "server", command: serverPlan.serverCommand!, cwd: serverPlan.cwd, env: serverEnv, logFile, exitFile });
+  await options.onProcesses([server]);
+  const url = await waitForReady(server, options.readyTimeoutMs);
+  if (typeof url !== "string") {
+    await collectExit(server, options.graceMs);
+    return { failed: true, processes: [server], logFile, reason: url.reason };
+  }
+  const plan = planAttempt({ ...planInput, swarmUrl: url });
+  const env = processEnv(options.baseEnv, plan, blueprint.venv);
+  const processes: LaunchedProcessRecord[] = [server];
+  for (const [index, command] of plan.commands.entries()) {
+    const clientLog = join(logs, `attempt-${attempt}-client-${index + 1}.log`);
+    processes.push(await launchRecorded({ role: `client-${index + 1}`, command, cwd: plan.cwd, env, logFile: clientLog, exitFile: clientLog.replace(/\.log$/, ".exit") }));
+  }
+  await options.onProcesses(processes);
+  return { plan, processes, swarm: swarmHooks(url, clientRelauncher(attempt, logs, plan.cwd, env)) };
+}
+
+const readyLine = /swarm server ready on (https?:\/\/\S+)/;
+
+/** The server's URL once it prints its ready line, or why it never did. */
+export async function waitForReady(server: LaunchedProcessRecord, timeoutMs: number): Promise<string | { reason: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = await readFile(server.logFile, "utf8").catch(() => "");
+    const match = readyLine.exec(text);
+    if (match) return match[1]!;
+    if (!(await isRecordRunning(server))) return { reason: "the swarm server exited before it was ready" };
+    if (Date.now() > deadline) return { reason: `the swarm server was not ready within ${Math.round(timeoutMs / 1000)} s` };
+    await sleep(100);
+  }
+}
+
+/** The URL a live server printed (re-attach). */
+export async function readyUrlOf(server: LaunchedProcessRecord): Promise<string | undefined> {
+  const text = await readFile(server.logFile, "utf8").catch(() => "");
+  return readyLine.exec(text)?.[1];
+}
+
+/** The step of the swarm server's newest checkpoint, or null. */
+export async function latestSwarmCheckpointStep(resultDir: string): Promise<number | null> {
+  try {
+    const latest = JSON.parse(await readFile(join(resultDir, "swarm", "checkpoints", "latest.json"), "utf8")) as { step?: unknown };
+    return typeof latest.step === "number" ? latest.step : null;
+  } catch {
+    return null;
+  }
+}

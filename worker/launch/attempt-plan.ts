@@ -1,0 +1,125 @@
+import { dirname, join } from "node:path";
+import type { Blueprint } from "../../blueprints/index.ts";
+import { overridesAsWords, shellQuote, substitutePlaceholders } from "../recover/overrides.ts";
+import type { Overrides } from "../recover/recovery-playbook.ts";
+import type { WorkerSettings } from "../worker-settings.ts";
+
+/**
+ * What one attempt will run, decided without side effects (so `--dry-run` prints exactly
+ * what a real run launches): the commands after placeholder substitution, the working
+ * folder, and the environment the worker adds. The environment a run receives:
+ *
+ * | variable | value |
+ * | --- | --- |
+ * | A3R_ATTEMPT | 1, 2, ... |
+ * | A3R_RESULT_DIR | the result directory |
+ * | A3R_CHECKPOINT_DIR | `<result dir>/checkpoints`: save there, resume from there |
+ * | A3R_RESUME | 1 when the attempt should resume from the last checkpoint, else 0 |
+ * | A3R_METRICS_FILE | where a run may write `{"step":N,...}` lines |
+ * | A3R_OVERRIDES | the overrides as JSON |
+ * | A3R_CONFIG | the config copy with the overrides merged (when there is a config) |
+ * | A3R_PORT | the `port` override, when there is one |
+ * | A3R_SWARM_URL | swarm mode: the server's URL |
+ * | CUDA_VISIBLE_DEVICES | the GPU slots given to the worker (`--gpus`) |
+ *
+ * and PATH starts with the interpreter's folder, so `python` (or `node`) is the blueprint's.
+ */
+export interface AttemptPlanInput {
+  blueprint: Blueprint;
+  resultDir: string;
+  settings: WorkerSettings;
+  attempt: number;
+  overrides: Overrides;
+  /** The command to run: the blueprint's, or a diagnosis's replacement. */
+  command: string;
+  resume: boolean;
+  /** Where the config copy is (or will be) written; null when the blueprint has none. */
+  configCopy: string | null;
+  gpus?: string;
+  swarmUrl?: string;
+  /** The absolute path of bin/a3r.js, for the swarm server command. */
+  a3rBin: string;
+  nodeExecutable: string;
+}
+
+export interface AttemptPlan {
+  cwd: string;
+  env: Record<string, string>;
+  /** classic: the command; swarm: the client commands (the server is `serverCommand`). */
+  commands: string[];
+  serverCommand?: string;
+}
+
+export function checkpointDirOf(resultDir: string, mode: Blueprint["mode"]): string {
+  return mode === "swarm" ? join(resultDir, "swarm", "checkpoints") : join(resultDir, "checkpoints");
+}
+
+export function configCopyPath(resultDir: string, attempt: number, config: string | null): string | null {
+  if (config === null) return null;
+  const extension = /\.(json|ya?ml)$/i.exec(config)?.[1]?.toLowerCase() ?? "yaml";
+  return join(resultDir, "config", `attempt-${attempt}.${extension}`);
+}
+
+/** Splits a swarm Command section into one command per client (`\` continues a line). */
+export function clientCommands(command: string): string[] {
+  const joined = command.replace(/\\\r?\n/g, " ");
+  return joined
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"));
+}
+
+export function interpreterPath(venv: string): string {
+  // A venv folder holds its interpreter in bin/; a file is the interpreter itself.
+  return /\/(?:bin\/)?[^/]*(python|node|pypy)[^/]*$/i.test(venv) ? dirname(venv) : join(venv, "bin");
+}
+
+export function planAttempt(input: AttemptPlanInput): AttemptPlan {
+  const { blueprint, settings } = input;
+  const port = input.overrides.port;
+  const env: Record<string, string> = {
+    ...settings.env,
+    A3R_ATTEMPT: String(input.attempt),
+    A3R_RESULT_DIR: input.resultDir,
+    A3R_CHECKPOINT_DIR: checkpointDirOf(input.resultDir, blueprint.mode),
+    A3R_RESUME: input.resume ? "1" : "0",
+    A3R_METRICS_FILE: settings.metricsFile,
+    A3R_OVERRIDES: JSON.stringify(input.overrides),
+    A3R_INTERPRETER: blueprint.venv,
+  };
+  if (input.configCopy) env.A3R_CONFIG = input.configCopy;
+  if (port !== undefined) env.A3R_PORT = String(port);
+  if (input.gpus !== undefined) env.CUDA_VISIBLE_DEVICES = input.gpus;
+  if (input.swarmUrl) env.A3R_SWARM_URL = input.swarmUrl;
+  const values = {
+    config: input.configCopy ? shellQuote(input.configCopy) : "",
+    overrides: overridesAsWords(input.overrides),
+    overrides_json: shellQuote(JSON.stringify(input.overrides)),
+    port: port === undefined ? "" : String(port),
+    attempt: String(input.attempt),
+    result_dir: shellQuote(input.resultDir),
+    checkpoint_dir: shellQuote(env.A3R_CHECKPOINT_DIR!),
+    metrics_file: shellQuote(settings.metricsFile),
+    resume: input.resume ? "1" : "0",
+    swarm_url: input.swarmUrl ?? "{swarm_url}",
+  };
+  if (blueprint.mode === "classic") {
+    return { cwd: blueprint.codebase, env, commands: [substitutePlaceholders(input.command, values)] };
+  }
+  const serverCommand = [
+    shellQuote(input.nodeExecutable),
+    shellQuote(input.a3rBin),
+    "swarm serve --config",
+    input.configCopy ? shellQuote(input.configCopy) : "(missing config)",
+    "--port",
+    port === undefined ? "0" : String(port),
+    ...(input.resume ? ["--resume"] : []),
+  ].join(" ");
+  return { cwd: blueprint.codebase, env, serverCommand, commands: clientCommands(input.command).map((line) => substitutePlaceholders(line, values)) };
+}
+
+/** The environment a process gets: the worker's own, the interpreter first on PATH, then the plan's. */
+export function processEnv(base: NodeJS.ProcessEnv, plan: AttemptPlan, venv: string): NodeJS.ProcessEnv {
+  const path = [interpreterPath(venv), base.PATH ?? ""].filter(Boolean).join(":");
+  return { ...base, PATH: path, ...plan.env };
+}

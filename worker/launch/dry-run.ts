@@ -1,0 +1,63 @@
+import { access, readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { Blueprint } from "../../blueprints/index.ts";
+import { readRunStatus, resultDirPaths } from "../../campaign/index.ts";
+import { formatDuration } from "../../core/duration.ts";
+import { a3rBin } from "./attempt-launch.ts";
+import { configCopyPath, planAttempt } from "./attempt-plan.ts";
+import { isRecordRunning } from "./launched-process.ts";
+import { memoryFromStatus } from "../run-memory.ts";
+import type { WorkerSettings } from "../worker-settings.ts";
+
+/**
+ * `a3r worker run --dry-run`: what the worker would do, from the same plan a real run
+ * uses, without writing anything or starting a process.
+ */
+export async function describeRun(blueprint: Blueprint, settings: WorkerSettings, resultDir: string, options: { gpus?: string; model?: string } = {}): Promise<string> {
+  const paths = resultDirPaths(resultDir);
+  const lines = [`Blueprint ${blueprint.id} (${blueprint.mode} mode) from ${blueprint.file ?? "<text>"}`, `Result directory: ${resultDir}`];
+  const finished = await readFile(paths.finishFlag, "utf8").then((text) => text.trim(), () => undefined);
+  const status = (await readRunStatus(paths.status).catch(() => ({ status: undefined }))).status;
+  if (finished) {
+    lines.push(`State: finished (${finished}); the worker would do nothing (a finished run is never run again).`);
+    return `${lines.join("\n")}\n`;
+  }
+  if (status && (status.state === "running" || status.state === "recovering")) {
+    const memory = memoryFromStatus(status, settings.overrides);
+    const live = memory.processes[0] ? await isRecordRunning(memory.processes[0]) : false;
+    lines.push(live
+      ? `State: ${status.state}, attempt ${status.attempt}, pid ${status.pid} alive: the worker would re-attach and supervise it (no new launch).`
+      : `State: ${status.state}, attempt ${status.attempt}, no live process: the worker would judge how it ended and recover.`);
+  } else {
+    lines.push(`State: ${status?.state ?? "new"}: the worker would prepare and launch attempt 1.`);
+  }
+  const checks = [
+    [`codebase ${blueprint.codebase}`, blueprint.codebase],
+    [`interpreter ${blueprint.venv}`, blueprint.venv],
+    ...(blueprint.config ? [[`config ${blueprint.config}`, blueprint.config] as const] : []),
+  ] as const;
+  lines.push("", "Prepare:");
+  for (const [label, path] of checks) {
+    const ok = await access(path).then(() => true, () => false);
+    lines.push(`  ${ok ? "ok     " : "MISSING"} ${label}`);
+  }
+  const configCopy = configCopyPath(resultDir, 1, blueprint.config);
+  const plan = planAttempt({
+    blueprint, resultDir, settings, attempt: 1, overrides: settings.overrides, command: blueprint.command, resume: false, configCopy,
+    ...(options.gpus === undefined ? {} : { gpus: options.gpus }), a3rBin, nodeExecutable: process.execPath,
+  });
+  lines.push("", `Launch attempt 1 in ${plan.cwd} (own process group, log ${resolve(paths.logs, "attempt-1.log")}):`);
+  if (plan.serverCommand) lines.push(`  server: ${plan.serverCommand}`, "  then, once it prints its URL, one client per line:");
+  for (const command of plan.commands) lines.push(...command.split("\n").map((line) => `  ${line}`));
+  lines.push("", "Environment added:", ...Object.entries(plan.env).map(([key, value]) => `  ${key}=${value}`));
+  lines.push(
+    "",
+    "Supervise:",
+    `  poll every ${formatDuration(settings.pollIntervalMs)}, heartbeat every ${formatDuration(settings.heartbeatIntervalMs)}`,
+    `  first-signal timeout ${formatDuration(settings.firstSignalTimeoutMs)}, stall after ${formatDuration(settings.stallTimeoutMs)} without a new step`,
+    `  time budget ${formatDuration(blueprint.timeBudgetMs)} (TERM, then KILL after ${formatDuration(settings.gracePeriodMs)})`,
+    `  metrics: ${blueprint.mode === "swarm" ? "swarm /metrics, " : "log lines, "}${settings.metricsFile}`,
+    `  unknown failures: ${options.model ?? "no language model configured (they fail the run)"}`,
+  );
+  return `${lines.join("\n")}\n`;
+}
