@@ -54,3 +54,5 @@ export { auditCampaign, blueprintExplainedKinds, blueprintPendingKinds } from ".
 export type { AuditReport, AuditTarget, AuditTargetKind } from "./audit-paths.ts";
 export { auditPaths, auditTarget, classifyAuditPath } from "./audit-paths.ts";
 export type { BlueprintInspector } from "./blueprint-inspector.ts";
+export { renderSpendingByRole } from "./llm-spending.ts";
+export { findCampaignOf } from "./campaign-of-run.ts";

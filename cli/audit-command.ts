@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { parseDuration } from "../core/duration.ts";
-import { auditPaths } from "../campaign/audit-paths.ts";
-import { defaultHeartbeatMaxAgeMs } from "../campaign/audit-result-dir.ts";
-import { formatFinding } from "../campaign/finding.ts";
+import { auditPaths } from "../campaign/index.ts";
+import { defaultHeartbeatMaxAgeMs } from "../campaign/index.ts";
+import { formatFinding } from "../campaign/index.ts";
 import { exitCode } from "./exit-codes.ts";
 import { A3rError } from "../core/errors.ts";
 

@@ -4,18 +4,18 @@ import { readBlueprintFile } from "../blueprints/index.ts";
 import { assertCampaignId, campaignPaths } from "../campaign/index.ts";
 import { parseDuration } from "../core/duration.ts";
 import { A3rError } from "../core/errors.ts";
-import { loadHostsFile } from "../hosts/hosts-config.ts";
-import type { DispatchItem, DispatchRow } from "../hosts/dispatch/dispatcher.ts";
+import { loadHostsFile } from "../hosts/index.ts";
+import type { DispatchItem, DispatchRow } from "../hosts/index.ts";
 import { dispatchChanges, formatTable, renderDispatchTable, renderHostChecks } from "./views/run-table.ts";
 import { registerWorkerDaemonCommand } from "./worker-daemon-command.ts";
-import { closeDispatchHosts, openDispatchHosts } from "../hosts/dispatch/open-dispatch-hosts.ts";
-import type { Launcher, RunProgress } from "../hosts/launcher.ts";
+import { closeDispatchHosts, openDispatchHosts } from "../hosts/index.ts";
+import type { Launcher, RunProgress } from "../hosts/index.ts";
 import { exitCode } from "./exit-codes.ts";
 import { createTerminalFrame } from "../core/terminal-frame.ts";
 
 // Launchers pull in ssh2 and BullMQ (half a second to load): loaded only by the commands
 // that use them, so every other `a3r` command starts as fast as before.
-const launchers = () => import("../hosts/open-launcher.ts");
+const launchers = () => import("../hosts/index.ts");
 
 /**
  * `a3r hosts check`, `a3r hosts daemon`, `a3r dispatch` and `a3r runs`: thin wrappers
@@ -36,7 +36,7 @@ export function registerHostsCommands(program: Command): void {
     .option("--json", "print JSON instead of a table")
     .action(async (flags: { hosts: string; json?: boolean }) => {
       const file = await loadHostsFile(flags.hosts);
-      const { checkHost } = await import("../hosts/check/host-check.ts");
+      const { checkHost } = await import("../hosts/index.ts");
       const checks = await Promise.all(file.hosts.map((host) => checkHost(host)));
       process.stdout.write(flags.json ? `${JSON.stringify(checks, null, 2)}\n` : `${renderHostChecks(checks)}\n`);
       if (!checks.every((check) => check.ok)) process.exitCode = exitCode.failure;
@@ -69,7 +69,7 @@ export function registerHostsCommands(program: Command): void {
 
 async function dispatch(files: string[], flags: { hosts: string; campaign?: string; runsDir: string; wait?: boolean; interval: number; json?: boolean }): Promise<void> {
   const hostsFile = await loadHostsFile(flags.hosts);
-  const { dispatchBlueprints, isDone } = await import("../hosts/dispatch/dispatcher.ts");
+  const { dispatchBlueprints, isDone } = await import("../hosts/index.ts");
   const items: DispatchItem[] = [];
   const seen = new Set<string>();
   for (const file of files) {

@@ -2,19 +2,34 @@ import { Command, CommanderError } from "commander";
 import { readFileSync } from "node:fs";
 import { A3rError, isA3rError } from "../core/errors.ts";
 import { exitCode } from "./exit-codes.ts";
-import { registerBlueprintCommands } from "./blueprint-command.ts";
-import { registerAuditCommand } from "./audit-command.ts";
-import { registerSwarmCommands } from "./swarm-command.ts";
-import { registerWorkerCommands } from "./worker-command.ts";
-import { registerHostsCommands } from "./hosts-command.ts";
-import { registerResearchCommands } from "./research-command.ts";
+
+type Register = (program: Command) => void;
+
+/**
+ * Each command group and the modules that define it, loaded only when its command runs:
+ * `a3r blueprint validate` or `a3r worker run` must not pay for LangGraph, SQLite, ssh2 or
+ * the swarm server at start-up. Help and unknown commands load every group.
+ */
+const commandGroups: ReadonlyArray<{ names: readonly string[]; load: () => Promise<Register> }> = [
+  { names: ["blueprint"], load: async () => (await import("./blueprint-command.ts")).registerBlueprintCommands },
+  { names: ["audit"], load: async () => (await import("./audit-command.ts")).registerAuditCommand },
+  { names: ["swarm"], load: async () => (await import("./swarm-command.ts")).registerSwarmCommands },
+  { names: ["worker"], load: async () => (await import("./worker-command.ts")).registerWorkerCommands },
+  { names: ["hosts", "dispatch", "runs"], load: async () => (await import("./hosts-command.ts")).registerHostsCommands },
+  { names: ["research", "resume", "status", "report", "demo"], load: async () => (await import("./research-command.ts")).registerResearchCommands },
+];
+
+/** The first argument that is not an option: the command the user asked for. */
+function requestedCommand(argv: readonly string[]): string | undefined {
+  return argv.slice(2).find((argument) => !argument.startsWith("-"));
+}
 
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
   return manifest.version;
 }
 
-export function buildProgram(): Command {
+export async function buildProgram(argv: readonly string[] = []): Promise<Command> {
   const program = new Command();
   program
     .name("a3r")
@@ -23,12 +38,9 @@ export function buildProgram(): Command {
     .option("--debug", "show stack traces of errors")
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
-  registerBlueprintCommands(program);
-  registerAuditCommand(program);
-  registerSwarmCommands(program);
-  registerWorkerCommands(program);
-  registerHostsCommands(program);
-  registerResearchCommands(program);
+  const requested = requestedCommand(argv);
+  const group = commandGroups.find((candidate) => requested !== undefined && candidate.names.includes(requested));
+  for (const register of await Promise.all((group ? [group] : commandGroups).map((candidate) => candidate.load()))) register(program);
   for (const command of program.commands) applyExitOverride(command);
   return program;
 }
@@ -41,7 +53,7 @@ function applyExitOverride(command: Command): void {
 
 /** Runs the CLI and returns the exit code; user errors print one clear message, no stack. */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   const debug = argv.includes("--debug");
   try {
     await program.parseAsync(argv);

@@ -6,17 +6,14 @@ import { createCampaign, loadCampaign } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
 import { localDispatchHost, openDispatchHostsFile } from "./research/hosts-option.ts";
-import { closeDispatchHosts } from "../hosts/dispatch/open-dispatch-hosts.ts";
+import { closeDispatchHosts } from "../hosts/index.ts";
 import { markLeaderRunning } from "./research/leader-mark.ts";
 import { createLiveView, maxStepsFromOverrides } from "./views/live-view.ts";
 import { watchStatus } from "./views/status-watch.ts";
 import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable, summarizeCampaign } from "./research/campaign-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "./research/topic-option.ts";
-import type { LeaderRun, ReviewAnswer } from "../leader/graph/leader-graph.ts";
+import { choosePlanner, rewriteCampaignReport, runLeader, examplePathRewriter, loadTopic, parseTopic, type LeaderRun, type PlannerFlag, type ReviewAnswer } from "../leader/index.ts";
 import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option.ts";
-import { choosePlanner, type PlannerFlag } from "../leader/planners/planner-choice.ts";
-import { loadTopic, parseTopic } from "../leader/domain/topic.ts";
-import { examplePathRewriter } from "../leader/design/write-blueprints.ts";
 
 /**
  * `a3r research`, `a3r resume`, `a3r status` and `a3r demo`: thin wrappers around the
@@ -113,7 +110,6 @@ export function registerResearchCommands(program: Command): void {
     .action(async (campaignId: string, flags: { runsDir: string }) => {
       const runsDir = resolve(flags.runsDir);
       const campaign = await loadCampaign(runsDir, campaignId);
-      const { rewriteCampaignReport } = await import("../leader/report/campaign-report.ts");
       await rewriteCampaignReport(campaign.paths, parseTopic(campaign.topic, { file: campaign.paths.topic }));
       process.stdout.write(`report: ${campaign.paths.report}\nreport: ${campaign.paths.reportHtml}\n`);
     });
@@ -256,8 +252,4 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
   process.stdout.write(`report: ${final.reportFile ?? campaign.paths.report}\n`);
 }
 
-// The graph pulls in LangGraph and SQLite (slow to load): only the leader commands load it.
-async function runLeader(...args: Parameters<typeof import("../leader/graph/leader-graph.ts").runLeader>): Promise<LeaderRun> {
-  const graph = await import("../leader/graph/leader-graph.ts");
-  return graph.runLeader(...args);
-}
+

@@ -4,9 +4,9 @@ import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { A3rError } from "../core/errors.ts";
 import { createLogger } from "../core/logger.ts";
-import { loadSwarmConfig, SwarmConfigError } from "../swarm/config.ts";
-import { startSwarmServer } from "../swarm/server/swarm-server.ts";
-import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/client/index.ts";
+import { loadSwarmConfig, SwarmConfigError } from "../swarm/index.ts";
+import { startSwarmServer } from "../swarm/index.ts";
+import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/index.ts";
 import { progressBar, renderStatus } from "./views/swarm-status-view.ts";
 import { exitCode } from "./exit-codes.ts";
 

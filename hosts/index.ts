@@ -23,7 +23,6 @@ export { QueueLauncher } from "./queue/queue-launcher.ts";
 export type { QueueLauncherOptions } from "./queue/queue-launcher.ts";
 export { WorkerDaemon } from "./queue/worker-daemon.ts";
 export type { WorkerDaemonOptions } from "./queue/worker-daemon.ts";
-export { registerWorkerDaemonCommand } from "../cli/worker-daemon-command.ts";
 export { resolveCapacity } from "./dispatch/host-capacity.ts";
 export { checkHost } from "./check/host-check.ts";
 export type { HostCheck } from "./check/host-check.ts";
@@ -31,3 +30,4 @@ export { defaultResultDir, dispatchBlueprints, gpusOf, isDone } from "./dispatch
 export type { DispatchHost, DispatchItem, DispatchOptions, DispatchRow, DispatchState } from "./dispatch/dispatcher.ts";
 export { sshFingerprint, verifyHostKey } from "./ssh/host-key.ts";
 export { describeProgress } from "./run-progress.ts";
+export { closeDispatchHosts, openDispatchHosts } from "./dispatch/open-dispatch-hosts.ts";

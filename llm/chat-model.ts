@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { PriceBook } from "./prices.ts";
+import type { TokenUsage } from "./token-usage.ts";
 
 /** The ledger roles a call is booked under; any other string is accepted and booked as is. */
 export type LlmRole = "frame" | "plan" | "write" | "analyze" | "diagnose" | "other";
@@ -22,13 +23,7 @@ export interface ToolCall {
   input: unknown;
 }
 
-export interface TokenUsage {
-  /** All input tokens, cached ones included (so inputTokens >= cachedTokens). */
-  inputTokens: number;
-  outputTokens: number;
-  /** Input tokens served from the provider's prompt cache. */
-  cachedTokens: number;
-}
+export type { TokenUsage } from "./token-usage.ts";
 
 export interface ChatRequest<Schema extends z.ZodType = z.ZodType<never>> {
   system?: string;

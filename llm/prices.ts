@@ -1,4 +1,4 @@
-import type { TokenUsage } from "./chat-model.ts";
+import type { TokenUsage } from "./token-usage.ts";
 
 /** USD per million tokens. `cachedInput` applies to input tokens read from a prompt cache. */
 export interface ModelPrice {

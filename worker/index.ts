@@ -30,3 +30,7 @@ export { createProgressReporter, silentProgress } from "./supervise/progress-rep
 export { agentJetBackoffMs, backoffDetectionDelayMs, backoffLooksWithin } from "./supervise/backoff-polling.ts";
 export type { LaunchedProcessRecord } from "./launch/launched-process.ts";
 export { isRecordRunning, processStartTime } from "./launch/launched-process.ts";
+export { budgetedWorkerModel, readCampaignBudget } from "./recover/campaign-llm.ts";
+export type { CampaignBudget } from "./recover/campaign-llm.ts";
+export { prepareDemoBlueprint } from "./launch/demo-blueprint.ts";
+export type { DemoMode } from "./launch/demo-blueprint.ts";

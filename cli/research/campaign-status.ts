@@ -1,13 +1,10 @@
 import { basename } from "node:path";
 import { campaignPaths, listCampaigns, listStages, loadCampaign, readEvents, readLedger, readResultDir, summarizeLedger } from "../../campaign/index.ts";
-import { renderSpendingByRole } from "../../campaign/llm-spending.ts";
+import { renderSpendingByRole } from "../../campaign/index.ts";
 import type { CampaignEvent } from "../../campaign/index.ts";
 import { formatTable } from "../views/run-table.ts";
-import { formatNumber } from "../../leader/domain/configurations.ts";
+import { eventsOfCurrentRound, formatNumber, parseTopic, reviewAnswerEvent } from "../../leader/index.ts";
 import { isLeaderRunning } from "./leader-mark.ts";
-import { reviewAnswerEvent } from "../../leader/graph/graph-steps.ts";
-import { eventsOfCurrentRound } from "../../leader/record/reopen.ts";
-import { parseTopic } from "../../leader/domain/topic.ts";
 
 /**
  * What `a3r status` shows, read from the campaign folders only (events.jsonl, stage

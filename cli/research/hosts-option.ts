@@ -1,10 +1,10 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { A3rError } from "../../core/errors.ts";
-import { loadHostsFile } from "../../hosts/hosts-config.ts";
+import { loadHostsFile } from "../../hosts/index.ts";
 import type { DispatchHost } from "../../hosts/index.ts";
-import { openDispatchHosts } from "../../hosts/dispatch/open-dispatch-hosts.ts";
-import { LocalLauncher } from "../../hosts/local/local-launcher.ts";
+import { openDispatchHosts } from "../../hosts/index.ts";
+import { LocalLauncher } from "../../hosts/index.ts";
 
 /**
  * The hosts a leader started from the command line dispatches to: those of a hosts file,

@@ -1,11 +1,7 @@
 import { readEvents } from "../../campaign/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
 import { A3rError } from "../../core/errors.ts";
-import { HeuristicPlanner } from "../../leader/planners/heuristic/heuristic-planner.ts";
-import type { BlueprintText, BlueprintWritingInput, Conclusion, ConclusionInput, FramedQuestion, Planner, PlannerInput, PlannerStep } from "../../leader/domain/planner.ts";
-import { choosePlanner, openLeaderModel } from "../../leader/planners/planner-choice.ts";
-import type { PlannerFlag } from "../../leader/planners/planner-choice.ts";
-import type { Topic } from "../../leader/domain/topic.ts";
+import { HeuristicPlanner, LlmPlanner, choosePlanner, openLeaderModel, type BlueprintText, type BlueprintWritingInput, type Conclusion, type ConclusionInput, type FramedQuestion, type Planner, type PlannerFlag, type PlannerInput, type PlannerStep, type Topic } from "../../leader/index.ts";
 
 /**
  * Which planner a campaign uses is decided once, when it is created: the choice goes into
@@ -40,7 +36,6 @@ export async function plannerOfCampaign(paths: CampaignPaths, topic: Topic, env:
     const hint = `the campaign stops with its report; to go on, raise budgets.llm_tokens / budgets.llm_usd in ${paths.topic}, then a3r resume ${paths.id} --reopen`;
     const model = await openLeaderModel(env, { ledgerFile: paths.ledger, budget: { tokens: topic.budgets.llmTokens, usd: topic.budgets.llmUsd }, hint });
     // Loaded only here: the model planner's prompts and schemas are not needed by a heuristic campaign.
-    const { LlmPlanner } = await import("../../leader/planners/llm/llm-planner.ts");
     return new LlmPlanner({ model });
   });
 }

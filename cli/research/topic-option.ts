@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { parseDocument } from "yaml";
 import { slugifyCampaignId } from "../../campaign/index.ts";
-import type { Topic } from "../../leader/domain/topic.ts";
+import type { Topic } from "../../leader/index.ts";
 
 /**
  * The campaign keeps its own copy of the topic (runs/<id>/topic.md), and the leader reads

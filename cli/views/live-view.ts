@@ -1,9 +1,9 @@
 import { isRunState, isTerminalRunState } from "../../campaign/index.ts";
 import { createTerminalFrame, terminalColumns } from "../../core/terminal-frame.ts";
 import { formatDuration } from "../../core/duration.ts";
-import type { DispatchRow } from "../../hosts/dispatch/dispatcher.ts";
+import type { DispatchRow } from "../../hosts/index.ts";
 import { blockBar, dispatchChanges, formatTable, rowNote } from "./run-table.ts";
-import { formatNumber } from "../../leader/domain/configurations.ts";
+import { formatNumber } from "../../leader/index.ts";
 
 /**
  * What a person sees while the leader watches a stage's experiments: on a terminal, a

@@ -1,5 +1,5 @@
-import type { DispatchRow } from "../../hosts/dispatch/dispatcher.ts";
-import type { HostCheck } from "../../hosts/check/host-check.ts";
+import type { DispatchRow } from "../../hosts/index.ts";
+import type { HostCheck } from "../../hosts/index.ts";
 
 /**
  * Plain-text tables for the hosts commands. Pure: rows in, lines out; the CLI decides

@@ -1,7 +1,7 @@
 import { relative } from "node:path";
-import type { StageAnalysis } from "./analyze-stage.ts";
+import type { StageAnalysis } from "./stage-analysis.ts";
 import { formatNumber } from "../domain/configurations.ts";
-import { scoreLabel } from "../planners/heuristic/heuristic-planner.ts";
+import { scoreLabel } from "../domain/score-label.ts";
 import type { Topic } from "../domain/topic.ts";
 
 /**

@@ -6,53 +6,11 @@ import { pathExists } from "../../core/path-exists.ts";
 import { bestConfiguration, formatNumber, isBetter, summarizeConfigurations } from "../domain/configurations.ts";
 import type { ConfigurationSummary, ExperimentOutcome, Prediction, StagePlan, StageRecord } from "../domain/planner.ts";
 import { renderAnalysis } from "./analysis-markdown.ts";
+import type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
+export type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
 import { separatedBeyondNoise, summarizeCurve, type CurveSummary } from "../domain/statistics.ts";
 import type { Topic } from "../domain/topic.ts";
 
-/**
- * The analysis of one stage, in code: per experiment the final, best and area of the
- * topic's metric and the score the planner compares; per configuration the mean and 95%
- * interval of that score across seeds; each configuration's prediction judged with the
- * numbers. An experiment that failed, timed out, was cancelled or never produced a result
- * directory is listed as such with its reason, never dropped.
- */
-export interface RunRead {
-  blueprintId: string;
-  /** Final state, "missing" without a result directory, or the live state of an unfinished run. */
-  state: string;
-  reason: string | undefined;
-  records: MetricsRecord[];
-}
-
-export interface ExperimentAnalysis {
-  blueprintId: string;
-  configurationId: string;
-  seed: number;
-  state: string;
-  reason: string | undefined;
-  curve: CurveSummary;
-  score: number | undefined;
-  resultDir: string;
-}
-
-export interface PredictionVerdict {
-  configurationId: string;
-  prediction: string;
-  verdict: "supported" | "refuted" | "inconclusive";
-  explanation: string;
-}
-
-export interface StageAnalysis {
-  stage: number;
-  metric: string;
-  score: "final" | "best" | "area";
-  experiments: ExperimentAnalysis[];
-  /** The configurations this stage ran, with every seed measured so far (all stages). */
-  configurations: { id: string; n: number; mean: number | undefined; low: number | undefined; high: number | undefined; failed: number; scores: number[] }[];
-  verdicts: PredictionVerdict[];
-  best: { id: string; mean: number } | undefined;
-  outcomes: ExperimentOutcome[];
-}
 
 /** Pure: the analysis from what was read. `history` holds the stages before this one. */
 export function analyzeStageResults(topic: Topic, plan: StagePlan, history: StageRecord[], reads: RunRead[], resultDirOf: (blueprintId: string) => string): StageAnalysis {

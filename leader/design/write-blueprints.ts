@@ -5,9 +5,9 @@ import { parseDuration } from "../../core/duration.ts";
 import { auditBlueprint, blueprintVersion, renderBlueprint } from "../../blueprints/index.ts";
 import type { Blueprint, Finding } from "../../blueprints/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
-import { checkoutRoot } from "../../worker/launch/demo-blueprint.ts";
+import { checkoutRoot } from "../../core/checkout-root.ts";
 import { formatNumber } from "../domain/configurations.ts";
-import { scoreLabel } from "../planners/heuristic/heuristic-planner.ts";
+import { scoreLabel } from "../domain/score-label.ts";
 import type { BlueprintText, StagePlan } from "../domain/planner.ts";
 import type { Topic } from "../domain/topic.ts";
 

@@ -1,7 +1,7 @@
 import type { LedgerSummary } from "../../campaign/index.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
-import type { ExperimentRow } from "./model.ts";
+import type { ExperimentRow } from "./experiment-row.ts";
 import { separatedBeyondNoise } from "../domain/statistics.ts";
 import type { Topic } from "../domain/topic.ts";
 

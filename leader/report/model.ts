@@ -3,9 +3,10 @@ import type { ChartSeries } from "../../core/line-chart.ts";
 import { analyzeStageResults, type RunRead, type StageAnalysis } from "../analysis/analyze-stage.ts";
 import { checkConclusion, type CheckedClaim } from "./conclusion-check.ts";
 import { bestConfiguration, formatNumber, summarizeConfigurations } from "../domain/configurations.ts";
-import { scoreLabel } from "../planners/heuristic/heuristic-planner.ts";
+import { scoreLabel } from "../domain/score-label.ts";
 import type { Conclusion, ConfigurationSummary, FramedQuestion, StageRecord } from "../domain/planner.ts";
 import { reportCaveats } from "./caveats.ts";
+import type { ExperimentRow } from "./experiment-row.ts";
 import { separatedBeyondNoise } from "../domain/statistics.ts";
 import type { KnobValue, Topic } from "../domain/topic.ts";
 
@@ -58,22 +59,7 @@ export interface ConfigurationRow {
   isBest: boolean;
 }
 
-export interface ExperimentRow {
-  stage: number;
-  blueprintId: string;
-  configurationId: string;
-  seed: number;
-  state: string;
-  reason: string | undefined;
-  final: number | undefined;
-  best: number | undefined;
-  bestStep: number | undefined;
-  area: number | undefined;
-  /** The run's score when it counts (succeeded with a finite value); undefined otherwise. */
-  score: number | undefined;
-  gpuHours: number | undefined;
-  link: string | undefined;
-}
+export type { ExperimentRow } from "./experiment-row.ts";
 
 export interface VerdictRow {
   stage: number;

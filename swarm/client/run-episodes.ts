@@ -1,4 +1,4 @@
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { SwarmFinishedError, type SwarmClient } from "./swarm-client.ts";
 
 /**
@@ -83,7 +83,7 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
       episodeUuid = handle.episodeUuid;
       running += 1;
       try {
-        const openai = new OpenAI({ baseURL: handle.baseUrl, apiKey: handle.apiKey, maxRetries: 1 });
+        const openai = new (await openAiClass())({ baseURL: handle.baseUrl, apiKey: handle.apiKey, maxRetries: 1 });
         const result = await task.runEpisode(openai, sampled);
         await client.endEpisode(sampled.taskId, episodeUuid, { reward: result.reward, isSuccess: result.isSuccess, ...(result.logMetrics ? { logMetrics: result.logMetrics } : {}) });
         outcome = { index, taskId: sampled.taskId, episodeUuid, ok: true, reward: result.reward, isSuccess: result.isSuccess, durationMs: Date.now() - started };
@@ -136,4 +136,9 @@ async function serverNumRepeat(client: SwarmClient): Promise<number> {
   const information = await client.poolInformation();
   const value = information.task_expected_num_repeat;
   return typeof value === "number" && value > 0 ? value : 1;
+}
+
+/** The OpenAI SDK loads only when episodes are played: a status poll through this package must not pay for it. */
+async function openAiClass(): Promise<typeof OpenAI> {
+  return (await import("openai")).default;
 }

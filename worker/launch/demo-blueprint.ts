@@ -1,6 +1,6 @@
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { checkoutRoot } from "../../core/checkout-root.ts";
 
 /**
  * The example demo blueprints are written for one machine (checkout at /work/main, node at
@@ -15,7 +15,7 @@ const exampleRoot = "/work/main";
 const exampleNode = "/usr/bin/node";
 const exampleResults = "/tmp/a3r-runs";
 
-export const checkoutRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+export { checkoutRoot };
 
 const demoFiles: Record<DemoMode, { blueprint: string; config: string }> = {
   swarm: { blueprint: "examples/blueprints/swarm-demo.md", config: "examples/blueprints/swarm-demo.swarm.yaml" },

@@ -10,6 +10,7 @@ import {
   summarizeConfigurations,
   type Goal,
 } from "../../domain/configurations.ts";
+import { scoreLabel } from "../../domain/score-label.ts";
 import type { ConfigurationSummary, PlannedConfiguration, Planner, PlannerInput, PlannerStep, StagePlan } from "../../domain/planner.ts";
 import { applyInstructions } from "./instructions.ts";
 import { refinementCandidates } from "./refinement.ts";
@@ -223,9 +224,6 @@ function interval(summary: ConfigurationSummary): string {
   return summary.sample.low === undefined ? "n/a (one seed)" : `[${formatNumber(summary.sample.low)}, ${formatNumber(summary.sample.high)}]`;
 }
 
-export function scoreLabel(metric: TopicMetric): string {
-  return metric.score === "area" ? `${metric.name} (mean level over training)` : `${metric.score} ${metric.name}`;
-}
 
 function betterWord(goal: Goal): string {
   return goal === "maximize" ? "higher" : "lower";
