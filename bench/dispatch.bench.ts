@@ -61,7 +61,18 @@ async function queueDispatch(folder: string): Promise<{ launchesPerSecond: numbe
   const started: WorkerDaemon[] = [];
   try {
     for (let index = 0; index < daemons; index += 1) {
-      started.push(await WorkerDaemon.start({ redisUrl: redis.url, queue, name: `daemon-${index}`, gpus: 0, maxRuns: 8, workdir: join(folder, `daemon-${index}`), a3r: instantA3rCommand, reportIntervalMs: 100 }));
+      started.push(
+        await WorkerDaemon.start({
+          redisUrl: redis.url,
+          queue,
+          name: `daemon-${index}`,
+          gpus: 0,
+          maxRuns: 8,
+          workdir: join(folder, `daemon-${index}`),
+          a3r: instantA3rCommand,
+          reportIntervalMs: 100,
+        }),
+      );
     }
     const launcher = await QueueLauncher.open({ host: "cluster", redisUrl: redis.url, queue });
     const requests = await blueprints(folder, "bench-queue", runs);
@@ -85,7 +96,7 @@ async function queueDispatch(folder: string): Promise<{ launchesPerSecond: numbe
     const endToEndMs = performance.now() - t0;
     client.disconnect();
     await launcher.close();
-    return { launchesPerSecond: runs / ((launchedAt || performance.now()) - t0) * 1000, endToEndMs };
+    return { launchesPerSecond: (runs / ((launchedAt || performance.now()) - t0)) * 1000, endToEndMs };
   } finally {
     await Promise.all(started.map((daemon) => daemon.stop()));
     await redis.stop();
@@ -118,13 +129,26 @@ async function sshPolling(folder: string): Promise<{ batchedMs: number; perRunMs
       refs.push(ref);
       const dir = join(workdir, ref.campaign, ref.blueprintId);
       await mkdir(join(dir, "result"), { recursive: true });
-      await writeFile(join(dir, "launch.json"), JSON.stringify({ ...ref, host: "box", resultDir: join(dir, "result"), gpuIndices: [0], pgid: sleeper.pid, launchedAt: new Date().toISOString() }));
+      await writeFile(
+        join(dir, "launch.json"),
+        JSON.stringify({ ...ref, host: "box", resultDir: join(dir, "result"), gpuIndices: [0], pgid: sleeper.pid, launchedAt: new Date().toISOString() }),
+      );
       await writeFile(join(dir, "pgid"), `${sleeper.pid}\n`);
-      await writeFile(join(dir, "result", "status.json"), JSON.stringify(newRunStatus({ state: "running", attempt: 1, step: 40, heartbeatAt: new Date().toISOString() })));
+      await writeFile(
+        join(dir, "result", "status.json"),
+        JSON.stringify(newRunStatus({ state: "running", attempt: 1, step: 40, heartbeatAt: new Date().toISOString() })),
+      );
       const lines = Array.from({ length: 40 }, (_, step) => JSON.stringify({ step: step + 1, time: new Date().toISOString(), reward_mean: step / 40 }));
       await writeFile(join(dir, "result", "metrics.jsonl"), `${lines.join("\n")}\n`);
     }
-    const options = { name: "box", host: "127.0.0.1", port: sshd.port, username: sshd.user, identityFiles: [sshd.userKeyFile], hostKey: sshd.hostKeyFingerprint };
+    const options = {
+      name: "box",
+      host: "127.0.0.1",
+      port: sshd.port,
+      username: sshd.user,
+      identityFiles: [sshd.userKeyFile],
+      hostKey: sshd.hostKeyFingerprint,
+    };
     const shared = new SshLauncher({ host: "box", workdir, a3r: "a3r", connection: new SshConnection(options) });
     await shared.poll(refs[0]!); // connect outside the measurement, as a long-lived leader would be
     const cycles: number[] = [];

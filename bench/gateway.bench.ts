@@ -116,7 +116,14 @@ function median(values: readonly number[]): number {
 function post(agent: Agent, url: URL, apiKey: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(
-      { agent, host: url.hostname, port: url.port, path: `${url.pathname}/chat/completions`, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${apiKey}` } },
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: `${url.pathname}/chat/completions`,
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${apiKey}` },
+      },
       (response) => {
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -144,7 +151,14 @@ interface Path {
  * each lane sends one request every `paceMs` (a steady load: latency).
  */
 async function phase({ targets, agent }: Path, paceMs?: number): Promise<Phase> {
-  const body = JSON.stringify({ model: "stub", messages: [{ role: "system", content: "You name colours." }, { role: "user", content: "What colour is the sky?" }], max_tokens: 4 });
+  const body = JSON.stringify({
+    model: "stub",
+    messages: [
+      { role: "system", content: "You name colours." },
+      { role: "user", content: "What colour is the sky?" },
+    ],
+    max_tokens: 4,
+  });
   const requestsPerClientNow = paceMs ? requestsPerClient : saturatedRequestsPerClient;
   const latencies: number[] = [];
   const started = performance.now();
@@ -203,7 +217,10 @@ const benchmark: Benchmark = {
       const client = new SwarmClient({ url: swarm.match[1]! });
       const episodes = await Promise.all(Array.from({ length: clients }, () => client.beginEpisode({ maxWaitMs: 30_000 })));
       // The same kind of keep-alive agent for both paths, one each, so neither borrows the other's sockets.
-      const throughSwarm: Path = { targets: episodes.map((episode) => ({ url: episode.baseUrl, apiKey: episode.apiKey })), agent: new Agent({ keepAlive: true, maxSockets: clients }) };
+      const throughSwarm: Path = {
+        targets: episodes.map((episode) => ({ url: episode.baseUrl, apiKey: episode.apiKey })),
+        agent: new Agent({ keepAlive: true, maxSockets: clients }),
+      };
       const direct: Path = { targets: episodes.map(() => ({ url: upstream, apiKey: "direct" })), agent: new Agent({ keepAlive: true, maxSockets: clients }) };
       agents.push(throughSwarm.agent, direct.agent);
 
@@ -239,7 +256,12 @@ const benchmark: Benchmark = {
         };
         const steady = await pair(paceMs);
         const saturated = await pair();
-        measured.push({ steady, saturated, ...(cpu.swarm !== undefined ? { swarmCpuMicroseconds: cpu.swarm } : {}), ...(cpu.stub !== undefined ? { stubCpuMicroseconds: cpu.stub } : {}) });
+        measured.push({
+          steady,
+          saturated,
+          ...(cpu.swarm !== undefined ? { swarmCpuMicroseconds: cpu.swarm } : {}),
+          ...(cpu.stub !== undefined ? { stubCpuMicroseconds: cpu.stub } : {}),
+        });
       }
       for (const episode of episodes) await client.abortEpisode(episode.episodeUuid);
       const addedP50 = median(measured.map((round) => Math.max(0, round.steady.swarm.p50 - round.steady.direct.p50)));
@@ -249,12 +271,13 @@ const benchmark: Benchmark = {
       const saturatedAddedP50 = median(measured.map((round) => Math.max(0, round.saturated.swarm.p50 - round.saturated.direct.p50)));
       const swarmCpu = measured.flatMap((round) => (round.swarmCpuMicroseconds === undefined ? [] : [round.swarmCpuMicroseconds]));
       const stubCpu = measured.flatMap((round) => (round.stubCpuMicroseconds === undefined ? [] : [round.stubCpuMicroseconds]));
-      const cpuRows = swarmCpu.length > 0 && stubCpu.length > 0
-        ? [
-            { name: "swarm server CPU per request (saturated)", value: Math.round(median(swarmCpu)), unit: "µs" },
-            { name: "stub CPU per request (saturated)", value: Math.round(median(stubCpu)), unit: "µs" },
-          ]
-        : [];
+      const cpuRows =
+        swarmCpu.length > 0 && stubCpu.length > 0
+          ? [
+              { name: "swarm server CPU per request (saturated)", value: Math.round(median(swarmCpu)), unit: "µs" },
+              { name: "stub CPU per request (saturated)", value: Math.round(median(stubCpu)), unit: "µs" },
+            ]
+          : [];
       const spread = (values: number[], digits: number): string => values.map((value) => value.toFixed(digits)).join(", ");
       return {
         title: benchmark.title,
@@ -273,10 +296,18 @@ const benchmark: Benchmark = {
         ],
         notes: [
           `${clients} clients × ${requestsPerClient} requests per steady phase, × ${saturatedRequestsPerClient} per saturated one; median of ${rounds} paired rounds (direct and swarm back to back, order alternating); latency under a steady load (each client one request every ${paceMs} ms), throughput with every client sending back to back`,
-          `per round: added p50 ${spread(measured.map((round) => round.steady.swarm.p50 - round.steady.direct.p50), 2)} ms; added p99 ${spread(measured.map((round) => round.steady.swarm.p99 - round.steady.direct.p99), 1)} ms; throughput ratio ${spread(ratios, 2)}`,
+          `per round: added p50 ${spread(
+            measured.map((round) => round.steady.swarm.p50 - round.steady.direct.p50),
+            2,
+          )} ms; added p99 ${spread(
+            measured.map((round) => round.steady.swarm.p99 - round.steady.direct.p99),
+            1,
+          )} ms; throughput ratio ${spread(ratios, 2)}`,
           "stub, swarm server and load generator are separate processes sharing this machine's cores: at saturation the swarm server competes with the load generator, so the ratio is a floor for a machine with a core to spare",
           ...(cpuRows.length > 0
-            ? [`besides the load generator's share (the same for both paths), a request costs this machine about ${Math.round(median(swarmCpu) + median(stubCpu))} µs of CPU through the swarm against ${Math.round(median(stubCpu))} µs direct; while the cores are the limit, the throughput ratio cannot exceed what that difference allows`]
+            ? [
+                `besides the load generator's share (the same for both paths), a request costs this machine about ${Math.round(median(swarmCpu) + median(stubCpu))} µs of CPU through the swarm against ${Math.round(median(stubCpu))} µs direct; while the cores are the limit, the throughput ratio cannot exceed what that difference allows`,
+              ]
             : []),
         ],
       };

@@ -32,17 +32,31 @@ async function measure(task: SwarmTask<TaskInstance>, overrides: Partial<InProce
     const steps = stepsToReach(result.rewardCurve, target, window) ?? never;
     // Episodes played up to the step that reached the target (all of them when stopped there).
     const episodesPerStep = result.episodes / result.rewardCurve.length;
-    runs.push({ steps, allEqualGroups: result.allEqualGroupFraction, episodes: stopEarly ? result.episodes : Math.round(episodesPerStep * Math.min(steps, 100)), finalReward: trailingMean(result.rewardCurve, window), wallSeconds: result.wallMs / 1000 });
+    runs.push({
+      steps,
+      allEqualGroups: result.allEqualGroupFraction,
+      episodes: stopEarly ? result.episodes : Math.round(episodesPerStep * Math.min(steps, 100)),
+      finalReward: trailingMean(result.rewardCurve, window),
+      wallSeconds: result.wallMs / 1000,
+    });
   }
   const mean = (pick: (summary: Summary) => number): number => runs.reduce((sum, run) => sum + pick(run), 0) / runs.length;
-  return { steps: mean((run) => run.steps), allEqualGroups: mean((run) => run.allEqualGroups), episodes: mean((run) => run.episodes), finalReward: mean((run) => run.finalReward), wallSeconds: mean((run) => run.wallSeconds) };
+  return {
+    steps: mean((run) => run.steps),
+    allEqualGroups: mean((run) => run.allEqualGroups),
+    episodes: mean((run) => run.episodes),
+    finalReward: mean((run) => run.finalReward),
+    wallSeconds: mean((run) => run.wallSeconds),
+  };
 }
 
 const benchmark: Benchmark = {
   title: "Embedded policy learning (in-process GRPO on the example tasks)",
   async run() {
     const rows: BenchRow[] = [];
-    const notes: string[] = [`seeds ${seeds.join(", ")}; batch 8 groups x num_repeat 8; defaults lr ${defaultOptimizer.lr}, klCoef ${defaultOptimizer.klCoef}, clip ${defaultOptimizer.clip}`];
+    const notes: string[] = [
+      `seeds ${seeds.join(", ")}; batch 8 groups x num_repeat 8; defaults lr ${defaultOptimizer.lr}, klCoef ${defaultOptimizer.klCoef}, clip ${defaultOptimizer.clip}`,
+    ];
     for (const task of [itemColor, compassWalk] as unknown as Array<SwarmTask<TaskInstance>>) {
       const name = task.name;
       const fast = await measure(task, {}, true);
@@ -54,7 +68,10 @@ const benchmark: Benchmark = {
       for (const lr of [0.05, 0.2, 1, 3]) {
         const summary = await measure(task, { optimizer: { ...defaultOptimizer, lr } });
         byLr.set(lr, summary);
-        rows.push({ name: `${name}: lr ${lr}: steps to 0.8`, value: summary.steps }, { name: `${name}: lr ${lr}: reward at step 100`, value: summary.finalReward });
+        rows.push(
+          { name: `${name}: lr ${lr}: steps to 0.8`, value: summary.steps },
+          { name: `${name}: lr ${lr}: reward at step 100`, value: summary.finalReward },
+        );
       }
       const ratioLr = byLr.get(3)!.finalReward / byLr.get(defaultOptimizer.lr)!.finalReward;
       rows.push({ name: `${name}: reward at 100, lr 3 / lr ${defaultOptimizer.lr}`, value: ratioLr, goal: "< 1 (too high an lr is worse)", met: ratioLr < 1 });
@@ -62,18 +79,34 @@ const benchmark: Benchmark = {
       const byRepeat = new Map<number, Summary>([[8, byLr.get(defaultOptimizer.lr)!]]);
       for (const numRepeat of [2, 4, 16]) byRepeat.set(numRepeat, await measure(task, { numRepeat }));
       for (const [numRepeat, summary] of [...byRepeat].sort((a, b) => a[0] - b[0])) {
-        rows.push({ name: `${name}: num_repeat ${numRepeat}: steps to 0.8`, value: summary.steps }, { name: `${name}: num_repeat ${numRepeat}: episodes to 0.8`, value: summary.episodes });
+        rows.push(
+          { name: `${name}: num_repeat ${numRepeat}: steps to 0.8`, value: summary.steps },
+          { name: `${name}: num_repeat ${numRepeat}: episodes to 0.8`, value: summary.episodes },
+        );
       }
       const ratioRepeat = byRepeat.get(2)!.steps / byRepeat.get(8)!.steps;
-      rows.push({ name: `${name}: steps to 0.8, num_repeat 2 / 8`, value: ratioRepeat, goal: "> 1 (smaller groups learn slower per step)", met: ratioRepeat > 1 });
+      rows.push({
+        name: `${name}: steps to 0.8, num_repeat 2 / 8`,
+        value: ratioRepeat,
+        goal: "> 1 (smaller groups learn slower per step)",
+        met: ratioRepeat > 1,
+      });
 
       const byKl = new Map<number, Summary>([[defaultOptimizer.klCoef, byLr.get(defaultOptimizer.lr)!]]);
       for (const klCoef of [0, 0.1, 0.5]) byKl.set(klCoef, await measure(task, { optimizer: { ...defaultOptimizer, klCoef } }));
       for (const [klCoef, summary] of [...byKl].sort((a, b) => a[0] - b[0])) {
-        rows.push({ name: `${name}: klCoef ${klCoef}: steps to 0.8`, value: summary.steps }, { name: `${name}: klCoef ${klCoef}: reward at step 100`, value: summary.finalReward });
+        rows.push(
+          { name: `${name}: klCoef ${klCoef}: steps to 0.8`, value: summary.steps },
+          { name: `${name}: klCoef ${klCoef}: reward at step 100`, value: summary.finalReward },
+        );
       }
       const ratioKl = byKl.get(0.5)!.steps / byKl.get(defaultOptimizer.klCoef)!.steps;
-      rows.push({ name: `${name}: steps to 0.8, klCoef 0.5 / ${defaultOptimizer.klCoef}`, value: ratioKl, goal: "> 1 (a strong KL pull slows learning)", met: ratioKl > 1 });
+      rows.push({
+        name: `${name}: steps to 0.8, klCoef 0.5 / ${defaultOptimizer.klCoef}`,
+        value: ratioKl,
+        goal: "> 1 (a strong KL pull slows learning)",
+        met: ratioKl > 1,
+      });
 
       const c1 = await measure(task, { strategy: "episodes" }, true);
       const c3 = await measure(task, { strategy: "non-dummy-tasks" }, true);
@@ -83,9 +116,15 @@ const benchmark: Benchmark = {
       const ratioStrategy = c3.steps / c1.steps;
       // The claim is conditional: C3 can only win where C1 wastes a good share of its groups.
       const manyEqual = c1.allEqualGroups >= 0.3;
-      rows.push({ name: `${name}: steps to 0.8, C3 / C1`, value: ratioStrategy, ...(manyEqual ? { goal: "< 1 (C3 beats C1 when many groups are all-equal)", met: ratioStrategy < 1 } : {}) });
+      rows.push({
+        name: `${name}: steps to 0.8, C3 / C1`,
+        value: ratioStrategy,
+        ...(manyEqual ? { goal: "< 1 (C3 beats C1 when many groups are all-equal)", met: ratioStrategy < 1 } : {}),
+      });
     }
-    notes.push("The C3/C1 goal applies only where at least 30% of C1's groups had all-equal rewards (binary rewards do; compass-walk's fractional rewards rarely tie after the first steps).");
+    notes.push(
+      "The C3/C1 goal applies only where at least 30% of C1's groups had all-equal rewards (binary rewards do; compass-walk's fractional rewards rarely tie after the first steps).",
+    );
     notes.push("C3 samples more episodes per optimizer step (it skips groups whose rewards are all equal), so it wins on steps, not necessarily on episodes.");
     return { title: benchmark.title, rows, notes };
   },

@@ -45,7 +45,10 @@ function reactEpisode(turns: number, seed: number): RecordedCall[] {
 function measure(turns: number, compareLevel: CompareLevel) {
   const episodes = Array.from({ length: Math.max(20, Math.round(2000 / turns)) }, (_, index) => reactEpisode(turns, index));
   const options = (index: number) => ({ compareLevel, taskId: "t", episodeUuid: `e${index}`, reward: 1, encodeChat: tokenizer.encodeChat });
-  let without = 0, withMerge = 0, inputTokens = 0, samples = 0;
+  let without = 0,
+    withMerge = 0,
+    inputTokens = 0,
+    samples = 0;
   const started = performance.now();
   episodes.forEach((calls, index) => {
     const { stats } = buildTrainingSamples(calls, options(index));
@@ -56,7 +59,13 @@ function measure(turns: number, compareLevel: CompareLevel) {
   const elapsedMs = performance.now() - started;
   for (const calls of episodes) for (const call of calls) inputTokens += call.promptTokenIds.length + call.completionTokenIds.length;
   const perEpisodeMs = elapsedMs / episodes.length;
-  return { ratio: without / withMerge, samplesPerEpisode: samples / episodes.length, perEpisodeMs, perTurnUs: (perEpisodeMs * 1000) / turns, perInputTokenNs: (elapsedMs * 1e6) / inputTokens };
+  return {
+    ratio: without / withMerge,
+    samplesPerEpisode: samples / episodes.length,
+    perEpisodeMs,
+    perTurnUs: (perEpisodeMs * 1000) / turns,
+    perInputTokenNs: (elapsedMs * 1e6) / inputTokens,
+  };
 }
 
 const benchmark: Benchmark = {
@@ -71,7 +80,11 @@ const benchmark: Benchmark = {
       const text = best(turns, "text");
       const token = best(turns, "token");
       perToken.set(turns, text.perInputTokenNs);
-      rows.push({ name: `${turns} turns: training tokens without / with merging`, value: text.ratio, ...(turns === 20 ? { goal: ">= 5", met: text.ratio >= 5 } : {}) });
+      rows.push({
+        name: `${turns} turns: training tokens without / with merging`,
+        value: text.ratio,
+        ...(turns === 20 ? { goal: ">= 5", met: text.ratio >= 5 } : {}),
+      });
       rows.push({ name: `${turns} turns: samples per episode`, value: text.samplesPerEpisode, goal: "1", met: text.samplesPerEpisode === 1 });
       rows.push({ name: `${turns} turns: merge time per episode (text)`, value: text.perEpisodeMs, unit: "ms" });
       rows.push({ name: `${turns} turns: merge time per turn (text)`, value: text.perTurnUs, unit: "us" });

@@ -34,7 +34,11 @@ async function until(check: () => Promise<boolean>, timeoutMs = 30_000): Promise
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function healthyTokens(folder: Awaited<ReturnType<typeof fixtureFolder>>): Promise<{ tokens: number; calls: number; monitoredMs: number }> {
-  const { path, resultDir } = await folder.write({ id: "bench-healthy", command: "node trainer.mjs --steps 40 --step-ms 100", worker: { poll_interval: "1s", heartbeat_interval: "10s", lease_ttl: "1m" } });
+  const { path, resultDir } = await folder.write({
+    id: "bench-healthy",
+    command: "node trainer.mjs --steps 40 --step-ms 100",
+    worker: { poll_interval: "1s", heartbeat_interval: "10s", lease_ttl: "1m" },
+  });
   const ledger = new JsonlLedger(join(resultDir, "ledger.jsonl"));
   const model = createScriptedChatModel([{ parsed: { diagnosis: "would answer", retry: false }, repeat: true }], { sink: ledger }, {});
   const started = Date.now();
@@ -47,7 +51,11 @@ async function healthyTokens(folder: Awaited<ReturnType<typeof fixtureFolder>>):
 
 async function relaunchLatencies(folder: Awaited<ReturnType<typeof fixtureFolder>>): Promise<{ latencies: number[]; failureTimes: number[] }> {
   const pidFile = join(folder.dir, "bench-killed.pids");
-  const { path, resultDir } = await folder.write({ id: "bench-killed", command: `node trainer.mjs --steps 60 --step-ms 100 --pid-file ${pidFile}`, worker: { poll_interval: "1s" } });
+  const { path, resultDir } = await folder.write({
+    id: "bench-killed",
+    command: `node trainer.mjs --steps 60 --step-ms 100 --pid-file ${pidFile}`,
+    worker: { poll_interval: "1s" },
+  });
   const running = runWorker({ blueprintPath: path, progress: silentProgress, model: null });
   const kills: number[] = [];
   for (let kill = 1; kill <= 3; kill += 1) {
@@ -56,13 +64,17 @@ async function relaunchLatencies(folder: Awaited<ReturnType<typeof fixtureFolder
     const pids = (await readFile(pidFile, "utf8")).trim().split("\n");
     process.kill(Number(pids[kill - 1]), "SIGKILL");
     kills.push(Date.now());
-    await until(async () => (await readEvents(join(resultDir, "events.jsonl"))).events.some((event) => event.kind === "run.launched" && event.attempt === kill + 1));
+    await until(async () =>
+      (await readEvents(join(resultDir, "events.jsonl"))).events.some((event) => event.kind === "run.launched" && event.attempt === kill + 1),
+    );
   }
   const outcome = await running;
   if (outcome.state !== "succeeded") throw new Error(`killed run ended ${outcome.state}: ${outcome.reason}`);
   const events = (await readEvents(join(resultDir, "events.jsonl"))).events;
   const firstLaunch = Date.parse(events.find((event) => event.kind === "run.launched")!.time);
-  const latencies = kills.map((killedAt, index) => Date.parse(events.find((event) => event.kind === "run.launched" && event.attempt === index + 2)!.time) - killedAt);
+  const latencies = kills.map(
+    (killedAt, index) => Date.parse(events.find((event) => event.kind === "run.launched" && event.attempt === index + 2)!.time) - killedAt,
+  );
   return { latencies, failureTimes: kills.map((killedAt) => killedAt - firstLaunch) };
 }
 
@@ -86,7 +98,13 @@ const benchmark: Benchmark = {
           { name: "LLM calls during the healthy run (worker)", value: healthy.calls },
           { name: "LLM looks in a healthy hour (AgentJet backoff)", value: backoffLooksWithin(3_600_000), unit: "calls/h" },
           { name: "failure-to-relaunch latency, median of 3 kills (worker)", value: measured / 1000, unit: "s", goal: "<= 5", met: measured <= 5_000 },
-          { name: "failure-to-relaunch latency, worst of 3 kills (worker)", value: Math.max(...latencies) / 1000, unit: "s", goal: "<= 5", met: Math.max(...latencies) <= 5_000 },
+          {
+            name: "failure-to-relaunch latency, worst of 3 kills (worker)",
+            value: Math.max(...latencies) / 1000,
+            unit: "s",
+            goal: "<= 5",
+            met: Math.max(...latencies) <= 5_000,
+          },
           { name: "detection delay for the same failure times (backoff), median", value: median(sameTimes) / 1000, unit: "s" },
           { name: "ratio backoff delay / worker latency, same failure times", value: median(sameTimes) / measured, unit: "x" },
           { name: "detection delay, failures at 5m/30m/2h/12h (backoff), mean", value: meanLater / 1000, unit: "s" },

@@ -18,14 +18,28 @@ describe("auditBlueprint on text", () => {
   it("names the file it was given on every finding", () => {
     const findings = auditBlueprint(base.replace("`/opt/a3r/examples/grpo-arithmetic`", "`grpo`"), { file: "stage-1/a.md" });
     expect(findings).toEqual([
-      { file: "stage-1/a.md", line: 26, severity: "error", code: "PATH_RELATIVE", message: 'Codebase path "grpo" is not absolute', hint: expect.stringContaining("full path") },
+      {
+        file: "stage-1/a.md",
+        line: 26,
+        severity: "error",
+        code: "PATH_RELATIVE",
+        message: 'Codebase path "grpo" is not absolute',
+        hint: expect.stringContaining("full path"),
+      },
     ]);
   });
 
   it("reports every missing section, optional notes as a warning", () => {
     const findings = auditBlueprint("---\na3r: blueprint/v1\nid: bare\nmode: classic\n---\n# Experiment Blueprint: bare\n");
     expect(findings.filter((finding) => finding.code === "SECTION_MISSING").map((finding) => finding.severity)).toEqual([
-      "error", "error", "error", "error", "error", "error", "error", "warning",
+      "error",
+      "error",
+      "error",
+      "error",
+      "error",
+      "error",
+      "error",
+      "warning",
     ]);
   });
 
@@ -58,7 +72,9 @@ describe("auditBlueprint on text", () => {
   });
 
   it("uses a campaign's extended policy", () => {
-    const rules = mergeCommandPolicy(defaultCommandRules, [{ id: "no-background", pattern: "&\\s*$", reason: "background jobs escape supervision", severity: "warning" }]);
+    const rules = mergeCommandPolicy(defaultCommandRules, [
+      { id: "no-background", pattern: "&\\s*$", reason: "background jobs escape supervision", severity: "warning" },
+    ]);
     const findings = auditBlueprint(base, { commandRules: rules });
     expect(findings).toEqual([expect.objectContaining({ code: "COMMAND_DISCOURAGED", line: 40, severity: "warning" })]);
   });
@@ -103,7 +119,10 @@ describe("path existence", () => {
     expect(auditBlueprint(base, { pathExists })).toEqual([]);
     expect(seen).toEqual([]);
     const findings = auditBlueprint(base, { checkPaths: true, pathExists });
-    expect(codes(findings)).toEqual([["PATH_NOT_FOUND", 26], ["PATH_NOT_FOUND", 34]]);
+    expect(codes(findings)).toEqual([
+      ["PATH_NOT_FOUND", 26],
+      ["PATH_NOT_FOUND", 34],
+    ]);
     expect(seen).not.toContain("/tmp/a3r-runs/grpo-lr-3e-6");
   });
 });
@@ -111,8 +130,17 @@ describe("path existence", () => {
 describe("auditBlueprint on a Blueprint object", () => {
   it("checks values set in code: empty fields, bad ids, bad durations, schema", () => {
     const blueprint = parseBlueprint(base, "a.md");
-    const edited = { ...blueprint, id: "Bad Id", purpose: "", timeBudgetMs: Number.NaN, timeBudget: "soon", frontMatter: { ...blueprint.frontMatter, gpus: -1 } };
-    const found = auditBlueprint(edited).map((finding) => finding.code).sort();
+    const edited = {
+      ...blueprint,
+      id: "Bad Id",
+      purpose: "",
+      timeBudgetMs: Number.NaN,
+      timeBudget: "soon",
+      frontMatter: { ...blueprint.frontMatter, gpus: -1 },
+    };
+    const found = auditBlueprint(edited)
+      .map((finding) => finding.code)
+      .sort();
     expect(found).toEqual(["FRONT_MATTER_INVALID", "FRONT_MATTER_INVALID", "SECTION_EMPTY", "TIME_BUDGET_INVALID"]);
     expect(auditBlueprint(edited).every((finding) => finding.file === "a.md")).toBe(true);
   });

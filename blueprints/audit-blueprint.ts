@@ -43,7 +43,7 @@ export function auditBlueprint(input: Blueprint | string, options: AuditOptions 
     problems.push(...checkStructure(input));
   }
   if (blueprint) problems.push(...checkValues(blueprint, options));
-  const file = (typeof input === "string" ? options.file : input.file ?? options.file) ?? anonymousFile;
+  const file = (typeof input === "string" ? options.file : (input.file ?? options.file)) ?? anonymousFile;
   return problems.sort((a, b) => a.line - b.line).map((item) => toFinding(file, item));
 }
 
@@ -99,16 +99,31 @@ function checkStructure(blueprint: Blueprint): Problem[] {
       problems.push(problem("SECTION_EMPTY", blueprint.lines[key] ?? 0, `"${a3rSectionTitles[key]}" is empty`, `fill in the ${a3rSectionTitles[key]} section`));
     }
   }
-  if (blueprint.config === "") problems.push(problem("SECTION_EMPTY", blueprint.lines.config ?? 0, `"Configuration" is empty`, "give the configuration file's absolute path, or none"));
+  if (blueprint.config === "")
+    problems.push(problem("SECTION_EMPTY", blueprint.lines.config ?? 0, `"Configuration" is empty`, "give the configuration file's absolute path, or none"));
   if (!(blueprint.timeBudgetMs > 0) && blueprint.timeBudget.trim() !== "") {
-    problems.push(problem("TIME_BUDGET_INVALID", blueprint.lines["timeBudget.value"] ?? 0, `time budget "${blueprint.timeBudget}" is not a duration`, "write a duration with a unit, such as 4h, 90m or 1h30m"));
+    problems.push(
+      problem(
+        "TIME_BUDGET_INVALID",
+        blueprint.lines["timeBudget.value"] ?? 0,
+        `time budget "${blueprint.timeBudget}" is not a duration`,
+        "write a duration with a unit, such as 4h, 90m or 1h30m",
+      ),
+    );
   }
   if (blueprint.format === "a3r") {
     // The front matter as render would write it: the object's id and mode are the truth.
     problems.push(...checkFrontMatter({ ...blueprint.frontMatter, id: blueprint.id, mode: blueprint.mode }, "a3r", blueprint.lines));
   } else {
     if (!isSafeBlueprintId(blueprint.id)) {
-      problems.push(problem("ID_INVALID", blueprint.lines.id ?? 0, `blueprint id "${blueprint.id}" is not a safe name`, "use lower-case letters, digits, '.', '_' and '-' (at most 80 characters)"));
+      problems.push(
+        problem(
+          "ID_INVALID",
+          blueprint.lines.id ?? 0,
+          `blueprint id "${blueprint.id}" is not a safe name`,
+          "use lower-case letters, digits, '.', '_' and '-' (at most 80 characters)",
+        ),
+      );
     }
     if (Object.keys(blueprint.frontMatter).length > 0) problems.push(...checkFrontMatter(blueprint.frontMatter, "agentjet", blueprint.lines));
   }
@@ -132,11 +147,25 @@ function checkValues(blueprint: Blueprint, options: AuditOptions): Problem[] {
     const line = blueprint.lines[`${key}.value`] ?? blueprint.lines[key] ?? 0;
     if (!value.startsWith("/")) {
       const tilde = value.startsWith("~") ? " (~ is not expanded)" : "";
-      problems.push(problem("PATH_RELATIVE", line, `${title} path "${value}" is not absolute${tilde}`, "write the full path from / : a worker runs in its own folder, so relative paths point elsewhere"));
+      problems.push(
+        problem(
+          "PATH_RELATIVE",
+          line,
+          `${title} path "${value}" is not absolute${tilde}`,
+          "write the full path from / : a worker runs in its own folder, so relative paths point elsewhere",
+        ),
+      );
       continue;
     }
     if (options.checkPaths && key !== "resultDir" && !pathExists(value)) {
-      problems.push(problem("PATH_NOT_FOUND", line, `${title} path "${value}" does not exist on this machine`, "fix the path, or audit on the host the blueprint will run on"));
+      problems.push(
+        problem(
+          "PATH_NOT_FOUND",
+          line,
+          `${title} path "${value}" does not exist on this machine`,
+          "fix the path, or audit on the host the blueprint will run on",
+        ),
+      );
     }
   }
   if (options.allowedRoots && options.allowedRoots.length > 0 && blueprint.resultDir.startsWith("/")) {
@@ -161,7 +190,14 @@ function checkValues(blueprint: Blueprint, options: AuditOptions): Problem[] {
     // A malformed `command_rules` is reported by the front-matter check; one that redefines a
     // default rule is reported here. Either way the command is still held to the defaults.
     if (error instanceof A3rError && z.array(commandRuleSchema).safeParse(blueprint.frontMatter.command_rules).success) {
-      problems.push(problem("FRONT_MATTER_INVALID", blueprint.lines.command_rules ?? 1, `front matter field "command_rules": ${error.message}`, error.hint ?? "a campaign may only add command rules"));
+      problems.push(
+        problem(
+          "FRONT_MATTER_INVALID",
+          blueprint.lines.command_rules ?? 1,
+          `front matter field "command_rules": ${error.message}`,
+          error.hint ?? "a campaign may only add command rules",
+        ),
+      );
     }
   }
   for (const violation of checkCommand(blueprint.command, rules)) {

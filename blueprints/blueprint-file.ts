@@ -25,7 +25,14 @@ async function readBlueprintText(path: string): Promise<{ text: string } | { pro
     return { problem: problem("FILE_UNREADABLE", 0, `cannot read the file (${code ?? String(error)})`, "check the file's permissions") };
   }
   if (size > maxBlueprintBytes) {
-    return { problem: problem("FILE_TOO_LARGE", 0, `the file is ${size} bytes, over the 1 MiB limit`, "a blueprint is a page of markdown: move data and logs out of it (at most 1 MiB)") };
+    return {
+      problem: problem(
+        "FILE_TOO_LARGE",
+        0,
+        `the file is ${size} bytes, over the 1 MiB limit`,
+        "a blueprint is a page of markdown: move data and logs out of it (at most 1 MiB)",
+      ),
+    };
   }
   let handle;
   try {

@@ -36,7 +36,8 @@ export function blueprintTemplate(options: BlueprintTemplateOptions = {}): strin
     resultDir,
     timeBudgetMs: 4 * 3_600_000,
     timeBudget: "4h",
-    notes: "- Preparation: what must be true before launch.\n- Cleanup: what to remove afterwards.\n- Expectation: what result would support or reject the hypothesis.",
+    notes:
+      "- Preparation: what must be true before launch.\n- Cleanup: what to remove afterwards.\n- Expectation: what result would support or reject the hypothesis.",
     frontMatter: {
       a3r: blueprintVersion,
       id,

@@ -13,16 +13,7 @@ export type BlueprintFormat = "a3r" | "agentjet";
 /** The eight sections, named by the Blueprint field each one fills. */
 export type SectionKey = "purpose" | "codebase" | "venv" | "config" | "command" | "resultDir" | "timeBudget" | "notes";
 
-export const sectionKeys: readonly SectionKey[] = [
-  "purpose",
-  "codebase",
-  "venv",
-  "config",
-  "command",
-  "resultDir",
-  "timeBudget",
-  "notes",
-];
+export const sectionKeys: readonly SectionKey[] = ["purpose", "codebase", "venv", "config", "command", "resultDir", "timeBudget", "notes"];
 
 export interface Blueprint {
   /** Unique in a campaign; the idempotency key of its run. */

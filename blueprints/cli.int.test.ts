@@ -131,7 +131,9 @@ describe("a3r blueprint show", () => {
     const file = join(broken, "schema-type-error.md");
     const result = await a3r("blueprint", "show", file);
     expect(result.code).toBe(1);
-    expect(result.stderr.split("\n")[0]).toBe(`error [SCHEMA_INVALID] ${file}:7: front matter field "gpus" is invalid: Invalid input: expected number, received string`);
+    expect(result.stderr.split("\n")[0]).toBe(
+      `error [SCHEMA_INVALID] ${file}:7: front matter field "gpus" is invalid: Invalid input: expected number, received string`,
+    );
     expect(result.stderr).toContain("hint: write the number of GPUs");
     expect(result.stderr).not.toContain("    at ");
   });

@@ -141,7 +141,10 @@ describe("the default command policy", () => {
     const started = performance.now();
     const violations = checkCommand(`echo ok\n${"curl ".repeat(40_000)}\nrm -rf /`);
     expect(performance.now() - started).toBeLessThan(2000);
-    expect(violations.map((violation) => [violation.ruleId, violation.line])).toEqual([["line-too-long", 1], ["rm-recursive-root", 2]]);
+    expect(violations.map((violation) => [violation.ruleId, violation.line])).toEqual([
+      ["line-too-long", 1],
+      ["rm-recursive-root", 2],
+    ]);
     const worst = `${"bash -c curl ".repeat(Math.floor(maxCheckedLineLength / 13))}`;
     const start = performance.now();
     checkCommand(worst);

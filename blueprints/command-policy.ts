@@ -218,7 +218,10 @@ export const commandRuleSchema = z
   .strictObject({
     id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "kebab-case letters and digits"),
     pattern: z.string().min(1),
-    flags: z.string().regex(/^[imsu]*$/, "only the flags i, m, s and u").optional(),
+    flags: z
+      .string()
+      .regex(/^[imsu]*$/, "only the flags i, m, s and u")
+      .optional(),
     reason: z.string().min(1),
     severity: z.enum(["error", "warning"]),
   })

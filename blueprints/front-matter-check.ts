@@ -23,11 +23,7 @@ const fieldHints: Record<string, string> = {
  * Checks front-matter data against the schema of its format, one problem per issue, each
  * on the line of the field it is about (line 1, the opening ---, for a missing field).
  */
-export function checkFrontMatter(
-  data: Record<string, unknown>,
-  format: BlueprintFormat,
-  fieldLines: Record<string, number>,
-): Problem[] {
+export function checkFrontMatter(data: Record<string, unknown>, format: BlueprintFormat, fieldLines: Record<string, number>): Problem[] {
   const schema: z.ZodType = format === "a3r" ? blueprintFrontMatterSchema : agentjetFrontMatterSchema;
   const result = schema.safeParse(data);
   if (result.success) return [];
@@ -36,9 +32,7 @@ export function checkFrontMatter(
     const top = String(issue.path[0] ?? "");
     const line = lineOfPath(issue.path.map(String), fieldLines);
     const missing = !hasPath(data, issue.path.map(String));
-    const message = missing
-      ? `front matter lacks the required field "${path}"`
-      : `front matter field "${path}" is invalid: ${issue.message}`;
+    const message = missing ? `front matter lacks the required field "${path}"` : `front matter field "${path}" is invalid: ${issue.message}`;
     return problem("FRONT_MATTER_INVALID", line, message, fieldHints[top] ?? "fix the field to match the blueprint schema (blueprints/front-matter-schema.ts)");
   });
 }

@@ -18,9 +18,7 @@ const safeId = z
   .max(blueprintIdMaxLength, `at most ${blueprintIdMaxLength} characters`)
   .regex(blueprintIdPattern, "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit");
 
-const durationText = z
-  .union([z.string(), z.number()])
-  .refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
+const durationText = z.union([z.string(), z.number()]).refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
 
 export const blueprintModeSchema = z.enum(["swarm", "classic"]);
 

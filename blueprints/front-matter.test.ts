@@ -85,7 +85,13 @@ describe("front matter safety", () => {
 
   it("turns alias bombs, absurd nesting and huge front matter into findings, never a throw", () => {
     const levels = ["a: &a [x, x, x, x, x, x, x, x, x]"];
-    for (const [name, previous] of [["b", "a"], ["c", "b"], ["d", "c"], ["e", "d"]]) levels.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(", ")}]`);
+    for (const [name, previous] of [
+      ["b", "a"],
+      ["c", "b"],
+      ["d", "c"],
+      ["e", "d"],
+    ])
+      levels.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(", ")}]`);
     expect(readFrontMatter(`---\n${levels.join("\n")}\n---\n`).problems.map((item) => item.code)).toEqual(["YAML_INVALID"]);
     const nested = readFrontMatter(`---\nx: ${"[".repeat(60_000)}\n---\n`);
     expect(nested.problems.length).toBeGreaterThan(0);

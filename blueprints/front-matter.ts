@@ -75,7 +75,12 @@ export function readFrontMatter(text: string): FrontMatter {
     return {
       ...fallback,
       problems: [
-        problem("FRONT_MATTER_TOO_LARGE", 1, `the front matter is ${block.length} characters, over the ${maxFrontMatterChars} limit`, "keep the front matter to the machine fields; put long text in the sections"),
+        problem(
+          "FRONT_MATTER_TOO_LARGE",
+          1,
+          `the front matter is ${block.length} characters, over the ${maxFrontMatterChars} limit`,
+          "keep the front matter to the machine fields; put long text in the sections",
+        ),
       ],
     };
   }
@@ -101,7 +106,17 @@ export function readFrontMatter(text: string): FrontMatter {
     parsed = matterWithSafeEngines(text, parseYaml);
   } catch (error) {
     // Only reachable if the language check above is ever bypassed: a refusing engine threw.
-    return { ...fallback, problems: [problem("FRONT_MATTER_NOT_YAML", 1, `front matter refused: ${error instanceof Error ? error.message : String(error)}`, "write the front matter in YAML")] };
+    return {
+      ...fallback,
+      problems: [
+        problem(
+          "FRONT_MATTER_NOT_YAML",
+          1,
+          `front matter refused: ${error instanceof Error ? error.message : String(error)}`,
+          "write the front matter in YAML",
+        ),
+      ],
+    };
   }
 
   const body = parsed.content;
@@ -110,21 +125,31 @@ export function readFrontMatter(text: string): FrontMatter {
   const yamlHint = "fix the YAML syntax on that line (quote values holding ': ' or '#', indent nested keys)";
   if (failure !== undefined) {
     const message = failure instanceof Error ? failure.message : String(failure);
-    result.problems = [problem("YAML_INVALID", 1, `front matter cannot be read: ${firstMessageLine(message)}`, "write plain fields: no deep nesting, no alias expansion tricks")];
+    result.problems = [
+      problem("YAML_INVALID", 1, `front matter cannot be read: ${firstMessageLine(message)}`, "write plain fields: no deep nesting, no alias expansion tricks"),
+    ];
     return result;
   }
   if (document === undefined) return result;
 
   if (document.errors.length > 0) {
     // The first few are enough to fix; the rest usually follow from them.
-    result.problems = document.errors.slice(0, 5).map((error) =>
-      problem("YAML_INVALID", error.linePos?.[0]?.line ?? 1, `front matter is not valid YAML: ${firstMessageLine(error.message)}`, yamlHint),
-    );
+    result.problems = document.errors
+      .slice(0, 5)
+      .map((error) => problem("YAML_INVALID", error.linePos?.[0]?.line ?? 1, `front matter is not valid YAML: ${firstMessageLine(error.message)}`, yamlHint));
     return result;
   }
-  result.problems = document.warnings.slice(0, 5).map((warning) =>
-    problem("YAML_WARNING", warning.linePos?.[0]?.line ?? 1, `front matter: ${firstMessageLine(warning.message)}`, "drop the !tag: blueprint fields are plain text, numbers, lists and mappings", "warning"),
-  );
+  result.problems = document.warnings
+    .slice(0, 5)
+    .map((warning) =>
+      problem(
+        "YAML_WARNING",
+        warning.linePos?.[0]?.line ?? 1,
+        `front matter: ${firstMessageLine(warning.message)}`,
+        "drop the !tag: blueprint fields are plain text, numbers, lists and mappings",
+        "warning",
+      ),
+    );
   const contents = document.contents;
   const data = parsed.data as unknown;
   if (contents !== null && !isMap(contents)) {

@@ -44,7 +44,17 @@ describe("parseBlueprint, a3r form", () => {
   });
 
   it("records the line of each section and field", () => {
-    expect(blueprint.lines).toMatchObject({ frontMatter: 1, id: 3, mode: 6, "metric.goal": 11, title: 15, purpose: 17, command: 36, "command.value": 39, resultDir: 44 });
+    expect(blueprint.lines).toMatchObject({
+      frontMatter: 1,
+      id: 3,
+      mode: 6,
+      "metric.goal": 11,
+      title: 15,
+      purpose: 17,
+      command: 36,
+      "command.value": 39,
+      resultDir: 44,
+    });
   });
 });
 
@@ -58,9 +68,17 @@ describe("parseBlueprint, AgentJet form", () => {
   });
 
   it("derives the id from the result directory, else the file name", () => {
-    const text = "## [exp_purpose]\nP\n## [exp_codebase_dir]\n- dir: /c\n## [exp_venv_exe]\n- path: /v/python\n## [exp_yaml_path]\n- path: none\n## [exp_launch_command]\n- command: python train.py\n## [exp_result_dir]\n- dir: /runs/Exp LR 1e-5/\n## [exp_max_time]\n90 minutes\n";
+    const text =
+      "## [exp_purpose]\nP\n## [exp_codebase_dir]\n- dir: /c\n## [exp_venv_exe]\n- path: /v/python\n## [exp_yaml_path]\n- path: none\n## [exp_launch_command]\n- command: python train.py\n## [exp_result_dir]\n- dir: /runs/Exp LR 1e-5/\n## [exp_max_time]\n90 minutes\n";
     const parsed = parseBlueprint(text, "/somewhere/blueprint.md");
-    expect(parsed).toMatchObject({ id: "exp-lr-1e-5", mode: "classic", config: null, command: "python train.py", resultDir: "/runs/Exp LR 1e-5/", timeBudgetMs: 90 * 60_000 });
+    expect(parsed).toMatchObject({
+      id: "exp-lr-1e-5",
+      mode: "classic",
+      config: null,
+      command: "python train.py",
+      resultDir: "/runs/Exp LR 1e-5/",
+      timeBudgetMs: 90 * 60_000,
+    });
     const noResult = analyzeBlueprint(text.replace("- dir: /runs/Exp LR 1e-5/", ""), "/x/S2 Batch 64.agentjet.md");
     expect(noResult.blueprint!.id).toBe("s2-batch-64");
   });
@@ -97,7 +115,13 @@ describe("parseBlueprint details", () => {
   });
 
   it("reads time budgets written in words", () => {
-    for (const [written, ms] of [["90m", 5_400_000], ["1h30m", 5_400_000], ["4 hours", 14_400_000], ["2h (hard kill)", 7_200_000], ["`45m`", 2_700_000]] as const) {
+    for (const [written, ms] of [
+      ["90m", 5_400_000],
+      ["1h30m", 5_400_000],
+      ["4 hours", 14_400_000],
+      ["2h (hard kill)", 7_200_000],
+      ["`45m`", 2_700_000],
+    ] as const) {
       expect(parseBlueprint(base.replace("\n4h\n", `\n${written}\n`)).timeBudgetMs).toBe(ms);
     }
     expect(analyzeBlueprint(base.replace("\n4h\n", "\n4\n")).problems.map((item) => item.code)).toEqual(["TIME_BUDGET_INVALID"]);
@@ -111,7 +135,9 @@ describe("parseBlueprint details", () => {
 
   it("throws an A3rError naming the file and line of the first error", () => {
     const text = base.replace("gpus: 1", "gpus: two").replace("## Time Budget\n\n4h", "## Time Budget\n\nsoon");
-    expect(() => parseBlueprint(text, "bp.md")).toThrow(expect.objectContaining({ code: "SCHEMA_INVALID", where: "bp.md:8", hint: expect.stringContaining("whole number") }));
+    expect(() => parseBlueprint(text, "bp.md")).toThrow(
+      expect.objectContaining({ code: "SCHEMA_INVALID", where: "bp.md:8", hint: expect.stringContaining("whole number") }),
+    );
   });
 
   it("turns names into safe ids", () => {

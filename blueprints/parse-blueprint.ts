@@ -43,11 +43,22 @@ export function analyzeBlueprint(input: string, file?: string): BlueprintAnalysi
     if (section.key === undefined) {
       unknown.push(section);
       problems.push(
-        problem("SECTION_UNKNOWN", section.line, `"## ${section.heading}" is not a blueprint section; its text is kept with the notes`, `use one of: ${Object.values(a3rSectionTitles).join(", ")}`, "warning"),
+        problem(
+          "SECTION_UNKNOWN",
+          section.line,
+          `"## ${section.heading}" is not a blueprint section; its text is kept with the notes`,
+          `use one of: ${Object.values(a3rSectionTitles).join(", ")}`,
+          "warning",
+        ),
       );
     } else if (found.has(section.key)) {
       problems.push(
-        problem("SECTION_DUPLICATE", section.line, `section "${section.heading}" appears again (first on line ${found.get(section.key)!.line})`, "merge the two sections into one"),
+        problem(
+          "SECTION_DUPLICATE",
+          section.line,
+          `section "${section.heading}" appears again (first on line ${found.get(section.key)!.line})`,
+          "merge the two sections into one",
+        ),
       );
     } else {
       found.set(section.key, section);
@@ -59,10 +70,23 @@ export function analyzeBlueprint(input: string, file?: string): BlueprintAnalysi
     const title = a3rSectionTitles[key];
     const severity = optionalSections.has(key) ? "warning" : "error";
     if (!section) {
-      const next = sectionKeys.slice(index + 1).map((later) => found.get(later)).find((later) => later !== undefined);
-      problems.push(problem("SECTION_MISSING", next?.line ?? split.endLine, `section "## ${title}" is missing`, `add a "## ${title}" section${hintForSection(key)}`, severity));
+      const next = sectionKeys
+        .slice(index + 1)
+        .map((later) => found.get(later))
+        .find((later) => later !== undefined);
+      problems.push(
+        problem(
+          "SECTION_MISSING",
+          next?.line ?? split.endLine,
+          `section "## ${title}" is missing`,
+          `add a "## ${title}" section${hintForSection(key)}`,
+          severity,
+        ),
+      );
     } else if (section.content === "") {
-      problems.push(problem("SECTION_EMPTY", section.line, `section "## ${section.heading}" is empty`, `write the ${describeSection(key)} under the heading`, severity));
+      problems.push(
+        problem("SECTION_EMPTY", section.line, `section "## ${section.heading}" is empty`, `write the ${describeSection(key)} under the heading`, severity),
+      );
     }
   });
 
@@ -71,18 +95,34 @@ export function analyzeBlueprint(input: string, file?: string): BlueprintAnalysi
   const timeBudgetMs = parseTimeBudget(timeBudget) ?? Number.NaN;
   const timeSection = found.get("timeBudget");
   if (timeSection && timeSection.content !== "" && Number.isNaN(timeBudgetMs)) {
-    problems.push(problem("TIME_BUDGET_INVALID", timeSection.contentLine, `time budget "${timeBudget}" is not a duration`, "write a duration with a unit, such as 4h, 90m or 1h30m"));
+    problems.push(
+      problem(
+        "TIME_BUDGET_INVALID",
+        timeSection.contentLine,
+        `time budget "${timeBudget}" is not a duration`,
+        "write a duration with a unit, such as 4h, 90m or 1h30m",
+      ),
+    );
   }
 
   if (!frontMatter.present && format === "a3r") {
-    problems.push(problem("FRONT_MATTER_MISSING", 1, "an a3r blueprint needs YAML front matter (a3r, id, mode ...)", "start the file with --- , a3r: blueprint/v1, id: ..., mode: ..., then ---"));
+    problems.push(
+      problem(
+        "FRONT_MATTER_MISSING",
+        1,
+        "an a3r blueprint needs YAML front matter (a3r, id, mode ...)",
+        "start the file with --- , a3r: blueprint/v1, id: ..., mode: ..., then ---",
+      ),
+    );
   } else if (!hasErrors(frontMatter.problems)) {
     problems.push(...checkFrontMatter(frontMatter.data, format, frontMatter.fieldLines));
   }
 
   const command = content("command") === "" ? "" : extractCommand(content("command"));
   const resultDir = content("resultDir") === "" ? "" : extractPath(content("resultDir"));
-  const notes = [content("notes"), ...unknown.map((section) => `## ${section.heading}\n\n${section.content}`.trim())].filter((part) => part !== "").join("\n\n");
+  const notes = [content("notes"), ...unknown.map((section) => `## ${section.heading}\n\n${section.content}`.trim())]
+    .filter((part) => part !== "")
+    .join("\n\n");
   const data = frontMatter.data;
   const blueprint: Blueprint = {
     id: chooseId(data.id, resultDir, file),
@@ -139,7 +179,12 @@ function chooseId(declared: unknown, resultDir: string, file: string | undefined
   if (typeof declared === "string" && declared !== "") return declared;
   const fromResult = toSafeId(basename(stripTrailing(resultDir, "/")));
   if (fromResult !== "") return fromResult;
-  const fromFile = toSafeId(basename(file ?? "").replace(/\.md$/i, "").replace(/\.agentjet$/i, "").replace(/^blueprint$/i, ""));
+  const fromFile = toSafeId(
+    basename(file ?? "")
+      .replace(/\.md$/i, "")
+      .replace(/\.agentjet$/i, "")
+      .replace(/^blueprint$/i, ""),
+  );
   return fromFile !== "" ? fromFile : "blueprint";
 }
 

@@ -24,7 +24,7 @@ describe("renderBlueprint round trip", () => {
   it("keeps unknown front-matter keys, their types and order", () => {
     const text = example("grpo-lr-3e-6.md").replace(
       "overrides: { lr: 3.0e-6 }",
-      "overrides: { lr: 3.0e-6 }\nleader_note: { planned_at: 2026-01-01, tags: [a, b], code: \"0123\", retry: null }\nx-priority: 2",
+      'overrides: { lr: 3.0e-6 }\nleader_note: { planned_at: 2026-01-01, tags: [a, b], code: "0123", retry: null }\nx-priority: 2',
     );
     const first = parseBlueprint(text);
     const second = parseBlueprint(renderBlueprint(first));
@@ -73,12 +73,31 @@ function generator(seed: number): { int(max: number): number; pick<T>(items: rea
   };
 }
 
-const words = ["reward", "GRPO", "lr=3e-6", "`batch`", "H2:", "a # b", "50%", "\"quoted\"", "'single'", "中文", "🙂", "x: y", "[link](http://x)", "*em*", "- item", "1. step", "--flag", "\\back"];
+const words = [
+  "reward",
+  "GRPO",
+  "lr=3e-6",
+  "`batch`",
+  "H2:",
+  "a # b",
+  "50%",
+  '"quoted"',
+  "'single'",
+  "中文",
+  "🙂",
+  "x: y",
+  "[link](http://x)",
+  "*em*",
+  "- item",
+  "1. step",
+  "--flag",
+  "\\back",
+];
 const commandLines = [
   "python train.py --lr 3e-6 > out.log 2>&1",
   "## a shell comment that looks like a heading",
   "# another comment",
-  "echo `date` && echo \"$HOME\"",
+  'echo `date` && echo "$HOME"',
   "```",
   "cat <<'EOF' > config.yaml",
   "lr: 3e-6",
@@ -87,7 +106,37 @@ const commandLines = [
   "npx a3r swarm client --episodes 10 &",
   "rm -rf ./outputs/tmp",
 ];
-const trickyValues: unknown[] = ["0123", "2026-01-01", "yes", "no", "null", "~", "#not a comment", ": colon", "- dash", "3e-6", "", " padded ", "multi\nline", 0, -1.5, 3e-6, true, false, null, ["a", 1, null], { nested: { deep: "0o17" } }, "@at", "`tick`", "{flow}", "[list]", "*star", "!tag", "%percent", "'q'"];
+const trickyValues: unknown[] = [
+  "0123",
+  "2026-01-01",
+  "yes",
+  "no",
+  "null",
+  "~",
+  "#not a comment",
+  ": colon",
+  "- dash",
+  "3e-6",
+  "",
+  " padded ",
+  "multi\nline",
+  0,
+  -1.5,
+  3e-6,
+  true,
+  false,
+  null,
+  ["a", 1, null],
+  { nested: { deep: "0o17" } },
+  "@at",
+  "`tick`",
+  "{flow}",
+  "[list]",
+  "*star",
+  "!tag",
+  "%percent",
+  "'q'",
+];
 const budgets = ["4h", "90m", "1h30m", "2 hours", "45m (hard kill)", "20 minutes", "2d"];
 
 function line(random: ReturnType<typeof generator>): string {
@@ -95,10 +144,12 @@ function line(random: ReturnType<typeof generator>): string {
 }
 
 function text(random: ReturnType<typeof generator>, maxLines: number): string {
-  return Array.from({ length: 1 + random.int(maxLines) }, () => (random.chance(0.15) ? "" : line(random)))
-    .join("\n")
-    .replace(/^\n+|\n+$/g, "")
-    .replace(/\n{2,}/g, "\n\n") || "text";
+  return (
+    Array.from({ length: 1 + random.int(maxLines) }, () => (random.chance(0.15) ? "" : line(random)))
+      .join("\n")
+      .replace(/^\n+|\n+$/g, "")
+      .replace(/\n{2,}/g, "\n\n") || "text"
+  );
 }
 
 function path(random: ReturnType<typeof generator>): string {
@@ -112,7 +163,8 @@ function generateBlueprint(seed: number): Blueprint {
   const mode = random.chance(0.5) ? "swarm" : "classic";
   const timeBudget = random.pick(budgets);
   const frontMatter: Record<string, unknown> = {};
-  if (random.chance(0.7)) Object.assign(frontMatter, { campaign: "camp-1", stage: random.int(5), hypothesis: `H${random.int(9)}`, gpus: random.int(8), seed: random.int(100) });
+  if (random.chance(0.7))
+    Object.assign(frontMatter, { campaign: "camp-1", stage: random.int(5), hypothesis: `H${random.int(9)}`, gpus: random.int(8), seed: random.int(100) });
   if (random.chance(0.5)) frontMatter.metric = { name: "reward_mean", goal: random.pick(["maximize", "minimize"]) };
   if (random.chance(0.5)) frontMatter.overrides = { lr: 3e-6, batch_size: 32, note: random.pick(trickyValues) };
   for (let index = 0; index < random.int(5); index += 1) frontMatter[`extra_${index}_${random.pick(["a", "b-c", "d.e"])}`] = random.pick(trickyValues);

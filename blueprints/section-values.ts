@@ -166,7 +166,8 @@ export function extractCommand(content: string): string {
   return trimmed;
 }
 
-const durationRun = /\d+(?:\.\d+)?\s*(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b(?:[\s,]*(?:and\s+)?\d+(?:\.\d+)?\s*(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b)*/i;
+const durationRun =
+  /\d+(?:\.\d+)?\s*(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b(?:[\s,]*(?:and\s+)?\d+(?:\.\d+)?\s*(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b)*/i;
 
 /** The time budget as written: a bullet value, a code span or the first line. */
 export function extractTimeBudgetText(content: string): string {

@@ -35,7 +35,10 @@ describe("campaign audit", () => {
     const events = (await readFile(join(root, "events.jsonl"), "utf8")).split("\n").filter((line) => !line.includes("blueprint.skipped"));
     await writeFile(join(root, "events.jsonl"), `${events.join("\n")}\n`);
     expect(codes(await auditCampaign(root))).toEqual(["error BLUEPRINT_UNACCOUNTED"]);
-    await appendFile(join(root, "events.jsonl"), '{"time":"2026-11-28T08:02:00.000Z","kind":"leader.decided","blueprintId":"s1-lr-1e-5","reason":"budget spent on stage 2"}\n');
+    await appendFile(
+      join(root, "events.jsonl"),
+      '{"time":"2026-11-28T08:02:00.000Z","kind":"leader.decided","blueprintId":"s1-lr-1e-5","reason":"budget spent on stage 2"}\n',
+    );
     expect(await auditCampaign(root)).toEqual([]);
   });
 
@@ -67,7 +70,10 @@ describe("campaign audit", () => {
     await cp(join(root, "stages", "1", "blueprints", "s1-lr-3e-6.md"), join(stage2, "again.md"));
     const pending = (await readFile(join(root, "stages", "1", "blueprints", "s1-lr-3e-6.md"), "utf8")).replaceAll("s1-lr-3e-6", "s2-pending");
     await writeFile(join(stage2, "s2-pending.md"), pending);
-    await appendFile(join(root, "events.jsonl"), '{"time":"2026-11-28T10:00:00.000Z","kind":"blueprint.dispatched","blueprintId":"s2-pending","host":"gpu-01"}\n');
+    await appendFile(
+      join(root, "events.jsonl"),
+      '{"time":"2026-11-28T10:00:00.000Z","kind":"blueprint.dispatched","blueprintId":"s2-pending","host":"gpu-01"}\n',
+    );
     await cp(join(root, "results", "s1-lr-3e-6"), join(root, "results", "left-over"), { recursive: true });
     await rm(join(root, "topic.md"));
     expect(codes(await auditCampaign(root))).toEqual([

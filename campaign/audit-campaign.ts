@@ -35,20 +35,41 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
     findings.push({ file, line, severity, code, message, hint });
 
   if (!(await isFile(paths.topic))) {
-    add(paths.topic, 0, "error", "CAMPAIGN_TOPIC_MISSING", "topic.md is missing: the campaign has no research question", "write the topic the campaign was started with into topic.md");
+    add(
+      paths.topic,
+      0,
+      "error",
+      "CAMPAIGN_TOPIC_MISSING",
+      "topic.md is missing: the campaign has no research question",
+      "write the topic the campaign was started with into topic.md",
+    );
   }
 
   const eventsRead = await readEvents(paths.events);
   findings.push(...eventsRead.problems.map(problemToFinding));
   if (!(await isFile(paths.events))) {
-    add(paths.events, 0, "warning", "CAMPAIGN_FILE_MISSING", "events.jsonl is missing: no decision of the leader is on record", "the campaign store creates it; append events with campaign/event-log.ts");
+    add(
+      paths.events,
+      0,
+      "warning",
+      "CAMPAIGN_FILE_MISSING",
+      "events.jsonl is missing: no decision of the leader is on record",
+      "the campaign store creates it; append events with campaign/event-log.ts",
+    );
   }
   const ledgerRead = await readLedger(paths.ledger);
   findings.push(...ledgerRead.problems.map(problemToFinding));
 
   for (const name of await readdirOrEmpty(paths.stages)) {
     if (!/^\d+$/.test(name)) {
-      add(join(paths.stages, name), 0, "warning", "STAGE_FOLDER_INVALID", `stages/${name} is not a stage number; it is ignored`, "stage folders are named by their number: stages/1, stages/2 ...");
+      add(
+        join(paths.stages, name),
+        0,
+        "warning",
+        "STAGE_FOLDER_INVALID",
+        `stages/${name} is not a stage number; it is ignored`,
+        "stage folders are named by their number: stages/1, stages/2 ...",
+      );
     }
   }
 
@@ -56,10 +77,22 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
   const seen = new Map<string, string>();
   for (const stage of stages) {
     if (!stage.hasPlan && stage.blueprintFiles.length > 0) {
-      add(stage.paths.plan, 0, "warning", "STAGE_PLAN_MISSING", `stage ${stage.number} has blueprints but no plan.md`, "the leader writes the stage's hypotheses and predictions to plan.md before its blueprints");
+      add(
+        stage.paths.plan,
+        0,
+        "warning",
+        "STAGE_PLAN_MISSING",
+        `stage ${stage.number} has blueprints but no plan.md`,
+        "the leader writes the stage's hypotheses and predictions to plan.md before its blueprints",
+      );
     }
     for (const file of stage.blueprintFiles) {
-      findings.push(...(await inspector.audit(file, { ...(options.checkPaths === undefined ? {} : { checkPaths: options.checkPaths }), ...(options.allowedRoots === undefined ? {} : { allowedRoots: options.allowedRoots }) })));
+      findings.push(
+        ...(await inspector.audit(file, {
+          ...(options.checkPaths === undefined ? {} : { checkPaths: options.checkPaths }),
+          ...(options.allowedRoots === undefined ? {} : { allowedRoots: options.allowedRoots }),
+        })),
+      );
       let id: string;
       try {
         id = await inspector.readId(file);
@@ -68,11 +101,25 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
         continue;
       }
       if (basename(file, ".md") !== id) {
-        add(file, 1, "warning", "BLUEPRINT_FILE_NAME_MISMATCH", `the file is named ${basename(file)} but the blueprint id is ${id}`, `rename it to ${id}.md so people and tools find it by id`);
+        add(
+          file,
+          1,
+          "warning",
+          "BLUEPRINT_FILE_NAME_MISMATCH",
+          `the file is named ${basename(file)} but the blueprint id is ${id}`,
+          `rename it to ${id}.md so people and tools find it by id`,
+        );
       }
       const earlier = seen.get(id);
       if (earlier !== undefined) {
-        add(file, 1, "error", "BLUEPRINT_ID_DUPLICATE", `blueprint id ${id} is also used by ${earlier}`, "an id is the idempotency key of a run: give each blueprint of a campaign its own id");
+        add(
+          file,
+          1,
+          "error",
+          "BLUEPRINT_ID_DUPLICATE",
+          `blueprint id ${id} is also used by ${earlier}`,
+          "an id is the idempotency key of a run: give each blueprint of a campaign its own id",
+        );
         continue;
       }
       seen.set(id, file);
@@ -84,13 +131,26 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
   for (const name of await readdirOrEmpty(paths.results)) {
     const dir = join(paths.results, name);
     if (!seen.has(name) && (await isDirectory(dir))) {
-      add(dir, 0, "warning", "RESULT_ORPHANED", `results/${name} belongs to no blueprint under stages/*/blueprints`, "restore the blueprint file, or move the folder out of results/");
+      add(
+        dir,
+        0,
+        "warning",
+        "RESULT_ORPHANED",
+        `results/${name} belongs to no blueprint under stages/*/blueprints`,
+        "restore the blueprint file, or move the folder out of results/",
+      );
     }
   }
   return findings;
 }
 
-async function accountFor(id: string, blueprintFile: string, resultDir: string, events: readonly CampaignEvent[], options: ResultDirAuditOptions): Promise<Finding[]> {
+async function accountFor(
+  id: string,
+  blueprintFile: string,
+  resultDir: string,
+  events: readonly CampaignEvent[],
+  options: ResultDirAuditOptions,
+): Promise<Finding[]> {
   if (await isDirectory(resultDir)) return auditResultDir(resultDir, options);
   const about = events.filter((event) => event.blueprintId === id);
   const explained = about.some(
@@ -98,7 +158,16 @@ async function accountFor(id: string, blueprintFile: string, resultDir: string, 
   );
   if (explained) return [];
   if (about.some((event) => (blueprintPendingKinds as readonly string[]).includes(event.kind))) {
-    return [{ file: blueprintFile, line: 1, severity: "warning", code: "BLUEPRINT_RESULT_PENDING", message: `blueprint ${id} was dispatched but results/${id}/ has not arrived yet`, hint: "wait for the run, or fetch its result directory from the host" }];
+    return [
+      {
+        file: blueprintFile,
+        line: 1,
+        severity: "warning",
+        code: "BLUEPRINT_RESULT_PENDING",
+        message: `blueprint ${id} was dispatched but results/${id}/ has not arrived yet`,
+        hint: "wait for the run, or fetch its result directory from the host",
+      },
+    ];
   }
   return [
     {

@@ -37,7 +37,9 @@ describe("a3r audit", () => {
     const result = await a3r("audit", inconsistent);
     expect(result.code).toBe(1);
     const lines = result.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(new RegExp(`^${join(inconsistent, "finish.flag")}:1: error FINISH_FLAG_MISMATCH finish.flag says succeeded but status.json says running`));
+    expect(lines[0]).toMatch(
+      new RegExp(`^${join(inconsistent, "finish.flag")}:1: error FINISH_FLAG_MISMATCH finish.flag says succeeded but status.json says running`),
+    );
     expect(lines[1]).toMatch(/^ {2}hint: \S/);
     expect(lines.at(-1)).toBe(`1 error, 0 warnings in result-dir ${inconsistent}`);
   });
@@ -48,7 +50,12 @@ describe("a3r audit", () => {
     const report = JSON.parse(result.stdout) as { findings: Finding[]; summary: { errors: number; warnings: number; paths: { path: string; kind: string }[] } };
     expect(report.summary).toEqual({ errors: 1, warnings: 0, paths: [{ path: unaccounted, kind: "campaign" }] });
     expect(report.findings).toEqual([
-      expect.objectContaining({ severity: "error", code: "BLUEPRINT_UNACCOUNTED", line: 1, file: join(unaccounted, "stages", "1", "blueprints", "s1-lr-1e-5.md") }),
+      expect.objectContaining({
+        severity: "error",
+        code: "BLUEPRINT_UNACCOUNTED",
+        line: 1,
+        file: join(unaccounted, "stages", "1", "blueprints", "s1-lr-1e-5.md"),
+      }),
     ]);
     expect(report.findings[0]?.hint).toContain("blueprint.skipped");
   });
@@ -59,7 +66,21 @@ describe("a3r audit", () => {
     await rm(join(dir, "finish.flag"));
     await rm(join(dir, "result.md"));
     const heartbeatAt = new Date(Date.now() - 5 * 60_000).toISOString();
-    await writeFile(join(dir, "status.json"), JSON.stringify({ state: "running", attempt: 1, host: "gpu-01", pid: 4242, pgid: 4242, startedAt: heartbeatAt, heartbeatAt, step: 10, lastMetrics: null, reason: null }));
+    await writeFile(
+      join(dir, "status.json"),
+      JSON.stringify({
+        state: "running",
+        attempt: 1,
+        host: "gpu-01",
+        pid: 4242,
+        pgid: 4242,
+        startedAt: heartbeatAt,
+        heartbeatAt,
+        step: 10,
+        lastMetrics: null,
+        reason: null,
+      }),
+    );
     const fresh = await a3r("audit", dir);
     expect(fresh.code).toBe(0);
     expect(fresh.stdout).toContain("0 errors, 0 warnings");

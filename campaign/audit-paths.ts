@@ -32,7 +32,10 @@ export async function classifyAuditPath(path: string): Promise<AuditTarget> {
     info = await stat(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    throw new A3rError("FILE_NOT_FOUND", "no such file or folder", { where: path, hint: "give the path of a blueprint .md file, a result directory or a campaign folder" });
+    throw new A3rError("FILE_NOT_FOUND", "no such file or folder", {
+      where: path,
+      hint: "give the path of a blueprint .md file, a result directory or a campaign folder",
+    });
   }
   if (info.isFile()) {
     if (path.endsWith(".md")) return { path, kind: "blueprint" };
@@ -86,4 +89,3 @@ async function exists(path: string): Promise<boolean> {
     return false;
   }
 }
-

@@ -22,7 +22,18 @@ afterEach(async () => {
 const codes = (findings: Finding[]) => findings.map((finding) => `${finding.severity} ${finding.code}`);
 
 async function writeStatus(fields: Record<string, unknown>): Promise<void> {
-  const base = { state: "running", attempt: 1, host: "gpu-01", pid: 42, pgid: 42, startedAt: "2026-11-29T09:00:00.000Z", heartbeatAt: "2026-11-29T09:58:00.000Z", step: 300, lastMetrics: null, reason: null };
+  const base = {
+    state: "running",
+    attempt: 1,
+    host: "gpu-01",
+    pid: 42,
+    pgid: 42,
+    startedAt: "2026-11-29T09:00:00.000Z",
+    heartbeatAt: "2026-11-29T09:58:00.000Z",
+    step: 300,
+    lastMetrics: null,
+    reason: null,
+  };
   await writeFile(join(dir, "status.json"), `${JSON.stringify({ ...base, ...fields }, null, 2)}\n`);
 }
 
@@ -46,7 +57,9 @@ describe("result directory audit", () => {
     await rm(join(dir, "finish.flag"));
     const findings = await auditResultDir(dir);
     expect(codes(findings).sort()).toEqual(["error FINISH_FLAG_MISSING", "error RESULT_FILE_MISSING", "error RESULT_FILE_MISSING"]);
-    expect(findings.map((finding) => finding.file)).toEqual(expect.arrayContaining([join(dir, "blueprint.md"), join(dir, "result.md"), join(dir, "finish.flag")]));
+    expect(findings.map((finding) => finding.file)).toEqual(
+      expect.arrayContaining([join(dir, "blueprint.md"), join(dir, "result.md"), join(dir, "finish.flag")]),
+    );
 
     await rm(join(dir, "status.json"));
     expect(codes(await auditResultDir(dir))).toContain("error RESULT_FILE_MISSING");

@@ -31,29 +31,69 @@ export function auditResultDirSnapshot(snapshot: ResultDirSnapshot, options: Res
     findings.push({ file, line, severity, code, message, hint });
 
   if (!present.blueprint) {
-    add(paths.blueprint, 0, "error", "RESULT_FILE_MISSING", "blueprint.md is missing: the result cannot be traced to what was run", "the worker copies the blueprint it executed here during prepare; copy it from the campaign's stages/<n>/blueprints/");
+    add(
+      paths.blueprint,
+      0,
+      "error",
+      "RESULT_FILE_MISSING",
+      "blueprint.md is missing: the result cannot be traced to what was run",
+      "the worker copies the blueprint it executed here during prepare; copy it from the campaign's stages/<n>/blueprints/",
+    );
   }
   if (!present.status) {
-    add(paths.status, 0, "error", "RESULT_FILE_MISSING", "status.json is missing: the state of the run is unknown", "status.json is written by the worker from the first step on; re-run or re-attach the worker for this blueprint");
+    add(
+      paths.status,
+      0,
+      "error",
+      "RESULT_FILE_MISSING",
+      "status.json is missing: the state of the run is unknown",
+      "status.json is written by the worker from the first step on; re-run or re-attach the worker for this blueprint",
+    );
   }
 
   const finished = present.finishFlag || (status !== undefined && isTerminalRunState(status.state));
   if (finished && !present.result) {
-    add(paths.result, 0, "error", "RESULT_FILE_MISSING", "result.md is missing although the run has finished", "the worker writes result.md before finish.flag; write it from status.json and metrics.jsonl (outcome, final metrics, verdict)");
+    add(
+      paths.result,
+      0,
+      "error",
+      "RESULT_FILE_MISSING",
+      "result.md is missing although the run has finished",
+      "the worker writes result.md before finish.flag; write it from status.json and metrics.jsonl (outcome, final metrics, verdict)",
+    );
   }
   if (status !== undefined && isTerminalRunState(status.state) && !present.finishFlag) {
-    add(paths.finishFlag, 0, "error", "FINISH_FLAG_MISSING", `status.json says ${status.state} but finish.flag is missing: the worker stopped before its last write`, `once result.md is complete, write finish.flag containing "${status.state}"`);
+    add(
+      paths.finishFlag,
+      0,
+      "error",
+      "FINISH_FLAG_MISSING",
+      `status.json says ${status.state} but finish.flag is missing: the worker stopped before its last write`,
+      `once result.md is complete, write finish.flag containing "${status.state}"`,
+    );
   }
 
   if (finishFlag?.state !== undefined && status !== undefined && status.state !== finishFlag.state) {
-    const why = isTerminalRunState(status.state)
-      ? "the two final states disagree"
-      : "a run with finish.flag must be in a terminal state";
-    add(paths.finishFlag, 1, "error", "FINISH_FLAG_MISMATCH", `finish.flag says ${finishFlag.state} but status.json says ${status.state}: ${why}`, `check ${paths.status} and the last events in events.jsonl; finish.flag must be written last and repeat status.json's final state`);
+    const why = isTerminalRunState(status.state) ? "the two final states disagree" : "a run with finish.flag must be in a terminal state";
+    add(
+      paths.finishFlag,
+      1,
+      "error",
+      "FINISH_FLAG_MISMATCH",
+      `finish.flag says ${finishFlag.state} but status.json says ${status.state}: ${why}`,
+      `check ${paths.status} and the last events in events.jsonl; finish.flag must be written last and repeat status.json's final state`,
+    );
   }
 
   if (status !== undefined && status.state !== "succeeded" && isTerminalRunState(status.state) && !status.reason) {
-    add(paths.status, 1, "warning", "STATUS_REASON_MISSING", `the run ended ${status.state} without a reason`, "set status.json reason to the classified cause (e.g. out of memory after 3 attempts) so the leader can plan around it");
+    add(
+      paths.status,
+      1,
+      "warning",
+      "STATUS_REASON_MISSING",
+      `the run ended ${status.state} without a reason`,
+      "set status.json reason to the classified cause (e.g. out of memory after 3 attempts) so the leader can plan around it",
+    );
   }
 
   if (status !== undefined && isActiveRunState(status.state) && !present.finishFlag) {
@@ -62,12 +102,26 @@ export function auditResultDirSnapshot(snapshot: ResultDirSnapshot, options: Res
     const last = status.heartbeatAt ?? status.startedAt;
     if (last === null) {
       if (status.state === "running") {
-        add(paths.status, 1, "warning", "HEARTBEAT_MISSING", "the run is running but status.json has no heartbeatAt or startedAt", "the supervisor writes heartbeatAt while it watches; re-attach a worker to this run");
+        add(
+          paths.status,
+          1,
+          "warning",
+          "HEARTBEAT_MISSING",
+          "the run is running but status.json has no heartbeatAt or startedAt",
+          "the supervisor writes heartbeatAt while it watches; re-attach a worker to this run",
+        );
       }
     } else {
       const age = now.getTime() - Date.parse(last);
       if (age > maxAge) {
-        add(paths.status, 1, "warning", "HEARTBEAT_STALE", `the run is ${status.state} but its last heartbeat is ${formatDuration(age)} old (limit ${formatDuration(maxAge)}): the supervisor may be dead`, "check the host; `a3r worker run` on the same blueprint re-attaches to a live run, or cancels a dead one");
+        add(
+          paths.status,
+          1,
+          "warning",
+          "HEARTBEAT_STALE",
+          `the run is ${status.state} but its last heartbeat is ${formatDuration(age)} old (limit ${formatDuration(maxAge)}): the supervisor may be dead`,
+          "check the host; `a3r worker run` on the same blueprint re-attaches to a live run, or cancels a dead one",
+        );
       }
     }
   }
@@ -98,7 +152,11 @@ function auditSteps(snapshot: ResultDirSnapshot): Finding[] {
 }
 
 const problemRules: Record<string, { code: string; severity: Finding["severity"]; hint: string }> = {
-  STATUS_NOT_JSON: { code: "STATUS_INVALID", severity: "error", hint: "status.json is replaced atomically by a3r; a broken one was edited by hand or by another program: restore its fields" },
+  STATUS_NOT_JSON: {
+    code: "STATUS_INVALID",
+    severity: "error",
+    hint: "status.json is replaced atomically by a3r; a broken one was edited by hand or by another program: restore its fields",
+  },
   STATUS_INVALID: { code: "STATUS_INVALID", severity: "error", hint: "fix the field named; see DESIGN §3 for the status.json fields" },
   FINISH_FLAG_INVALID: { code: "FINISH_FLAG_INVALID", severity: "error", hint: "finish.flag holds exactly one of succeeded, failed, timed_out, cancelled" },
   LEASE_INVALID: { code: "LEASE_INVALID", severity: "warning", hint: "if no supervisor is running, delete lease.json; the next worker acquires a fresh lease" },
@@ -110,9 +168,23 @@ function problemToFinding(problem: RecordProblem): Finding {
   if (known) return { file, line: problem.line, severity: known.severity, code: known.code, message: problem.message, hint: known.hint };
   const prefix = file.endsWith("metrics.jsonl") ? "METRICS" : file.endsWith("events.jsonl") ? "EVENTS" : file.endsWith("ledger.jsonl") ? "LEDGER" : "RECORD";
   if (problem.torn) {
-    return { file, line: problem.line, severity: "warning", code: `${prefix}_LINE_TORN`, message: problem.message, hint: "expected after a crash; the next append starts on a new line, and the torn line can be deleted" };
+    return {
+      file,
+      line: problem.line,
+      severity: "warning",
+      code: `${prefix}_LINE_TORN`,
+      message: problem.message,
+      hint: "expected after a crash; the next append starts on a new line, and the torn line can be deleted",
+    };
   }
-  return { file, line: problem.line, severity: "error", code: `${prefix}_LINE_INVALID`, message: problem.message, hint: "each line must be one JSON object of the file's schema; fix or delete the line" };
+  return {
+    file,
+    line: problem.line,
+    severity: "error",
+    code: `${prefix}_LINE_INVALID`,
+    message: problem.message,
+    hint: "each line must be one JSON object of the file's schema; fix or delete the line",
+  };
 }
 
 export { problemToFinding };

@@ -39,13 +39,24 @@ describe("campaign ids", () => {
   });
 
   it("never builds a path from an unsafe id", () => {
-    expect(isA3rError(caught(() => campaignPaths("/runs", "../x")), "CAMPAIGN_ID_INVALID")).toBe(true);
+    expect(
+      isA3rError(
+        caught(() => campaignPaths("/runs", "../x")),
+        "CAMPAIGN_ID_INVALID",
+      ),
+    ).toBe(true);
     const paths = campaignPaths("/runs", "demo");
     expect(paths.result("s1-lr-3e-6")).toBe("/runs/demo/results/s1-lr-3e-6");
     expect(paths.stage(2).blueprint("s2-a")).toBe("/runs/demo/stages/2/blueprints/s2-a.md");
     expect(paths.stage(2).plan).toBe("/runs/demo/stages/2/plan.md");
     for (const bad of ["..", "../x", "a/b", ".hidden", ""]) {
-      expect(isA3rError(caught(() => paths.result(bad)), "BLUEPRINT_ID_UNSAFE"), bad).toBe(true);
+      expect(
+        isA3rError(
+          caught(() => paths.result(bad)),
+          "BLUEPRINT_ID_UNSAFE",
+        ),
+        bad,
+      ).toBe(true);
     }
     expect(() => assertSafeBlueprintId("s1-lr-3.0e-6")).not.toThrow();
   });

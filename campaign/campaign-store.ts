@@ -92,7 +92,10 @@ export async function listCampaigns(runsDir: string): Promise<CampaignListing[]>
 /** Stage folders whose name is a number, in numeric order, with their blueprint files. */
 export async function listStages(paths: CampaignPaths): Promise<StageListing[]> {
   const stages: StageListing[] = [];
-  const numbers = (await readdirOrEmpty(paths.stages)).filter((name) => /^\d+$/.test(name)).map(Number).sort((a, b) => a - b);
+  const numbers = (await readdirOrEmpty(paths.stages))
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .sort((a, b) => a - b);
   for (const number of numbers) {
     const stage = paths.stage(number);
     const files = (await readdirOrEmpty(stage.blueprints)).filter((name) => name.endsWith(".md")).sort();

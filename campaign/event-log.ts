@@ -14,7 +14,10 @@ import { appendJsonLine, describeIssues, readJsonLines, safeLineBytes } from "./
  */
 export const eventSchema = z.looseObject({
   time: z.iso.datetime({ offset: true }),
-  kind: z.string().min(1).regex(/^[a-z0-9_.-]+$/, "a lowercase dotted name such as run.launched"),
+  kind: z
+    .string()
+    .min(1)
+    .regex(/^[a-z0-9_.-]+$/, "a lowercase dotted name such as run.launched"),
 });
 
 export type CampaignEvent = z.infer<typeof eventSchema> & Record<string, unknown>;
@@ -53,7 +56,9 @@ export async function appendEvent(path: string, kind: string, evidence: EventEvi
  */
 export async function appendEventOnce(path: string, kind: string, key: Record<string, unknown>, evidence: EventEvidence = {}): Promise<boolean> {
   const { events } = await readEvents(path);
-  const seen = events.some((event) => event.kind === kind && Object.entries(key).every(([field, value]) => JSON.stringify(event[field]) === JSON.stringify(value)));
+  const seen = events.some(
+    (event) => event.kind === kind && Object.entries(key).every(([field, value]) => JSON.stringify(event[field]) === JSON.stringify(value)),
+  );
   if (seen) return false;
   await appendEvent(path, kind, { ...key, ...evidence } as EventEvidence);
   return true;
@@ -71,7 +76,12 @@ export async function readEvents(path: string): Promise<EventRead> {
       events.push(checked.data as CampaignEvent);
       lines.push(line);
     } else {
-      problems.push({ file: path, line, code: "EVENT_INVALID", message: `event does not match {time, kind, ...evidence}: ${describeIssues(checked.error.issues)}` });
+      problems.push({
+        file: path,
+        line,
+        code: "EVENT_INVALID",
+        message: `event does not match {time, kind, ...evidence}: ${describeIssues(checked.error.issues)}`,
+      });
     }
   }
   problems.sort((a, b) => a.line - b.line);

@@ -38,7 +38,18 @@ export type { CampaignEvent, EventEvidence, EventRead } from "./event-log.ts";
 export { appendEvent, appendEventOnce, EventLog, eventSchema, makeEvent, readEvents } from "./event-log.ts";
 export { appendJsonLine, parseJsonLines, readJsonLines } from "./jsonl-file.ts";
 
-export type { GpuLedgerEntry, KnownLedgerRole, LedgerEntry, LedgerEntryInput, LedgerRead, LedgerRole, LedgerSink, LedgerSummary, LlmLedgerEntry, RoleTotals } from "./ledger.ts";
+export type {
+  GpuLedgerEntry,
+  KnownLedgerRole,
+  LedgerEntry,
+  LedgerEntryInput,
+  LedgerRead,
+  LedgerRole,
+  LedgerSink,
+  LedgerSummary,
+  LlmLedgerEntry,
+  RoleTotals,
+} from "./ledger.ts";
 export { JsonlLedger, ledgerEntrySchema, ledgerRoles, parseLedgerEntry, readLedger, summarizeLedger } from "./ledger.ts";
 
 export { assertCampaignId, assertSafeBlueprintId, campaignIdPattern, isCampaignId, slugifyCampaignId } from "./campaign-id.ts";

@@ -22,9 +22,11 @@ export function appendJsonLine(path: string, value: unknown): Promise<void> {
   const next = previous.catch(() => undefined).then(() => appendLine(key, line));
   writeChains.set(key, next);
   // Drop the chain once idle so long-lived processes do not keep one entry per file forever.
-  void next.finally(() => {
-    if (writeChains.get(key) === next) writeChains.delete(key);
-  }).catch(() => undefined);
+  void next
+    .finally(() => {
+      if (writeChains.get(key) === next) writeChains.delete(key);
+    })
+    .catch(() => undefined);
   return next;
 }
 
@@ -84,7 +86,13 @@ export function parseJsonLines(text: string, file: string): Omit<JsonLinesConten
     } catch {
       const isLast = index === pieces.length - 1;
       if (isLast && unterminated) {
-        problems.push({ file, line: lineNumber, code: "LINE_TORN", message: `last line is cut off (${piece.length} characters, no newline): a crash during an append`, torn: true });
+        problems.push({
+          file,
+          line: lineNumber,
+          code: "LINE_TORN",
+          message: `last line is cut off (${piece.length} characters, no newline): a crash during an append`,
+          torn: true,
+        });
       } else {
         problems.push({ file, line: lineNumber, code: "LINE_NOT_JSON", message: `line is not valid JSON: ${preview(piece)}` });
       }
@@ -111,7 +119,5 @@ export function preview(text: string, length = 60): string {
 
 /** Turns zod issues into one readable sentence naming the fields. */
 export function describeIssues(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
-  return issues
-    .map((issue) => (issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ${issue.message}` : issue.message))
-    .join("; ");
+  return issues.map((issue) => (issue.path.length > 0 ? `${issue.path.map(String).join(".")}: ${issue.message}` : issue.message)).join("; ");
 }

@@ -84,34 +84,42 @@ export async function acquireLease(dir: string, owner: string, ttlMs: number, op
   if (!(ttlMs > 0)) throw new RangeError(`lease ttlMs must be positive, got ${ttlMs}`);
   const now = options.now ?? (() => new Date());
   const paths = resultDirPaths(dir);
-  return withDirectoryLock(paths.lock, async () => {
-    const current = await readLease(dir);
-    const at = now();
-    if (isLeaseLive(current, at) && current.owner !== owner) {
-      throw new A3rError("LEASE_HELD", `run ${dir} is owned by ${current.owner} until ${current.expiresAt}`, {
-        where: paths.lease,
-        hint: "another supervisor owns this run; re-attach from that one, or wait until its lease expires",
-        details: { owner: current.owner, expiresAt: current.expiresAt },
-      });
-    }
-    const lease: Lease = {
-      owner,
-      token: (current?.token ?? 0) + 1,
-      acquiredAt: at.toISOString(),
-      expiresAt: new Date(at.getTime() + ttlMs).toISOString(),
-    };
-    await writeJsonAtomic(paths.lease, lease);
-    return { dir, owner, token: lease.token };
-  }, options);
+  return withDirectoryLock(
+    paths.lock,
+    async () => {
+      const current = await readLease(dir);
+      const at = now();
+      if (isLeaseLive(current, at) && current.owner !== owner) {
+        throw new A3rError("LEASE_HELD", `run ${dir} is owned by ${current.owner} until ${current.expiresAt}`, {
+          where: paths.lease,
+          hint: "another supervisor owns this run; re-attach from that one, or wait until its lease expires",
+          details: { owner: current.owner, expiresAt: current.expiresAt },
+        });
+      }
+      const lease: Lease = {
+        owner,
+        token: (current?.token ?? 0) + 1,
+        acquiredAt: at.toISOString(),
+        expiresAt: new Date(at.getTime() + ttlMs).toISOString(),
+      };
+      await writeJsonAtomic(paths.lease, lease);
+      return { dir, owner, token: lease.token };
+    },
+    options,
+  );
 }
 
 /** Runs `action` under the directory lock after checking that `handle` still owns the run. */
 export async function withLease<T>(handle: LeaseHandle, action: (lease: Lease) => Promise<T>, options: DirectoryLockOptions = {}): Promise<T> {
-  return withDirectoryLock(resultDirPaths(handle.dir).lock, async () => {
-    const current = await readLease(handle.dir);
-    if (!holdsLease(current, handle)) throw leaseLost(handle, current);
-    return action(current as Lease);
-  }, options);
+  return withDirectoryLock(
+    resultDirPaths(handle.dir).lock,
+    async () => {
+      const current = await readLease(handle.dir);
+      if (!holdsLease(current, handle)) throw leaseLost(handle, current);
+      return action(current as Lease);
+    },
+    options,
+  );
 }
 
 /** Moves the expiry forward; throws LEASE_LOST when someone took the run over. */
@@ -130,17 +138,26 @@ export async function writeRenewedLease(dir: string, lease: Lease, ttlMs: number
 /** Gives the run up; returns false when the lease was no longer ours (nothing to release). */
 export async function releaseLease(handle: LeaseHandle, options: LeaseOptions = {}): Promise<boolean> {
   const now = options.now ?? (() => new Date());
-  return withDirectoryLock(resultDirPaths(handle.dir).lock, async () => {
-    const current = await readLease(handle.dir);
-    if (!holdsLease(current, handle)) return false;
-    const at = now().toISOString();
-    await writeJsonAtomic(resultDirPaths(handle.dir).lease, { ...current, releasedAt: at, expiresAt: at });
-    return true;
-  }, options);
+  return withDirectoryLock(
+    resultDirPaths(handle.dir).lock,
+    async () => {
+      const current = await readLease(handle.dir);
+      if (!holdsLease(current, handle)) return false;
+      const at = now().toISOString();
+      await writeJsonAtomic(resultDirPaths(handle.dir).lease, { ...current, releasedAt: at, expiresAt: at });
+      return true;
+    },
+    options,
+  );
 }
 
 function leaseLost(handle: LeaseHandle, current: Lease | undefined): A3rError {
-  const holder = current === undefined ? "nobody (lease.json is missing)" : current.releasedAt ? `nobody (released at ${current.releasedAt})` : `${current.owner} with token ${current.token}`;
+  const holder =
+    current === undefined
+      ? "nobody (lease.json is missing)"
+      : current.releasedAt
+        ? `nobody (released at ${current.releasedAt})`
+        : `${current.owner} with token ${current.token}`;
   return new A3rError("LEASE_LOST", `${handle.owner} (token ${handle.token}) no longer owns run ${handle.dir}; it is held by ${holder}`, {
     where: resultDirPaths(handle.dir).lease,
     hint: "this supervisor was fenced off: stop writing to the run and exit; the current owner carries on",

@@ -17,8 +17,32 @@ describe("JSONL ledger", () => {
   it("records entries from the LLM layer and the worker, and summarizes them", async () => {
     const ledger = new JsonlLedger(join(dir, "ledger.jsonl"));
     const sink: LedgerSink = ledger;
-    await sink.record({ time: "2026-11-29T10:00:00.000Z", kind: "llm", role: "plan", provider: "openai", model: "gpt", inputTokens: 100, outputTokens: 20, cachedTokens: 0, costUsd: 0.5, durationMs: 10, ok: true });
-    await sink.record({ kind: "llm", role: "analyze", provider: "anthropic", model: "claude", inputTokens: 50, outputTokens: 5, cachedTokens: 40, costUsd: 0.25, durationMs: 10, ok: false, errorCode: "LLM_TIMEOUT" });
+    await sink.record({
+      time: "2026-11-29T10:00:00.000Z",
+      kind: "llm",
+      role: "plan",
+      provider: "openai",
+      model: "gpt",
+      inputTokens: 100,
+      outputTokens: 20,
+      cachedTokens: 0,
+      costUsd: 0.5,
+      durationMs: 10,
+      ok: true,
+    });
+    await sink.record({
+      kind: "llm",
+      role: "analyze",
+      provider: "anthropic",
+      model: "claude",
+      inputTokens: 50,
+      outputTokens: 5,
+      cachedTokens: 40,
+      costUsd: 0.25,
+      durationMs: 10,
+      ok: false,
+      errorCode: "LLM_TIMEOUT",
+    });
     await sink.record({ kind: "gpu", blueprintId: "s1-a", host: "gpu-01", gpus: 4, hours: 0.5 });
     const lines = (await readFile(ledger.path, "utf8")).trim().split("\n");
     expect(lines).toHaveLength(3);
@@ -31,7 +55,9 @@ describe("JSONL ledger", () => {
 
   it("refuses an invalid entry without writing it", async () => {
     const ledger = new JsonlLedger(join(dir, "ledger.jsonl"));
-    await expect(ledger.record({ kind: "gpu", blueprintId: "s1-a", host: "gpu-01", gpus: -1, hours: 1 })).rejects.toSatisfy((error) => isA3rError(error, "SCHEMA_INVALID"));
+    await expect(ledger.record({ kind: "gpu", blueprintId: "s1-a", host: "gpu-01", gpus: -1, hours: 1 })).rejects.toSatisfy((error) =>
+      isA3rError(error, "SCHEMA_INVALID"),
+    );
     expect((await ledger.read()).entries).toEqual([]);
   });
 

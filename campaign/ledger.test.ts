@@ -4,7 +4,20 @@ import { parseLedgerEntry, summarizeLedger, type LedgerEntry } from "./ledger.ts
 
 const time = "2026-11-29T10:00:00.000Z";
 const call = (role: string, fields: Partial<Record<string, unknown>> = {}) =>
-  ({ time, kind: "llm", role, provider: "anthropic", model: "m", inputTokens: 1000, outputTokens: 200, cachedTokens: 100, costUsd: 0.01, durationMs: 900, ok: true, ...fields }) as LedgerEntry;
+  ({
+    time,
+    kind: "llm",
+    role,
+    provider: "anthropic",
+    model: "m",
+    inputTokens: 1000,
+    outputTokens: 200,
+    cachedTokens: 100,
+    costUsd: 0.01,
+    durationMs: 900,
+    ok: true,
+    ...fields,
+  }) as LedgerEntry;
 
 function caught(action: () => unknown): unknown {
   try {
@@ -51,7 +64,15 @@ describe("ledger summary", () => {
       { time, kind: "gpu", blueprintId: "constructor", host: "gpu-02", gpus: 4, hours: 0.25 },
     ];
     const summary = summarizeLedger(entries);
-    expect(summary.llm.byRole.plan).toEqual({ calls: 2, failedCalls: 1, inputTokens: 1500, outputTokens: 250, cachedTokens: 100, costUsd: 0.015, durationMs: 1800 });
+    expect(summary.llm.byRole.plan).toEqual({
+      calls: 2,
+      failedCalls: 1,
+      inputTokens: 1500,
+      outputTokens: 250,
+      cachedTokens: 100,
+      costUsd: 0.015,
+      durationMs: 1800,
+    });
     expect(summary.llm.byRole.analyze.costUsd).toBeCloseTo(0.02);
     expect(summary.llm.byRole.write.calls).toBe(0);
     expect(summary.llm.byRole.critic?.calls).toBe(1);

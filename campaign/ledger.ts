@@ -65,9 +65,7 @@ export type GpuLedgerEntry = z.infer<typeof gpuLedgerEntrySchema>;
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 
 /** What a writer hands in: `time` may be left out and is then the moment of recording. */
-export type LedgerEntryInput =
-  | (Omit<LlmLedgerEntry, "time"> & { time?: string })
-  | (Omit<GpuLedgerEntry, "time"> & { time?: string });
+export type LedgerEntryInput = (Omit<LlmLedgerEntry, "time"> & { time?: string }) | (Omit<GpuLedgerEntry, "time"> & { time?: string });
 
 /**
  * Where the LLM layer and the worker report costs. Left out: reading back (only the

@@ -25,10 +25,17 @@ describe("a budget kept by the campaign ledger", () => {
 
     const ledger = new JsonlLedger(ledgerFile);
     const open = () =>
-      withBudget(createScriptedChatModel([{ text: "framed", usage: { inputTokens: 4000, outputTokens: 1000 } }, { text: "planned" }], { sink: ledger }, { model: "claude-sonnet-4-6" }), {
-        limit: { tokens: 6000 },
-        spent: () => ledgerSpending(ledgerFile),
-      });
+      withBudget(
+        createScriptedChatModel(
+          [{ text: "framed", usage: { inputTokens: 4000, outputTokens: 1000 } }, { text: "planned" }],
+          { sink: ledger },
+          { model: "claude-sonnet-4-6" },
+        ),
+        {
+          limit: { tokens: 6000 },
+          spent: () => ledgerSpending(ledgerFile),
+        },
+      );
 
     const leader = open();
     await leader.complete({ role: "frame", messages: [{ role: "user", content: "frame it" }], maxTokens: 1000 });
@@ -42,7 +49,9 @@ describe("a budget kept by the campaign ledger", () => {
 
     // A resumed leader starts from the ledger, not from zero.
     const resumed = open();
-    await expect(resumed.complete({ role: "plan", messages: [{ role: "user", content: "plan it" }], maxTokens: 1000 })).rejects.toThrow(/5,000 tokens spent.*over the budget of 6,000 tokens/);
+    await expect(resumed.complete({ role: "plan", messages: [{ role: "user", content: "plan it" }], maxTokens: 1000 })).rejects.toThrow(
+      /5,000 tokens spent.*over the budget of 6,000 tokens/,
+    );
     const { entries } = await ledger.read();
     expect(entries.map((entry) => (entry.kind === "llm" ? entry.role : entry.kind))).toEqual(["frame"]);
   });

@@ -68,7 +68,12 @@ export async function readMetrics(path: string): Promise<MetricsRead> {
       records.push(checked.data);
       lines.push(line);
     } else {
-      problems.push({ file: path, line, code: "METRICS_RECORD_INVALID", message: `metrics line is not {step, time, ...numbers}: ${describeIssues(checked.error.issues)}` });
+      problems.push({
+        file: path,
+        line,
+        code: "METRICS_RECORD_INVALID",
+        message: `metrics line is not {step, time, ...numbers}: ${describeIssues(checked.error.issues)}`,
+      });
     }
   }
   problems.sort((a, b) => a.line - b.line);

@@ -71,12 +71,16 @@ export class ResultDirWriter {
 
   /** Records liveness (and progress) and renews the lease in the same locked step. */
   heartbeat(progress: { step?: number | null; lastMetrics?: Record<string, number> | null } = {}): Promise<RunStatus> {
-    return withLease(this.lease, async (lease) => {
-      const now = this.now();
-      const status = await this.writeStatusLocked({ ...progress, heartbeatAt: now.toISOString() });
-      await writeRenewedLease(this.dir, lease, this.options.ttlMs, now);
-      return status;
-    }, this.options);
+    return withLease(
+      this.lease,
+      async (lease) => {
+        const now = this.now();
+        const status = await this.writeStatusLocked({ ...progress, heartbeatAt: now.toISOString() });
+        await writeRenewedLease(this.dir, lease, this.options.ttlMs, now);
+        return status;
+      },
+      this.options,
+    );
   }
 
   private async writeStatusLocked(change: StatusChange): Promise<RunStatus> {
@@ -135,18 +139,22 @@ export class ResultDirWriter {
 
   /** Writes finish.flag (the final state) last; RUN_NOT_FINISHED unless status is terminal. */
   finish(): Promise<RunState> {
-    return withLease(this.lease, async () => {
-      const current = await readRunStatus(this.paths.status);
-      const state = current.status?.state;
-      if (state === undefined || !isTerminalRunState(state)) {
-        throw new A3rError("RUN_NOT_FINISHED", `cannot write finish.flag for ${this.dir}: status is ${state ?? "missing"}, not a terminal state`, {
-          where: this.paths.status,
-          hint: "move the status to succeeded, failed, timed_out or cancelled first; finish.flag is written last",
-        });
-      }
-      await writeFileAtomic(this.paths.finishFlag, `${state}\n`);
-      return state;
-    }, this.options);
+    return withLease(
+      this.lease,
+      async () => {
+        const current = await readRunStatus(this.paths.status);
+        const state = current.status?.state;
+        if (state === undefined || !isTerminalRunState(state)) {
+          throw new A3rError("RUN_NOT_FINISHED", `cannot write finish.flag for ${this.dir}: status is ${state ?? "missing"}, not a terminal state`, {
+            where: this.paths.status,
+            hint: "move the status to succeeded, failed, timed_out or cancelled first; finish.flag is written last",
+          });
+        }
+        await writeFileAtomic(this.paths.finishFlag, `${state}\n`);
+        return state;
+      },
+      this.options,
+    );
   }
 
   release(): Promise<boolean> {

@@ -48,7 +48,15 @@ describe("result directory writer", () => {
 
     const snapshot = await readResultDir(dir);
     expect(snapshot.problems).toEqual([]);
-    expect(snapshot.status).toMatchObject({ state: "succeeded", attempt: 1, host: "gpu-01", pid: 4242, step: 20, lastMetrics: { reward_mean: 0.5 }, reason: null });
+    expect(snapshot.status).toMatchObject({
+      state: "succeeded",
+      attempt: 1,
+      host: "gpu-01",
+      pid: 4242,
+      step: 20,
+      lastMetrics: { reward_mean: 0.5 },
+      reason: null,
+    });
     expect(snapshot.status?.heartbeatAt).not.toBeNull();
     expect(snapshot.finishFlag?.state).toBe("succeeded");
     expect(snapshot.metrics.records.map((record) => record.step)).toEqual([10, 20]);
@@ -87,7 +95,10 @@ describe("result directory writer", () => {
   it("lists problems instead of throwing on broken files", async () => {
     await writeFile(join(dir, "status.json"), '{ "state": "flying", "attempt": 1 }\n');
     await writeFile(join(dir, "finish.flag"), "done\n");
-    await writeFile(join(dir, "metrics.jsonl"), '{"step":1,"time":"2026-11-29T10:00:00.000Z","loss":1}\nnot json\n{"step":"two","time":"2026-11-29T10:00:00.000Z"}\n{"step":3,"ti');
+    await writeFile(
+      join(dir, "metrics.jsonl"),
+      '{"step":1,"time":"2026-11-29T10:00:00.000Z","loss":1}\nnot json\n{"step":"two","time":"2026-11-29T10:00:00.000Z"}\n{"step":3,"ti',
+    );
     await appendFile(join(dir, "events.jsonl"), '{"kind":"no.time"}\n');
     const snapshot = await readResultDir(dir);
     expect(snapshot.status).toBeUndefined();

@@ -27,16 +27,7 @@ import { A3rError } from "../core/errors.ts";
  * Left out on purpose: why a run failed (status.json `reason`, events.jsonl) and how many
  * attempts are allowed (the worker's recovery policy).
  */
-export const runStates = [
-  "queued",
-  "preparing",
-  "running",
-  "recovering",
-  "succeeded",
-  "failed",
-  "timed_out",
-  "cancelled",
-] as const;
+export const runStates = ["queued", "preparing", "running", "recovering", "succeeded", "failed", "timed_out", "cancelled"] as const;
 
 export type RunState = (typeof runStates)[number];
 

@@ -56,7 +56,10 @@ export function parseRunStatus(text: string, file: string): StatusParse {
     value = JSON.parse(text) as unknown;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { status: undefined, problems: [{ file, line: lineOfJsonError(text, message), code: "STATUS_NOT_JSON", message: `status.json is not valid JSON: ${message}` }] };
+    return {
+      status: undefined,
+      problems: [{ file, line: lineOfJsonError(text, message), code: "STATUS_NOT_JSON", message: `status.json is not valid JSON: ${message}` }],
+    };
   }
   const checked = runStatusSchema.safeParse(value);
   if (checked.success) return { status: checked.data, problems: [] };

@@ -106,7 +106,12 @@ function describeBlueprint(blueprint: Blueprint): string {
   const width = Math.max(...rows.map(([key]) => key.length)) + 1;
   return rows
     .map(([key, value]) =>
-      value.includes("\n") ? `${key}:\n${value.split("\n").map((line) => `  ${line}`).join("\n")}\n` : `${`${key}:`.padEnd(width)} ${value}\n`,
+      value.includes("\n")
+        ? `${key}:\n${value
+            .split("\n")
+            .map((line) => `  ${line}`)
+            .join("\n")}\n`
+        : `${`${key}:`.padEnd(width)} ${value}\n`,
     )
     .join("");
 }

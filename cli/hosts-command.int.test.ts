@@ -10,7 +10,6 @@ import { startSshServer, type SshServerHandle } from "../test-support/sshd-serve
 import { WorkerDaemon } from "../hosts/queue/worker-daemon.ts";
 import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-
 let sshd: SshServerHandle;
 let redis: RedisServerHandle;
 let daemon: WorkerDaemon;
@@ -22,7 +21,14 @@ const a3r = (...args: string[]): Promise<CliResult> => runA3r(args, { timeoutMs:
 beforeAll(async () => {
   [sshd, redis] = await Promise.all([startSshServer(), startRedisServer()]);
   folder = await mkdtemp(join(tmpdir(), "a3r-hosts-cli-"));
-  daemon = await WorkerDaemon.start({ redisUrl: redis.url, queue: "cli", gpus: 1, workdir: join(folder, "node"), a3r: fixtureA3rCommand, reportIntervalMs: 150 });
+  daemon = await WorkerDaemon.start({
+    redisUrl: redis.url,
+    queue: "cli",
+    gpus: 1,
+    workdir: join(folder, "node"),
+    a3r: fixtureA3rCommand,
+    reportIntervalMs: 150,
+  });
   hostsFile = join(folder, "hosts.yaml");
   await writeFile(
     hostsFile,
@@ -49,7 +55,10 @@ hosts:
 `,
   );
   // The ssh host is reached through an alias, resolved the way OpenSSH would.
-  await writeFile(join(folder, "ssh_config"), `Host testbox\n  HostName 127.0.0.1\n  Port ${sshd.port}\n  User ${sshd.user}\n\nHost *\n  User nobody\n  Port 2\n`);
+  await writeFile(
+    join(folder, "ssh_config"),
+    `Host testbox\n  HostName 127.0.0.1\n  Port ${sshd.port}\n  User ${sshd.user}\n\nHost *\n  User nobody\n  Port 2\n`,
+  );
 });
 
 afterAll(async () => {
@@ -61,7 +70,8 @@ afterAll(async () => {
 describe("a3r dispatch, runs and hosts check", () => {
   it("dispatches to local, ssh and queue hosts, one run per GPU slot, and brings back audited results", async () => {
     const files = [];
-    for (let index = 0; index < 4; index += 1) files.push(await writeFixtureBlueprint(folder, { id: `cli-${index}`, campaign: "cli-test", gpus: 1, steps: 3, stepMs: 100 }));
+    for (let index = 0; index < 4; index += 1)
+      files.push(await writeFixtureBlueprint(folder, { id: `cli-${index}`, campaign: "cli-test", gpus: 1, steps: 3, stepMs: 100 }));
     const runsDir = join(folder, "runs");
     const result = await a3r("dispatch", ...files, "--hosts", hostsFile, "--runs-dir", runsDir, "--wait", "--interval", "300ms", "--json");
     expect(result.stderr).toBe("");
@@ -94,14 +104,17 @@ describe("a3r dispatch, runs and hosts check", () => {
 
   it("runs a blueprint end to end with the real worker (a3r worker run of this checkout)", async () => {
     const realHosts = join(folder, "real-hosts.yaml");
-    await writeFile(realHosts, `hosts:\n  - name: here\n    kind: local\n    gpus: 0\n    workdir: ${join(folder, "real")}\n    a3r: "${checkoutA3rCommand}"\n`);
+    await writeFile(
+      realHosts,
+      `hosts:\n  - name: here\n    kind: local\n    gpus: 0\n    workdir: ${join(folder, "real")}\n    a3r: "${checkoutA3rCommand}"\n`,
+    );
     const trainerDir = fileURLToPath(new URL("../worker/__fixtures__/", import.meta.url)).replace(/\/$/, "");
     const blueprint = join(folder, "real-worker.md");
     const text = (await readFile(await writeFixtureBlueprint(folder, { id: "real-worker", campaign: "real" }), "utf8"))
       .replace("`/tmp/a3r-fixture/code`", `\`${trainerDir}\``)
       .replace("`/usr/bin/python3`", `\`${process.execPath}\``)
       .replace("echo fixture", "node trainer.mjs --steps 3 --step-ms 50")
-      .replace("fixture: {", 'first_signal_timeout: 20s\nworker: { poll_interval: 100ms, heartbeat_interval: 500ms, grace_period: 300ms }\nfixture: {');
+      .replace("fixture: {", "first_signal_timeout: 20s\nworker: { poll_interval: 100ms, heartbeat_interval: 500ms, grace_period: 300ms }\nfixture: {");
     await writeFile(blueprint, text);
     const runsDir = join(folder, "real-runs");
     const result = await a3r("dispatch", blueprint, "--hosts", realHosts, "--runs-dir", runsDir, "--wait", "--interval", "300ms");
@@ -116,13 +129,20 @@ describe("a3r dispatch, runs and hosts check", () => {
     const good = await a3r("hosts", "check", "--hosts", hostsFile, "--json");
     expect(good.code, good.stdout + good.stderr).toBe(0);
     const checks = JSON.parse(good.stdout) as Array<{ name: string; ok: boolean; hostKey: string; a3r: string; freeDisk: string; gpus: string }>;
-    expect(checks.map((check) => [check.name, check.ok])).toEqual([["here", true], ["box", true], ["cluster", true]]);
+    expect(checks.map((check) => [check.name, check.ok])).toEqual([
+      ["here", true],
+      ["box", true],
+      ["cluster", true],
+    ]);
     expect(checks[1]!.hostKey).toBe(`ok ${sshd.hostKeyFingerprint}`);
     expect(checks[0]!.a3r).toMatch(/^yes/);
     expect(checks[0]!.freeDisk).toMatch(/iB$/);
 
     const badHosts = join(folder, "bad-key.yaml");
-    await writeFile(badHosts, `hosts:\n  - name: box\n    kind: ssh\n    host: 127.0.0.1\n    port: ${sshd.port}\n    user: ${sshd.user}\n    identity_file: ${sshd.userKeyFile}\n    host_key: "SHA256:${"B".repeat(43)}"\n    gpus: 0\n    workdir: /tmp\n`);
+    await writeFile(
+      badHosts,
+      `hosts:\n  - name: box\n    kind: ssh\n    host: 127.0.0.1\n    port: ${sshd.port}\n    user: ${sshd.user}\n    identity_file: ${sshd.userKeyFile}\n    host_key: "SHA256:${"B".repeat(43)}"\n    gpus: 0\n    workdir: /tmp\n`,
+    );
     const refused = await a3r("hosts", "check", "--hosts", badHosts);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain(`REFUSED ${sshd.hostKeyFingerprint}`);
@@ -131,7 +151,10 @@ describe("a3r dispatch, runs and hosts check", () => {
 
   it("reports bad input clearly and fast: hosts.yaml errors with line numbers, unreachable port", async () => {
     const invalid = join(folder, "invalid.yaml");
-    await writeFile(invalid, `hosts:\n  - name: here\n    kind: local\n    workdir: /tmp/x\n  - name: gpu\n    kind: ssh\n    gpus: many\n    workdir: /data\n`);
+    await writeFile(
+      invalid,
+      `hosts:\n  - name: here\n    kind: local\n    workdir: /tmp/x\n  - name: gpu\n    kind: ssh\n    gpus: many\n    workdir: /data\n`,
+    );
     const schema = await a3r("hosts", "check", "--hosts", invalid);
     expect(schema.code).toBe(1);
     expect(schema.stderr).toContain(`${invalid}:7`);
@@ -149,7 +172,10 @@ describe("a3r dispatch, runs and hosts check", () => {
     expect(missing.stderr).toContain("FILE_NOT_FOUND");
 
     const closed = join(folder, "closed.yaml");
-    await writeFile(closed, `hosts:\n  - name: dead\n    kind: ssh\n    host: 127.0.0.1\n    port: 1\n    identity_file: ${sshd.userKeyFile}\n    gpus: 0\n    workdir: /tmp\n`);
+    await writeFile(
+      closed,
+      `hosts:\n  - name: dead\n    kind: ssh\n    host: 127.0.0.1\n    port: 1\n    identity_file: ${sshd.userKeyFile}\n    gpus: 0\n    workdir: /tmp\n`,
+    );
     const started = Date.now();
     const unreachable = await a3r("hosts", "check", "--hosts", closed);
     expect(unreachable.code).toBe(1);

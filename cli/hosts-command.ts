@@ -67,14 +67,18 @@ export function registerHostsCommands(program: Command): void {
     });
 }
 
-async function dispatch(files: string[], flags: { hosts: string; campaign?: string; runsDir: string; wait?: boolean; interval: number; json?: boolean }): Promise<void> {
+async function dispatch(
+  files: string[],
+  flags: { hosts: string; campaign?: string; runsDir: string; wait?: boolean; interval: number; json?: boolean },
+): Promise<void> {
   const hostsFile = await loadHostsFile(flags.hosts);
   const { dispatchBlueprints, isDone } = await import("../hosts/index.ts");
   const items: DispatchItem[] = [];
   const seen = new Set<string>();
   for (const file of files) {
     const blueprint = await readBlueprintFile(file);
-    if (seen.has(blueprint.id)) throw new A3rError("USAGE", `blueprint id ${blueprint.id} is given twice`, { where: file, hint: "each blueprint id runs once per campaign" });
+    if (seen.has(blueprint.id))
+      throw new A3rError("USAGE", `blueprint id ${blueprint.id} is given twice`, { where: file, hint: "each blueprint id runs once per campaign" });
     seen.add(blueprint.id);
     const fromFile = typeof blueprint.frontMatter.campaign === "string" ? blueprint.frontMatter.campaign : undefined;
     const campaign = flags.campaign ?? fromFile ?? "adhoc";
@@ -144,8 +148,19 @@ async function listRuns(flags: { hosts: string; json?: boolean }): Promise<void>
   const rows = found.map((entry) =>
     "error" in entry
       ? [entry.host, "-", "-", "unreachable", "-", "-", "-", entry.error.slice(0, 80)]
-      : [entry.host, entry.ref.campaign, entry.ref.blueprintId, entry.state, entry.step === null ? "-" : String(entry.step), entry.gpuIndices.join(",") || "-", entry.heartbeatAt ?? "-", entry.reason ?? ""],
+      : [
+          entry.host,
+          entry.ref.campaign,
+          entry.ref.blueprintId,
+          entry.state,
+          entry.step === null ? "-" : String(entry.step),
+          entry.gpuIndices.join(",") || "-",
+          entry.heartbeatAt ?? "-",
+          entry.reason ?? "",
+        ],
   );
-  process.stdout.write(`${rows.length === 0 ? "no runs on any host\n" : `${formatTable(["HOST", "CAMPAIGN", "BLUEPRINT", "STATE", "STEP", "GPUS", "HEARTBEAT", "NOTE"], rows)}\n`}`);
+  process.stdout.write(
+    `${rows.length === 0 ? "no runs on any host\n" : `${formatTable(["HOST", "CAMPAIGN", "BLUEPRINT", "STATE", "STEP", "GPUS", "HEARTBEAT", "NOTE"], rows)}\n`}`,
+  );
   if (found.some((entry) => "error" in entry)) process.exitCode = exitCode.failure;
 }

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-
 const a3r = (...args: string[]): Promise<CliResult> => runA3r(args);
 
 describe("the a3r command", () => {

@@ -7,7 +7,6 @@ import { readEvents } from "../campaign/index.ts";
 import { a3rEntry, runA3r } from "../test-support/run-cli.ts";
 import { fixtureTopicText } from "../test-support/fixture-topic.ts";
 
-
 /**
  * The leader's commands as a person runs them, against real `a3r worker run` processes on
  * this machine; the trainer is the worker's small fixture program (4 quick steps), and
@@ -98,7 +97,9 @@ describe("a3r research, status and resume", () => {
     expect(again.stderr).toMatch(/hint: continue it with: a3r resume does-lr-change-the-fixture-reward/);
 
     // Stopped on its stage budget: raised in the campaign's topic.md, --reopen goes on.
-    expect(research.stderr).toContain(`to go on: raise that budget in ${join(campaign, "topic.md")}, then a3r resume does-lr-change-the-fixture-reward --runs-dir ${runsDir} --reopen`);
+    expect(research.stderr).toContain(
+      `to go on: raise that budget in ${join(campaign, "topic.md")}, then a3r resume does-lr-change-the-fixture-reward --runs-dir ${runsDir} --reopen`,
+    );
     const mixed = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--reopen", "--approve"]);
     expect(mixed.code).toBe(2);
     expect(mixed.stderr).toContain("--reopen is for a finished campaign");
@@ -106,7 +107,11 @@ describe("a3r research, status and resume", () => {
     const reopened = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--reopen"], { timeoutMs: 90_000 });
     expect(reopened.code, reopened.stderr).toBe(0);
     expect(reopened.stderr).toMatch(/leader: decide\n[^]*leader: watch \(stage 2\)/);
-    const after = JSON.parse((await runA3r(["status", "--runs-dir", runsDir, "--json"])).stdout) as { state: string; stages: number; stop: { reason: string } | null }[];
+    const after = JSON.parse((await runA3r(["status", "--runs-dir", runsDir, "--json"])).stdout) as {
+      state: string;
+      stages: number;
+      stop: { reason: string } | null;
+    }[];
     expect(after).toMatchObject([{ state: "finished", stages: 2, stop: { reason: "no-improvement" } }]);
   }, 180_000);
 
@@ -114,7 +119,9 @@ describe("a3r research, status and resume", () => {
     // Runs of a few seconds, so the leader is surely still watching when it is looked at and killed.
     const slowTopic = join(dir, "slow-topic.md");
     await writeFile(slowTopic, topicText().replace("--steps 4 --step-ms 50", "--steps 4 --step-ms 1500"));
-    const leader = spawn(process.execPath, [a3rEntry, "research", slowTopic, "--runs-dir", runsDir, "--campaign", "killed", "--max-stages", "1"], { stdio: ["ignore", "ignore", "pipe"] });
+    const leader = spawn(process.execPath, [a3rEntry, "research", slowTopic, "--runs-dir", runsDir, "--campaign", "killed", "--max-stages", "1"], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     await new Promise<void>((resolveWatch, reject) => {
       leader.stderr.on("data", (chunk: Buffer) => {
@@ -153,7 +160,10 @@ describe("a3r research, status and resume", () => {
     expect(invalid.stderr).toMatch(/error \[TOPIC_INVALID\]/);
     expect(invalid.stderr).toMatch(/hint: /);
 
-    for (const args of [["resume", "no-such-campaign"], ["status", "no-such-campaign"]]) {
+    for (const args of [
+      ["resume", "no-such-campaign"],
+      ["status", "no-such-campaign"],
+    ]) {
       const result = await runA3r([...args, "--runs-dir", runsDir]);
       expect(result.code, args.join(" ")).toBe(1);
       expect(result.stderr).toMatch(/error \[CAMPAIGN_NOT_FOUND\] .*no campaign no-such-campaign/);
@@ -169,12 +179,7 @@ describe("a3r research, status and resume", () => {
     expect(noModel.stderr).toMatch(/error \[LLM_CONFIG_INVALID\] --planner: --planner llm needs a language model, and none is configured/);
     expect(noModel.stderr).toMatch(/hint: To use a model, set ANTHROPIC_API_KEY, OPENAI_API_KEY/);
 
-    for (const args of [
-      ["research", invalidFile, "--max-stages", "0"],
-      ["research", invalidFile, "--planner", "gpt"],
-      ["research"],
-      ["status", "--bogus"],
-    ]) {
+    for (const args of [["research", invalidFile, "--max-stages", "0"], ["research", invalidFile, "--planner", "gpt"], ["research"], ["status", "--bogus"]]) {
       const result = await runA3r([...args, "--runs-dir", runsDir]);
       expect(result.code, args.join(" ")).toBe(2);
     }

@@ -10,9 +10,26 @@ import { closeDispatchHosts } from "../hosts/index.ts";
 import { markLeaderRunning } from "./research/leader-mark.ts";
 import { createLiveView, maxStepsFromOverrides } from "./views/live-view.ts";
 import { watchStatus } from "./views/status-watch.ts";
-import { describeCampaign, describeWaiting, listCampaignSummaries, renderCampaignDetail, renderCampaignTable, summarizeCampaign } from "./research/campaign-status.ts";
+import {
+  describeCampaign,
+  describeWaiting,
+  listCampaignSummaries,
+  renderCampaignDetail,
+  renderCampaignTable,
+  summarizeCampaign,
+} from "./research/campaign-status.ts";
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "./research/topic-option.ts";
-import { choosePlanner, rewriteCampaignReport, runLeader, examplePathRewriter, loadTopic, parseTopic, type LeaderRun, type PlannerFlag, type ReviewAnswer } from "../leader/index.ts";
+import {
+  choosePlanner,
+  rewriteCampaignReport,
+  runLeader,
+  examplePathRewriter,
+  loadTopic,
+  parseTopic,
+  type LeaderRun,
+  type PlannerFlag,
+  type ReviewAnswer,
+} from "../leader/index.ts";
 import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option.ts";
 
 /**
@@ -72,10 +89,26 @@ export function registerResearchCommands(program: Command): void {
     .action(async (campaignId: string, flags: { runsDir: string; json?: boolean; approve?: boolean; instruct?: string; reopen?: boolean }) => {
       const runsDir = resolve(flags.runsDir);
       await loadCampaign(runsDir, campaignId);
-      if (flags.approve && flags.instruct !== undefined) throw new A3rError("USAGE", "give either --approve or --instruct, not both", { where: "--approve/--instruct", hint: "approve as it is, or instruct a change" });
-      if (flags.reopen && (flags.approve || flags.instruct !== undefined)) throw new A3rError("USAGE", "--reopen is for a finished campaign, --approve and --instruct for a paused one", { where: "--reopen", hint: "give one of them" });
-      if (flags.instruct !== undefined && flags.instruct.trim() === "") throw new A3rError("USAGE", "--instruct needs the instruction text", { where: "--instruct", hint: 'for example: --instruct "use 3 seeds per configuration"' });
-      const answer: ReviewAnswer | undefined = flags.approve ? { action: "approve" } : flags.instruct !== undefined ? { action: "instruct", text: flags.instruct.trim() } : undefined;
+      if (flags.approve && flags.instruct !== undefined)
+        throw new A3rError("USAGE", "give either --approve or --instruct, not both", {
+          where: "--approve/--instruct",
+          hint: "approve as it is, or instruct a change",
+        });
+      if (flags.reopen && (flags.approve || flags.instruct !== undefined))
+        throw new A3rError("USAGE", "--reopen is for a finished campaign, --approve and --instruct for a paused one", {
+          where: "--reopen",
+          hint: "give one of them",
+        });
+      if (flags.instruct !== undefined && flags.instruct.trim() === "")
+        throw new A3rError("USAGE", "--instruct needs the instruction text", {
+          where: "--instruct",
+          hint: 'for example: --instruct "use 3 seeds per configuration"',
+        });
+      const answer: ReviewAnswer | undefined = flags.approve
+        ? { action: "approve" }
+        : flags.instruct !== undefined
+          ? { action: "instruct", text: flags.instruct.trim() }
+          : undefined;
       await lead(runsDir, campaignId, { json: flags.json, answer, reopen: flags.reopen === true, runsDirFlag: runsDirFlag(flags.runsDir) });
     });
 
@@ -89,7 +122,11 @@ export function registerResearchCommands(program: Command): void {
     .action(async (campaignId: string | undefined, flags: { runsDir: string; json?: boolean; watch?: boolean }) => {
       const runsDir = resolve(flags.runsDir);
       if (flags.watch) {
-        if (flags.json) throw new A3rError("USAGE", "--watch and --json do not go together", { where: "--watch", hint: "poll a3r status --json yourself, or watch the tables" });
+        if (flags.json)
+          throw new A3rError("USAGE", "--watch and --json do not go together", {
+            where: "--watch",
+            hint: "poll a3r status --json yourself, or watch the tables",
+          });
         await watchCampaigns(runsDir, campaignId);
         return;
       }
@@ -180,7 +217,10 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
     await createCampaign(runsDir, campaignId, adjusted, plannerChoiceFacts(flags.planner, process.env));
   } catch (error) {
     if (error instanceof A3rError && error.code === "CAMPAIGN_EXISTS") {
-      throw new A3rError("CAMPAIGN_EXISTS", error.message, { where: error.where, hint: `continue it with: a3r resume ${campaignId} --runs-dir ${flags.runsDir}; or start a new one with --campaign <another id>` });
+      throw new A3rError("CAMPAIGN_EXISTS", error.message, {
+        where: error.where,
+        hint: `continue it with: a3r resume ${campaignId} --runs-dir ${flags.runsDir}; or start a new one with --campaign <another id>`,
+      });
     }
     throw error;
   }
@@ -200,7 +240,11 @@ function runsDirFlag(flag: string): string {
 }
 
 /** Runs (or resumes) the campaign's leader with this machine's hosts, and prints where the report is. */
-async function lead(runsDir: string, campaignId: string, options: { json?: boolean; answer?: ReviewAnswer; reopen?: boolean; runsDirFlag?: string }): Promise<void> {
+async function lead(
+  runsDir: string,
+  campaignId: string,
+  options: { json?: boolean; answer?: ReviewAnswer; reopen?: boolean; runsDirFlag?: string },
+): Promise<void> {
   const campaign = await loadCampaign(runsDir, campaignId);
   const topic = parseTopic(campaign.topic, { file: campaign.paths.topic });
   let hosts: DispatchHost[];
@@ -215,7 +259,12 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
   }
   const unmark = await markLeaderRunning(runsDir, campaignId);
   // A table redrawn in place on a terminal, plain change lines otherwise (logs, CI).
-  const view = createLiveView({ stream: process.stderr, tty: process.stderr.isTTY === true, metric: topic.metric?.name ?? null, maxSteps: () => maxStepsFromOverrides(topic.base?.overrides) });
+  const view = createLiveView({
+    stream: process.stderr,
+    tty: process.stderr.isTTY === true,
+    metric: topic.metric?.name ?? null,
+    maxSteps: () => maxStepsFromOverrides(topic.base?.overrides),
+  });
   let run: LeaderRun;
   try {
     run = await runLeader({
@@ -223,7 +272,12 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
       campaignId,
       ...(options.answer === undefined ? {} : { answer: options.answer }),
       ...(options.reopen ? { reopen: true } : {}),
-      planner: await plannerOfCampaign(campaign.paths, topic, process.env, options.answer !== undefined || options.reopen === true || !(await isPausedOrFinished(runsDir, campaignId))),
+      planner: await plannerOfCampaign(
+        campaign.paths,
+        topic,
+        process.env,
+        options.answer !== undefined || options.reopen === true || !(await isPausedOrFinished(runsDir, campaignId)),
+      ),
       hosts,
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
@@ -237,7 +291,14 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
     await closeDispatchHosts(hosts);
   }
   const final = run.state;
-  const summary = { campaign: campaignId, stages: final.history.length, experiments: final.history.reduce((total, record) => total + record.outcomes.length, 0), stop: final.stop, report: final.reportFile, waitingFor: run.waitingFor };
+  const summary = {
+    campaign: campaignId,
+    stages: final.history.length,
+    experiments: final.history.reduce((total, record) => total + record.outcomes.length, 0),
+    stop: final.stop,
+    report: final.reportFile,
+    waitingFor: run.waitingFor,
+  };
   if (options.json) {
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     return;
@@ -248,8 +309,7 @@ async function lead(runsDir: string, campaignId: string, options: { json?: boole
     return;
   }
   if (final.stop) process.stderr.write(`stopped: ${final.stop.reason} - ${final.stop.explanation}\n`);
-  if (final.stop?.reason === "budget") process.stderr.write(`to go on: raise that budget in ${campaign.paths.topic}, then a3r resume ${campaignId}${options.runsDirFlag ?? ""} --reopen\n`);
+  if (final.stop?.reason === "budget")
+    process.stderr.write(`to go on: raise that budget in ${campaign.paths.topic}, then a3r resume ${campaignId}${options.runsDirFlag ?? ""} --reopen\n`);
   process.stdout.write(`report: ${final.reportFile ?? campaign.paths.report}\n`);
 }
-
-

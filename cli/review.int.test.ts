@@ -27,7 +27,11 @@ describe("review mode", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const status = async () => JSON.parse((await runA3r(["status", campaign, "--runs-dir", runsDir, "--json"])).stdout) as { state: string; waitingFor: { stage: number; at: string; round: number } | null };
+  const status = async () =>
+    JSON.parse((await runA3r(["status", campaign, "--runs-dir", runsDir, "--json"])).stdout) as {
+      state: string;
+      waitingFor: { stage: number; at: string; round: number } | null;
+    };
 
   it("pauses after the plan and the blueprints, takes an instruction, and runs only what was approved", async () => {
     const research = await runA3r(["research", topicFile, "--runs-dir", runsDir, "--campaign", campaign, "--review"], { timeoutMs: 60_000 });

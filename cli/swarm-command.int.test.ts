@@ -5,7 +5,6 @@ import { startServerProcess, temporaryDirectory, waitForState, type ServerProces
 import { SwarmClient } from "../swarm/client/index.ts";
 import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
-
 const a3r = (...args: string[]): Promise<CliResult> => runA3r(args);
 
 let server: ServerProcess | undefined;
@@ -63,7 +62,11 @@ describe("a3r swarm", () => {
   it("exits 0 by itself after max_steps with --exit-when-finished, after a checkpoint", async () => {
     directory ??= await temporaryDirectory("swarm-cli");
     const experimentDir = join(directory.path, "finishing");
-    const finishing = await startServerProcess(directory.path, `port: 0\ntrain_batch_size: 1\nnum_repeat: 1\nmax_steps: 1\nexperiment_dir: ${experimentDir}\n`, ["--exit-when-finished"]);
+    const finishing = await startServerProcess(
+      directory.path,
+      `port: 0\ntrain_batch_size: 1\nnum_repeat: 1\nmax_steps: 1\nexperiment_dir: ${experimentDir}\n`,
+      ["--exit-when-finished"],
+    );
     const client = new SwarmClient({ url: finishing.url });
     await waitForState(client, "ENGINE.ROLLING");
     const episode = await client.beginEpisode();

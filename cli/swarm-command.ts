@@ -76,11 +76,21 @@ export function registerSwarmCommands(program: Command): void {
     .option("--concurrency <k>", "episodes at once", integerOption("--concurrency", 1, 1024), 8)
     .option("--seed <n>", "seed of the first task", integerOption("--seed", 0, 2 ** 31))
     .option("--eval", "claim eval episodes (answered, never trained on)")
-    .option("--discard-timeout <seconds>", "the server reclaims an episode of this client after this much silence (a crashed client's episodes stop holding up the batch)", integerOption("--discard-timeout", 1, 86_400), 600)
+    .option(
+      "--discard-timeout <seconds>",
+      "the server reclaims an episode of this client after this much silence (a crashed client's episodes stop holding up the batch)",
+      integerOption("--discard-timeout", 1, 86_400),
+      600,
+    )
     .option("--json", "print the summary as JSON")
-    .action(async (taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean }) => {
-      await client(taskArgument, options);
-    });
+    .action(
+      async (
+        taskArgument: string,
+        options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean },
+      ) => {
+        await client(taskArgument, options);
+      },
+    );
 }
 
 interface ServeOptions {
@@ -101,7 +111,8 @@ async function serve(options: ServeOptions): Promise<void> {
   try {
     config = await loadSwarmConfig(options.config);
   } catch (error) {
-    if (error instanceof SwarmConfigError) throw new A3rError("CONFIG_INVALID", error.message, { where: error.where, ...(error.hint ? { hint: error.hint } : {}) });
+    if (error instanceof SwarmConfigError)
+      throw new A3rError("CONFIG_INVALID", error.message, { where: error.where, ...(error.hint ? { hint: error.hint } : {}) });
     throw error;
   }
   if (options.port !== undefined) config = { ...config, port: options.port };
@@ -109,10 +120,17 @@ async function serve(options: ServeOptions): Promise<void> {
   const adminToken = options.adminToken ?? process.env.A3R_SWARM_ADMIN_TOKEN ?? config.admin_token;
   let server;
   try {
-    server = await startSwarmServer({ config, ...(adminToken ? { adminToken } : {}), autoStart: options.start, resume: options.resume === true, logger: createLogger("swarm") });
+    server = await startSwarmServer({
+      config,
+      ...(adminToken ? { adminToken } : {}),
+      autoStart: options.start,
+      resume: options.resume === true,
+      logger: createLogger("swarm"),
+    });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EADDRINUSE") throw new A3rError("USAGE", `port ${config.port} is in use`, { where: "--port", hint: "pick another port with --port, or --port 0 for a free one" });
+    if (code === "EADDRINUSE")
+      throw new A3rError("USAGE", `port ${config.port} is in use`, { where: "--port", hint: "pick another port with --port, or --port 0 for a free one" });
     throw error;
   }
   process.stdout.write(`swarm server ready on ${server.url}\n`);
@@ -187,7 +205,10 @@ async function loadTask(taskArgument: string): Promise<EpisodeTask> {
   return { name: task.name ?? taskArgument, sampleTask: task.sampleTask.bind(task), runEpisode: task.runEpisode.bind(task) };
 }
 
-async function client(taskArgument: string, options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean }): Promise<void> {
+async function client(
+  taskArgument: string,
+  options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean },
+): Promise<void> {
   const task = await loadTask(taskArgument);
   const url = options.url ?? defaultUrl();
   const swarmClient = new SwarmClient({ url });
@@ -196,7 +217,9 @@ async function client(taskArgument: string, options: { url?: string; episodes: n
   const tty = Boolean(process.stderr.isTTY) && !options.json;
   const onProgress = (progress: RunProgress): void => {
     if (tty) {
-      process.stderr.write(`\r${progressBar(progress.done / progress.total)} ${progress.done}/${progress.total} reward ${progress.rewardMean.toFixed(3)} failed ${progress.failed} running ${progress.running}   `);
+      process.stderr.write(
+        `\r${progressBar(progress.done / progress.total)} ${progress.done}/${progress.total} reward ${progress.rewardMean.toFixed(3)} failed ${progress.failed} running ${progress.running}   `,
+      );
     } else if (!options.json) {
       const last = progress.last;
       process.stdout.write(`episode ${progress.done}/${progress.total} task ${last.taskId} ${last.ok ? `reward ${last.reward}` : `failed: ${last.error}`}\n`);
@@ -217,12 +240,17 @@ async function client(taskArgument: string, options: { url?: string; episodes: n
     });
   } catch (error) {
     if (error instanceof SwarmRequestError) throw new A3rError("SWARM_REQUEST_REFUSED", error.message, { where: url });
-    if (error instanceof Error && error.name === "SwarmUnreachableError") throw new A3rError("SWARM_UNREACHABLE", error.message, { where: url, hint: "start it with `a3r swarm serve --config swarm.yaml` or pass --url" });
+    if (error instanceof Error && error.name === "SwarmUnreachableError")
+      throw new A3rError("SWARM_UNREACHABLE", error.message, { where: url, hint: "start it with `a3r swarm serve --config swarm.yaml` or pass --url" });
     throw error;
   }
   if (tty) process.stderr.write("\n");
   const { outcomes, ...totals } = summary;
-  if (options.json) process.stdout.write(`${JSON.stringify({ task: task.name, url, ...totals, failures: outcomes.filter((outcome) => !outcome.ok).slice(0, 20) })}\n`);
-  else process.stdout.write(`${task.name}: ${totals.completed}/${totals.requested} episodes, reward mean ${totals.rewardMean.toFixed(3)}, success ${(totals.successRate * 100).toFixed(1)}%, failed ${totals.failed}${totals.stoppedEarly ? ` (stopped early: ${totals.stoppedEarly})` : ""}\n`);
+  if (options.json)
+    process.stdout.write(`${JSON.stringify({ task: task.name, url, ...totals, failures: outcomes.filter((outcome) => !outcome.ok).slice(0, 20) })}\n`);
+  else
+    process.stdout.write(
+      `${task.name}: ${totals.completed}/${totals.requested} episodes, reward mean ${totals.rewardMean.toFixed(3)}, success ${(totals.successRate * 100).toFixed(1)}%, failed ${totals.failed}${totals.stoppedEarly ? ` (stopped early: ${totals.stoppedEarly})` : ""}\n`,
+    );
   if (totals.completed === 0 && totals.failed > 0) process.exitCode = exitCode.failure;
 }

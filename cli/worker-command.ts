@@ -54,9 +54,20 @@ export function registerWorkerCommands(program: Command): void {
     .option("--result-dir <dir>", "write the result directory here instead of the blueprint's Result Directory")
     .option("--dry-run", "print what would be prepared, launched and watched; change nothing")
     .option("--gpus <list>", "GPU slots for CUDA_VISIBLE_DEVICES, e.g. 0,1", gpuList)
-    .option("--ledger <file>", "ledger for LLM tokens and GPU-hours; default: the campaign's ledger.jsonl when the result directory is <campaign>/results/<id>, else <result dir>/ledger.jsonl")
-    .option("--llm-tokens <n>", "LLM budget in tokens, counted over the whole ledger; default: the campaign topic's budgets.llm_tokens", positiveNumber("--llm-tokens", "2000000", true))
-    .option("--llm-usd <x>", "LLM budget in US dollars, counted over the whole ledger; default: the campaign topic's budgets.llm_usd", positiveNumber("--llm-usd", "20", false))
+    .option(
+      "--ledger <file>",
+      "ledger for LLM tokens and GPU-hours; default: the campaign's ledger.jsonl when the result directory is <campaign>/results/<id>, else <result dir>/ledger.jsonl",
+    )
+    .option(
+      "--llm-tokens <n>",
+      "LLM budget in tokens, counted over the whole ledger; default: the campaign topic's budgets.llm_tokens",
+      positiveNumber("--llm-tokens", "2000000", true),
+    )
+    .option(
+      "--llm-usd <x>",
+      "LLM budget in US dollars, counted over the whole ledger; default: the campaign topic's budgets.llm_usd",
+      positiveNumber("--llm-usd", "20", false),
+    )
     .option("--no-llm", "never consult a language model, even when one is configured")
     .option("--quiet", "no progress output")
     .option("--json", "print the outcome as JSON on stdout")
@@ -85,7 +96,9 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
   const choice = flags.llm ? describeModelChoice(process.env) : undefined;
   if (flags.dryRun) {
     const settings = workerSettingsOf(blueprint, resultDir);
-    process.stdout.write(await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }));
+    process.stdout.write(
+      await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }),
+    );
     return;
   }
   // A run in a campaign folder books in the campaign's ledger and spends the campaign's
@@ -97,11 +110,19 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
   if (choice) {
     const fromFlags = flags.llmTokens !== undefined || flags.llmUsd !== undefined;
     const budget: CampaignBudget = fromFlags
-      ? { ok: true, limit: { ...(flags.llmTokens === undefined ? {} : { tokens: flags.llmTokens }), ...(flags.llmUsd === undefined ? {} : { usd: flags.llmUsd }) } }
+      ? {
+          ok: true,
+          limit: { ...(flags.llmTokens === undefined ? {} : { tokens: flags.llmTokens }), ...(flags.llmUsd === undefined ? {} : { usd: flags.llmUsd }) },
+        }
       : campaign
         ? await readCampaignBudget(campaign.topicFile)
         : { ok: true, limit: {} };
-    model = budgetedWorkerModel(await chatModelFromEnv(process.env, { sink: ledger }), ledgerFile, budget, fromFlags ? { tokens: "--llm-tokens", usd: "--llm-usd" } : undefined);
+    model = budgetedWorkerModel(
+      await chatModelFromEnv(process.env, { sink: ledger }),
+      ledgerFile,
+      budget,
+      fromFlags ? { tokens: "--llm-tokens", usd: "--llm-usd" } : undefined,
+    );
   }
   const progress = createProgressReporter(process.stderr, { quiet: flags.quiet === true });
   // TERM or INT cancels the run (its process groups too); only a SIGKILLed worker leaves it running.
@@ -125,4 +146,3 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
   else process.stdout.write(`${blueprint.id}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}; result directory ${outcome.resultDir}\n`);
   process.exitCode = outcome.state === "succeeded" ? exitCode.ok : exitCode.failure;
 }
-

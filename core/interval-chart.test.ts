@@ -35,7 +35,9 @@ describe("renderIntervalChart", () => {
 
   it("grows with the number of rows and says so when there is nothing to draw", () => {
     const height = (svg: string) => Number(/height="(\d+)"/.exec(svg)![1]);
-    expect(height(renderIntervalChart(rows, { title: "t", valueLabel: "v" }))).toBeGreaterThan(height(renderIntervalChart(rows.slice(0, 1), { title: "t", valueLabel: "v" })));
+    expect(height(renderIntervalChart(rows, { title: "t", valueLabel: "v" }))).toBeGreaterThan(
+      height(renderIntervalChart(rows.slice(0, 1), { title: "t", valueLabel: "v" })),
+    );
     expect(renderIntervalChart([{ label: "a", value: undefined }], { title: "t", valueLabel: "v" })).toContain("no data yet");
   });
 });

@@ -80,7 +80,9 @@ export function renderIntervalChart(rows: IntervalRow[], options: IntervalChartO
     const y = rowY(index);
     const color = row.highlight ? "#d62728" : "#1f77b4";
     const label = row.label.length > maxLabelCharacters ? `${row.label.slice(0, maxLabelCharacters - 1)}…` : row.label;
-    parts.push(`<text x="${margin.left - 8}" y="${(y + 4).toFixed(1)}" text-anchor="end"${row.highlight ? ' font-weight="bold"' : ""}>${escapeXml(label)}</text>`);
+    parts.push(
+      `<text x="${margin.left - 8}" y="${(y + 4).toFixed(1)}" text-anchor="end"${row.highlight ? ' font-weight="bold"' : ""}>${escapeXml(label)}</text>`,
+    );
     if (row.value === undefined || !Number.isFinite(row.value)) {
       parts.push(`<text x="${margin.left + 6}" y="${(y + 4).toFixed(1)}" fill="#888">no value</text>`);
     } else {
@@ -94,7 +96,9 @@ export function renderIntervalChart(rows: IntervalRow[], options: IntervalChartO
           "</g>",
         );
       }
-      parts.push(`<circle class="estimate" data-label="${escapeXml(row.label)}" cx="${scaleX(row.value).toFixed(1)}" cy="${y.toFixed(1)}" r="4" fill="${color}"/>`);
+      parts.push(
+        `<circle class="estimate" data-label="${escapeXml(row.label)}" cx="${scaleX(row.value).toFixed(1)}" cy="${y.toFixed(1)}" r="4" fill="${color}"/>`,
+      );
     }
     if (row.note) parts.push(`<text x="${margin.left + plotWidth + 8}" y="${(y + 4).toFixed(1)}" fill="#555">${escapeXml(row.note)}</text>`);
   });

@@ -15,8 +15,21 @@ describe("renderLineChart", () => {
   it("draws one path per series and escapes names", () => {
     const svg = renderLineChart(
       [
-        { name: "lr=1e-3 <fast>", points: [{ x: 0, y: 0.1 }, { x: 10, y: 0.8 }] },
-        { name: "lr=1e-4", points: [{ x: 0, y: 0.1 }, { x: 5, y: Number.NaN }, { x: 10, y: 0.4 }] },
+        {
+          name: "lr=1e-3 <fast>",
+          points: [
+            { x: 0, y: 0.1 },
+            { x: 10, y: 0.8 },
+          ],
+        },
+        {
+          name: "lr=1e-4",
+          points: [
+            { x: 0, y: 0.1 },
+            { x: 5, y: Number.NaN },
+            { x: 10, y: 0.4 },
+          ],
+        },
       ],
       { title: "reward_mean", xLabel: "step", yLabel: "reward" },
     );

@@ -71,10 +71,12 @@ export function renderLineChart(series: ChartSeries[], options: LineChartOptions
   const scaleY = (y: number) => margin.top + plotHeight - ((y - yLow) / (yHigh - yLow || 1)) * plotHeight;
 
   parts.push(`<g class="grid" stroke="#e5e5e5">`);
-  for (const tick of yTicks) parts.push(`<line x1="${margin.left}" x2="${margin.left + plotWidth}" y1="${scaleY(tick).toFixed(1)}" y2="${scaleY(tick).toFixed(1)}"/>`);
+  for (const tick of yTicks)
+    parts.push(`<line x1="${margin.left}" x2="${margin.left + plotWidth}" y1="${scaleY(tick).toFixed(1)}" y2="${scaleY(tick).toFixed(1)}"/>`);
   parts.push("</g>", `<g class="axes" fill="#333">`);
   for (const tick of yTicks) parts.push(`<text x="${margin.left - 6}" y="${(scaleY(tick) + 4).toFixed(1)}" text-anchor="end">${formatTick(tick)}</text>`);
-  for (const tick of xTicks) parts.push(`<text x="${scaleX(tick).toFixed(1)}" y="${margin.top + plotHeight + 16}" text-anchor="middle">${formatTick(tick)}</text>`);
+  for (const tick of xTicks)
+    parts.push(`<text x="${scaleX(tick).toFixed(1)}" y="${margin.top + plotHeight + 16}" text-anchor="middle">${formatTick(tick)}</text>`);
   parts.push(
     `<line x1="${margin.left}" x2="${margin.left + plotWidth}" y1="${margin.top + plotHeight}" y2="${margin.top + plotHeight}" stroke="#333"/>`,
     `<line x1="${margin.left}" x2="${margin.left}" y1="${margin.top}" y2="${margin.top + plotHeight}" stroke="#333"/>`,

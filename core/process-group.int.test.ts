@@ -38,7 +38,10 @@ describe("launchProcessGroup", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     // Kill only the command (the child of the wrapper), as the OOM killer would.
     const { execFileSync } = await import("node:child_process");
-    const children = execFileSync("pgrep", ["-g", String(run.pgid), "sleep"]).toString().trim().split("\n");
+    const children = execFileSync("pgrep", ["-g", String(run.pgid), "sleep"])
+      .toString()
+      .trim()
+      .split("\n");
     for (const pid of children) process.kill(Number(pid), "SIGKILL");
     await until(() => !isGroupAlive(run.pgid));
     expect(await readExitStatus(run.exitFile)).toEqual({ exitCode: 137, signal: "SIGKILL" });
@@ -74,7 +77,10 @@ describe("readExitStatus", () => {
     const run = await start("exit 3");
     await until(async () => {
       const { access } = await import("node:fs/promises");
-      return access(run.exitFile).then(() => true, () => false);
+      return access(run.exitFile).then(
+        () => true,
+        () => false,
+      );
     });
     expect(await readExitStatus(run.exitFile)).toEqual({ exitCode: 3, signal: null });
   });

@@ -49,7 +49,11 @@ describe("parseHostsText", () => {
       "hosts:\n  - {name: a, kind: local, workdir: /a}\n  - {name: b, kind: ssh, workdir: /b, gpus: 2}\n  - {name: c, kind: queue, redis: 'redis://h:6379', gpus: 8}\n",
       "h.yaml",
     );
-    expect(parsed.hosts.map((host) => [host.name, host.kind, host.gpus])).toEqual([["a", "local", "detect"], ["b", "ssh", 2], ["c", "queue", 8]]);
+    expect(parsed.hosts.map((host) => [host.name, host.kind, host.gpus])).toEqual([
+      ["a", "local", "detect"],
+      ["b", "ssh", 2],
+      ["c", "queue", 8],
+    ]);
   });
 });
 
@@ -58,9 +62,19 @@ describe("loadHostsFile", () => {
     const folder = await mkdtemp(join(tmpdir(), "a3r-hosts-config-"));
     try {
       await writeFile(join(folder, "ssh_config"), "Host gpu\n  HostName 10.1.2.3\n  Port 2200\n  User ml\n  IdentityFile ~/.ssh/gpu_key\n");
-      await writeFile(join(folder, "hosts.yaml"), "ssh_config: ./ssh_config\nhosts:\n  - {name: gpu, kind: ssh, workdir: ~/a3r, gpus: 1}\n  - {name: other, kind: ssh, host: gpu, user: root, workdir: /w, gpus: 1, a3r: 'node /x/bin/a3r.js'}\n");
+      await writeFile(
+        join(folder, "hosts.yaml"),
+        "ssh_config: ./ssh_config\nhosts:\n  - {name: gpu, kind: ssh, workdir: ~/a3r, gpus: 1}\n  - {name: other, kind: ssh, host: gpu, user: root, workdir: /w, gpus: 1, a3r: 'node /x/bin/a3r.js'}\n",
+      );
       const file = await loadHostsFile(join(folder, "hosts.yaml"), { home: "/home/me" });
-      expect(findHost(file, "gpu")).toMatchObject({ host: "10.1.2.3", port: 2200, user: "ml", identityFiles: ["/home/me/.ssh/gpu_key"], a3r: "a3r", workdir: "~/a3r" });
+      expect(findHost(file, "gpu")).toMatchObject({
+        host: "10.1.2.3",
+        port: 2200,
+        user: "ml",
+        identityFiles: ["/home/me/.ssh/gpu_key"],
+        a3r: "a3r",
+        workdir: "~/a3r",
+      });
       expect(findHost(file, "other")).toMatchObject({ host: "10.1.2.3", user: "root", a3r: "node /x/bin/a3r.js" });
       expect(() => findHost(file, "nope")).toThrow(/no host named "nope".*/);
     } finally {

@@ -34,7 +34,10 @@ import { resolveSshAlias } from "./ssh/ssh-config.ts";
  */
 const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, "letters, digits, '.', '_' and '-', starting with a letter or digit");
 const gpus = z.union([z.literal("detect"), z.number().int().min(0).max(1024)]);
-const absolutePath = z.string().min(1).refine((path) => isAbsolute(path) || path.startsWith("~/"), "must be an absolute path (or start with ~/)");
+const absolutePath = z
+  .string()
+  .min(1)
+  .refine((path) => isAbsolute(path) || path.startsWith("~/"), "must be an absolute path (or start with ~/)");
 
 const localHostSchema = z.strictObject({
   name,
@@ -53,7 +56,10 @@ const sshHostSchema = z.strictObject({
   user: z.string().min(1).optional(),
   identity_file: z.string().min(1).optional(),
   agent: z.boolean().optional(),
-  host_key: z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'a SHA256 fingerprint as ssh-keygen -l prints it, e.g. "SHA256:" followed by 43 characters').optional(),
+  host_key: z
+    .string()
+    .regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'a SHA256 fingerprint as ssh-keygen -l prints it, e.g. "SHA256:" followed by 43 characters')
+    .optional(),
   gpus: gpus.default("detect"),
   max_runs: z.number().int().min(1).max(10_000).optional(),
   workdir: absolutePath,
@@ -65,8 +71,14 @@ const queueHostSchema = z.strictObject({
   name,
   kind: z.literal("queue"),
   redis: z.string().regex(/^rediss?:\/\//, "a redis:// or rediss:// URL"),
-  queue: z.string().regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' (BullMQ forbids ':')").default("a3r"),
-  prefix: z.string().regex(/^[A-Za-z0-9._-]+$/).default("bull"),
+  queue: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' (BullMQ forbids ':')")
+    .default("a3r"),
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/)
+    .default("bull"),
   gpus: z.number().int().min(0).max(100_000),
   max_runs: z.number().int().min(1).max(100_000).optional(),
 });
@@ -123,7 +135,10 @@ export function parseHostsText(text: string, file: string): { sshConfig: string 
   const yamlError = document.errors[0];
   if (yamlError) {
     const line = lineCounter.linePos(yamlError.pos[0]).line;
-    throw new A3rError("YAML_INVALID", `hosts file is not valid YAML: ${yamlError.message.split("\n")[0]}`, { where: `${file}:${line}`, hint: "fix the YAML syntax at that line (indentation, quotes, colons)" });
+    throw new A3rError("YAML_INVALID", `hosts file is not valid YAML: ${yamlError.message.split("\n")[0]}`, {
+      where: `${file}:${line}`,
+      hint: "fix the YAML syntax at that line (indentation, quotes, colons)",
+    });
   }
   const value = document.toJS() as unknown;
   const checked = hostsFileSchema.safeParse(value);
@@ -137,10 +152,16 @@ export function parseHostsText(text: string, file: string): { sshConfig: string 
   }
   const names = new Set<string>();
   for (const [index, host] of checked.data.hosts.entries()) {
-    if (names.has(host.name)) throw invalid(file, lineOf(document, lineCounter, ["hosts", index, "name"]), `host name "${host.name}" is used twice`, "give every host its own name");
+    if (names.has(host.name))
+      throw invalid(file, lineOf(document, lineCounter, ["hosts", index, "name"]), `host name "${host.name}" is used twice`, "give every host its own name");
     names.add(host.name);
     if (host.kind === "ssh" && host.identity_file !== undefined && host.agent === true) {
-      throw invalid(file, lineOf(document, lineCounter, ["hosts", index, "agent"]), `host "${host.name}" sets both identity_file and agent`, "choose one: a key file, or agent: true (SSH_AUTH_SOCK)");
+      throw invalid(
+        file,
+        lineOf(document, lineCounter, ["hosts", index, "agent"]),
+        `host "${host.name}" sets both identity_file and agent`,
+        "choose one: a key file, or agent: true (SSH_AUTH_SOCK)",
+      );
     }
   }
   if (!isSeq(document.get("hosts"))) throw invalid(file, 1, "hosts must be a list", "write hosts: followed by - name: ... entries");
@@ -150,7 +171,8 @@ export function parseHostsText(text: string, file: string): { sshConfig: string 
 function hintFor(path: readonly PropertyKey[]): string {
   const last = String(path[path.length - 1] ?? "");
   if (last === "kind") return "kind is local, ssh or queue";
-  if (last === "host_key") return "run ssh-keygen -l -f /etc/ssh/ssh_host_ed25519_key.pub on the host (or ssh-keyscan HOST | ssh-keygen -lf -) and paste the SHA256:... part";
+  if (last === "host_key")
+    return "run ssh-keygen -l -f /etc/ssh/ssh_host_ed25519_key.pub on the host (or ssh-keyscan HOST | ssh-keygen -lf -) and paste the SHA256:... part";
   if (last === "gpus") return 'gpus is a whole number or "detect"';
   if (last === "workdir") return "use an absolute path on that host, e.g. /data/a3r";
   return "see the hosts.yaml example in README.md (Hosts)";
@@ -169,7 +191,8 @@ export async function loadHostsFile(file: string, options: LoadHostsOptions = {}
     text = await readFile(file, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") throw new A3rError("FILE_NOT_FOUND", "hosts file not found", { where: file, hint: "pass --hosts with the path of a hosts.yaml (see README, Hosts)" });
+    if (code === "ENOENT")
+      throw new A3rError("FILE_NOT_FOUND", "hosts file not found", { where: file, hint: "pass --hosts with the path of a hosts.yaml (see README, Hosts)" });
     throw new A3rError("FILE_UNREADABLE", `cannot read the hosts file (${code ?? String(error)})`, { where: file });
   }
   const parsed = parseHostsText(text, file);

@@ -115,5 +115,15 @@ export function parseRunKey(key: string): RunRef | undefined {
 
 /** The files of a result directory that travel back as the small bundle (queue) or live copy. */
 // ledger.jsonl: the worker's own ledger, written when it could not reach the campaign's.
-export const bundleFiles = ["status.json", "result.md", "metrics.jsonl", "attempts.md", "curves.svg", "events.jsonl", "blueprint.md", "ledger.jsonl", "finish.flag"] as const;
+export const bundleFiles = [
+  "status.json",
+  "result.md",
+  "metrics.jsonl",
+  "attempts.md",
+  "curves.svg",
+  "events.jsonl",
+  "blueprint.md",
+  "ledger.jsonl",
+  "finish.flag",
+] as const;
 export const liveFiles = ["status.json", "metrics.jsonl"] as const;

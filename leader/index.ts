@@ -15,4 +15,13 @@ export { formatNumber } from "./domain/configurations.ts";
 export { reviewAnswerEvent } from "./graph/graph-steps.ts";
 export { eventsOfCurrentRound } from "./record/reopen.ts";
 export { HeuristicPlanner } from "./planners/heuristic/heuristic-planner.ts";
-export type { BlueprintText, BlueprintWritingInput, Conclusion, ConclusionInput, FramedQuestion, Planner, PlannerInput, PlannerStep } from "./domain/planner.ts";
+export type {
+  BlueprintText,
+  BlueprintWritingInput,
+  Conclusion,
+  ConclusionInput,
+  FramedQuestion,
+  Planner,
+  PlannerInput,
+  PlannerStep,
+} from "./domain/planner.ts";

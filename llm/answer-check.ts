@@ -2,9 +2,7 @@ import type { z } from "zod";
 import type { BackendResponse } from "./backend.ts";
 import { unwrapAnswer, type OutputSpecification } from "./model-schema.ts";
 
-export type AnswerCheck<T> =
-  | { ok: true; value: T }
-  | { ok: false; issues: string[]; answerText: string };
+export type AnswerCheck<T> = { ok: true; value: T } | { ok: false; issues: string[]; answerText: string };
 
 /**
  * Validates a structured answer with the caller's schema. The answer comes from the

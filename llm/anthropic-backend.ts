@@ -79,15 +79,11 @@ function toWire(model: string, request: BackendRequest): CreateParams {
     model,
     max_tokens: request.maxTokens,
     messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
-    ...(request.system === undefined
-      ? {}
-      : { system: [{ type: "text" as const, text: request.system, cache_control: { type: "ephemeral" as const } }] }),
+    ...(request.system === undefined ? {} : { system: [{ type: "text" as const, text: request.system, cache_control: { type: "ephemeral" as const } }] }),
     ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
     ...(tools.length === 0 ? {} : { tools }),
     // With tools of its own the model may call one of them or answer; without, it must answer.
-    ...(output === undefined
-      ? {}
-      : { tool_choice: request.tools?.length ? { type: "any" as const } : { type: "tool" as const, name: output.name } }),
+    ...(output === undefined ? {} : { tool_choice: request.tools?.length ? { type: "any" as const } : { type: "tool" as const, name: output.name } }),
   };
 }
 

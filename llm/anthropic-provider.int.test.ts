@@ -104,10 +104,7 @@ describe("anthropic wire format", () => {
     const failure = await loadFixture("anthropic", "error-500");
     harness.server().play([{ ...failure, headers: { ...failure.headers, "retry-after-ms": "1" } }, await loadFixture("anthropic", "plain-text")]);
     const sink = new InMemoryUsageSink();
-    const retrying = await createChatModel(
-      { provider: "anthropic", apiKey, baseUrl: harness.baseUrl(), maxRetries: 1 },
-      { sink, warn: () => {} },
-    );
+    const retrying = await createChatModel({ provider: "anthropic", apiKey, baseUrl: harness.baseUrl(), maxRetries: 1 }, { sink, warn: () => {} });
     const result = await retrying.complete({ messages: [{ role: "user", content: "Hi" }], maxTokens: 64 });
     expect(result.text).toBe(conformanceAnswers.plainText);
     expect(harness.server().requests).toHaveLength(2);

@@ -38,7 +38,9 @@ describe("withBudget", () => {
 
     // 200 + 400 booked = 600 spent; this call may take 2 + 500: over 1,000.
     const error = await refusal(budgeted.complete(ask("12345678", 500)));
-    expect(error.message).toBe("language-model budget budgets.llm_tokens would be exceeded: 600 tokens spent, and this plan call may take up to 502 more, over the budget of 1,000 tokens; the call was not sent");
+    expect(error.message).toBe(
+      "language-model budget budgets.llm_tokens would be exceeded: 600 tokens spent, and this plan call may take up to 502 more, over the budget of 1,000 tokens; the call was not sent",
+    );
     expect(error.where).toBe("budgets.llm_tokens");
     expect(error.hint).toMatch(/Raise `budgets\.llm_tokens` in the topic's front matter/);
     expect(model.requests).toHaveLength(1);
@@ -52,7 +54,9 @@ describe("withBudget", () => {
     // 1,000 output tokens at $15 per million = $0.015; $0.99 spent leaves $0.01.
     const budgeted = withBudget(model, { limit: { tokens: 1e9, usd: 1 }, spent: () => ({ tokens: 0, usd: 0.99 }) });
     const error = await refusal(budgeted.complete(ask("hi", 1000)));
-    expect(error.message).toMatch(/^language-model budget budgets\.llm_usd would be exceeded: \$0\.9900 spent, and this plan call may cost up to \$0\.0150 more, over the budget of \$1\.00;/);
+    expect(error.message).toMatch(
+      /^language-model budget budgets\.llm_usd would be exceeded: \$0\.9900 spent, and this plan call may cost up to \$0\.0150 more, over the budget of \$1\.00;/,
+    );
     expect(error.where).toBe("budgets.llm_usd");
     expect(error.hint).toMatch(/budgets\.llm_usd/);
     expect(model.requests).toHaveLength(0);
@@ -61,7 +65,11 @@ describe("withBudget", () => {
   it("estimates with the model config's own prices, so a model the built-in list lacks is not free", async () => {
     const sink = new InMemoryUsageSink();
     // A local model priced only in its config: $100 per million output tokens.
-    const model = createScriptedChatModel([{ text: "never" }], { sink }, { model: "lab-llama-70b", prices: { "lab-llama-70b": { input: 50, output: 100, cachedInput: 5 } } });
+    const model = createScriptedChatModel(
+      [{ text: "never" }],
+      { sink },
+      { model: "lab-llama-70b", prices: { "lab-llama-70b": { input: 50, output: 100, cachedInput: 5 } } },
+    );
     const budgeted = withBudget(model, { limit: { usd: 0.05 }, spent: () => ({ tokens: 0, usd: 0 }) });
     const error = await refusal(budgeted.complete(ask("hi", 1000)));
     expect(error.message).toMatch(/this plan call may cost up to \$0\.1\d+ more, over the budget of \$0\.05/);
@@ -82,7 +90,12 @@ describe("withBudget", () => {
   it("asks for the spending before every call, so spending elsewhere (a worker, an earlier run) counts", async () => {
     let elsewhere = 0;
     const model: ScriptedChatModel = createScriptedChatModel([{ text: "one" }, { text: "two" }], { sink: new InMemoryUsageSink() });
-    const budgeted = withBudget(model, { limit: { tokens: 1000 }, spent: async () => ({ tokens: elsewhere, usd: 0 }), names: { tokens: "the token budget", usd: "the dollar budget" }, hint: "Give it more." });
+    const budgeted = withBudget(model, {
+      limit: { tokens: 1000 },
+      spent: async () => ({ tokens: elsewhere, usd: 0 }),
+      names: { tokens: "the token budget", usd: "the dollar budget" },
+      hint: "Give it more.",
+    });
     await budgeted.complete(ask("a"));
     elsewhere = 950;
     const error = await refusal(budgeted.complete(ask("a")));
@@ -102,7 +115,12 @@ describe("estimateCall", () => {
   it("counts system, messages and tool descriptions at four characters a token, plus all of maxTokens", () => {
     const priceBook = createPriceBook();
     const estimate = estimateCall(
-      { system: "s".repeat(40), messages: [{ role: "user", content: "u".repeat(41) }], maxTokens: 1000, tools: [{ name: "abcd", description: "efgh", inputSchema: undefined as never }] },
+      {
+        system: "s".repeat(40),
+        messages: [{ role: "user", content: "u".repeat(41) }],
+        maxTokens: 1000,
+        tools: [{ name: "abcd", description: "efgh", inputSchema: undefined as never }],
+      },
       "gpt-4.1",
       priceBook,
     );
@@ -114,8 +132,18 @@ describe("estimateCall", () => {
 
 describe("renderSpendingByRole", () => {
   const call = (role: string, inputTokens: number, outputTokens: number, costUsd: number, ok = true): LedgerEntry => ({
-    time: "2026-01-01T00:00:00.000Z", kind: "llm", role, provider: "anthropic", model: "claude-sonnet-4-6",
-    inputTokens, outputTokens, cachedTokens: 0, costUsd, durationMs: 10, ok, ...(ok ? {} : { errorCode: "LLM_OUTPUT_INVALID" }),
+    time: "2026-01-01T00:00:00.000Z",
+    kind: "llm",
+    role,
+    provider: "anthropic",
+    model: "claude-sonnet-4-6",
+    inputTokens,
+    outputTokens,
+    cachedTokens: 0,
+    costUsd,
+    durationMs: 10,
+    ok,
+    ...(ok ? {} : { errorCode: "LLM_OUTPUT_INVALID" }),
   });
 
   it("lists the roles that were used, in campaign order, other roles by name, then the total", () => {

@@ -65,8 +65,12 @@ export function estimateCall(request: ChatRequest<z.ZodType>, model: string, pri
  */
 export function withBudget(model: ChatModel, options: LlmBudgetOptions): ChatModel {
   const { tokens, usd } = options.limit;
-  for (const [name, value] of [["tokens", tokens], ["usd", usd]] as const) {
-    if (value !== undefined && !(Number.isFinite(value) && value > 0)) throw new RangeError(`the ${name} limit of an LLM budget must be a positive number, got ${value}`);
+  for (const [name, value] of [
+    ["tokens", tokens],
+    ["usd", usd],
+  ] as const) {
+    if (value !== undefined && !(Number.isFinite(value) && value > 0))
+      throw new RangeError(`the ${name} limit of an LLM budget must be a positive number, got ${value}`);
   }
   if (tokens === undefined && usd === undefined) return model;
   const names = options.names ?? topicBudgetNames;
@@ -81,10 +85,20 @@ export function withBudget(model: ChatModel, options: LlmBudgetOptions): ChatMod
     const spent = { tokens: booked.tokens + reserved.tokens, usd: booked.usd + reserved.usd };
     const role = request.role ?? "other";
     if (tokens !== undefined && spent.tokens + estimate.tokens > tokens) {
-      throw budgetExceeded(names.tokens, `${formatTokens(spent.tokens)} tokens spent, and this ${role} call may take up to ${formatTokens(estimate.tokens)} more, over the budget of ${formatTokens(tokens)} tokens`, options.hint, { measure: "tokens", role, spent, estimate, limit: tokens });
+      throw budgetExceeded(
+        names.tokens,
+        `${formatTokens(spent.tokens)} tokens spent, and this ${role} call may take up to ${formatTokens(estimate.tokens)} more, over the budget of ${formatTokens(tokens)} tokens`,
+        options.hint,
+        { measure: "tokens", role, spent, estimate, limit: tokens },
+      );
     }
     if (usd !== undefined && spent.usd + estimate.usd > usd) {
-      throw budgetExceeded(names.usd, `${formatUsd(spent.usd)} spent, and this ${role} call may cost up to ${formatUsd(estimate.usd)} more, over the budget of ${formatUsd(usd)}`, options.hint, { measure: "usd", role, spent, estimate, limit: usd });
+      throw budgetExceeded(
+        names.usd,
+        `${formatUsd(spent.usd)} spent, and this ${role} call may cost up to ${formatUsd(estimate.usd)} more, over the budget of ${formatUsd(usd)}`,
+        options.hint,
+        { measure: "usd", role, spent, estimate, limit: usd },
+      );
     }
     reserved.tokens += estimate.tokens;
     reserved.usd += estimate.usd;

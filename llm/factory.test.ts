@@ -40,9 +40,7 @@ describe("chatModelFromEnv", () => {
     expect((await failure(chatModelFromEnv({ A3R_LLM_PROVIDER: "openai" }, deps()))).where).toBe("OPENAI_API_KEY");
     expect((await failure(chatModelFromEnv({ A3R_LLM_PROVIDER: "scripted" }, deps()))).where).toBe("A3R_LLM_SCRIPT");
     expect((await failure(chatModelFromEnv({ A3R_LLM_PROVIDER: "gemini" }, deps()))).where).toBe("A3R_LLM_PROVIDER");
-    expect((await failure(chatModelFromEnv({ A3R_LLM_PROVIDER: "openai", A3R_LLM_BASE_URL: "http://localhost:8000/v1" }, deps()))).where).toBe(
-      "A3R_LLM_MODEL",
-    );
+    expect((await failure(chatModelFromEnv({ A3R_LLM_PROVIDER: "openai", A3R_LLM_BASE_URL: "http://localhost:8000/v1" }, deps()))).where).toBe("A3R_LLM_MODEL");
   });
 
   it("names the variable holding a bad value", async () => {

@@ -47,11 +47,7 @@ export async function createChatModel(config: ChatModelConfig, deps: ChatModelDe
   return createChatModelWithNames(config, deps, {});
 }
 
-async function createChatModelWithNames(
-  config: ChatModelConfig,
-  deps: ChatModelDependencies,
-  fieldNames: Record<string, string>,
-): Promise<ChatModel> {
+async function createChatModelWithNames(config: ChatModelConfig, deps: ChatModelDependencies, fieldNames: Record<string, string>): Promise<ChatModel> {
   const resolved = parseChatModelConfig(config, fieldNames);
   const warn = deps.warn ?? defaultWarn();
   const priceBook = createPriceBook(resolved.prices, (model) =>
@@ -89,7 +85,10 @@ async function createChatModelWithNames(
   const backend: ChatBackend =
     resolved.provider === "anthropic"
       ? (await import("./anthropic-backend.ts")).createAnthropicBackend(http)
-      : (await import("./openai-backend.ts")).createOpenAiBackend({ ...http, ...(resolved.maxTokensField === undefined ? {} : { maxTokensField: resolved.maxTokensField }) });
+      : (await import("./openai-backend.ts")).createOpenAiBackend({
+          ...http,
+          ...(resolved.maxTokensField === undefined ? {} : { maxTokensField: resolved.maxTokensField }),
+        });
   return createChatModelFromBackend(backend, coreOptions);
 }
 
@@ -185,11 +184,7 @@ export async function chatModelFromEnv(env: Environment, deps: ChatModelDependen
     if (!shared.model) required(env, "A3R_LLM_MODEL", `the model name served at ${baseUrl}`);
   }
   if (!apiKey) required(env, keyName, `the API key of the ${provider} provider`);
-  return createChatModelWithNames(
-    { provider, apiKey: apiKey ?? "", ...(baseUrl ? { baseUrl } : {}), ...shared },
-    deps,
-    { ...fieldNames, apiKey: keyName },
-  );
+  return createChatModelWithNames({ provider, apiKey: apiKey ?? "", ...(baseUrl ? { baseUrl } : {}), ...shared }, deps, { ...fieldNames, apiKey: keyName });
 }
 
 function required(env: Environment, name: string, what: string): string {

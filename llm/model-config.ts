@@ -1,9 +1,7 @@
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
 
-const modelPriceSchema = z
-  .object({ input: z.number().min(0), output: z.number().min(0), cachedInput: z.number().min(0) })
-  .strict();
+const modelPriceSchema = z.object({ input: z.number().min(0), output: z.number().min(0), cachedInput: z.number().min(0) }).strict();
 
 const sharedFields = {
   model: z.string().min(1).optional(),

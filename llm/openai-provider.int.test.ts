@@ -136,7 +136,9 @@ describe("openai wire format", () => {
           object: "chat.completion",
           created: 1,
           model: "qwen2.5-7b-instruct",
-          choices: [{ index: 0, message: { role: "assistant", content: "```json\n" + JSON.stringify(conformanceAnswers.structured) + "\n```" }, finish_reason: "stop" }],
+          choices: [
+            { index: 0, message: { role: "assistant", content: "```json\n" + JSON.stringify(conformanceAnswers.structured) + "\n```" }, finish_reason: "stop" },
+          ],
           usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
         },
       },

@@ -3,7 +3,12 @@ import { costOf, createPriceBook, findPrice } from "./prices.ts";
 
 describe("prices", () => {
   it("finds the longest matching prefix, so a dated snapshot or a mini model gets its own price", () => {
-    expect(findPrice("gpt-4o-mini-2024-07-18", { "gpt-4o": { input: 2.5, output: 10, cachedInput: 1.25 }, "gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 } })).toEqual({
+    expect(
+      findPrice("gpt-4o-mini-2024-07-18", {
+        "gpt-4o": { input: 2.5, output: 10, cachedInput: 1.25 },
+        "gpt-4o-mini": { input: 0.15, output: 0.6, cachedInput: 0.075 },
+      }),
+    ).toEqual({
       input: 0.15,
       output: 0.6,
       cachedInput: 0.075,

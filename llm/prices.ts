@@ -48,8 +48,7 @@ export function findPrice(model: string, prices: Readonly<Record<string, ModelPr
 
 export function costOf(usage: TokenUsage, price: ModelPrice): number {
   const uncachedInput = Math.max(0, usage.inputTokens - usage.cachedTokens);
-  const dollars =
-    (uncachedInput * price.input + usage.cachedTokens * price.cachedInput + usage.outputTokens * price.output) / 1_000_000;
+  const dollars = (uncachedInput * price.input + usage.cachedTokens * price.cachedInput + usage.outputTokens * price.output) / 1_000_000;
   // Round to a millionth of a cent so sums in the ledger do not drift with float noise.
   return Math.round(dollars * 1e8) / 1e8;
 }
@@ -59,10 +58,7 @@ export interface PriceBook {
   costOf(model: string, usage: TokenUsage): number;
 }
 
-export function createPriceBook(
-  overrides: Readonly<Record<string, ModelPrice>> = {},
-  onUnknownModel: (model: string) => void = () => {},
-): PriceBook {
+export function createPriceBook(overrides: Readonly<Record<string, ModelPrice>> = {}, onUnknownModel: (model: string) => void = () => {}): PriceBook {
   const prices = { ...defaultPrices, ...overrides };
   const reported = new Set<string>();
   return {

@@ -47,9 +47,7 @@ export class ScriptPlayer {
   }
 
   private nextByMatching(request: MatchableRequest): ScriptStep {
-    const index = this.script.steps.findIndex(
-      (step, position) => (step.repeat === true || !this.used[position]) && stepMatches(step, request),
-    );
+    const index = this.script.steps.findIndex((step, position) => (step.repeat === true || !this.used[position]) && stepMatches(step, request));
     const step = this.script.steps[index];
     if (!step) throw this.exhausted(request);
     this.used[index] = true;

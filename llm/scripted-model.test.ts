@@ -54,7 +54,14 @@ describe("scripted model", () => {
     const model = await scripted([{ parsed: { hypothesis: "H1" } }, { parsed: { hypothesis: "H1", learningRate: 1e-6, stages: ["a"] } }]);
     await model.complete({ system: "sys", messages: [{ role: "user", content: "plan" }], schema: planSchema, schemaName: "plan", maxTokens: 99, role: "plan" });
     expect(model.requests).toHaveLength(2);
-    expect(model.requests[0]).toEqual({ role: "plan", system: "sys", messages: [{ role: "user", content: "plan" }], toolNames: [], schemaName: "plan", maxTokens: 99 });
+    expect(model.requests[0]).toEqual({
+      role: "plan",
+      system: "sys",
+      messages: [{ role: "user", content: "plan" }],
+      toolNames: [],
+      schemaName: "plan",
+      maxTokens: 99,
+    });
     expect(model.requests[1]?.messages.map((message) => message.role)).toEqual(["user", "assistant", "user"]);
     expect(model.requests[1]?.messages[1]?.content).toBe('{"hypothesis":"H1"}');
     expect(model.requests[1]?.messages[2]?.content).toContain("learningRate");

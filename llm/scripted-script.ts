@@ -6,13 +6,7 @@ import { A3rError } from "../core/errors.ts";
 /** A substring, or a regular expression written as "/pattern/flags". */
 const textPattern = z.string().min(1);
 
-const failureCodes = [
-  "LLM_AUTH_FAILED",
-  "LLM_RATE_LIMITED",
-  "LLM_UNAVAILABLE",
-  "LLM_TIMEOUT",
-  "LLM_BAD_REQUEST",
-] as const;
+const failureCodes = ["LLM_AUTH_FAILED", "LLM_RATE_LIMITED", "LLM_UNAVAILABLE", "LLM_TIMEOUT", "LLM_BAD_REQUEST"] as const;
 
 export const scriptStepSchema = z
   .object({
@@ -36,7 +30,10 @@ export const scriptStepSchema = z
     /** Wait this long before answering (to exercise deadlines and aborts). */
     delayMs: z.number().int().min(0).optional(),
     /** Fail the call with this error code instead of answering. */
-    error: z.object({ code: z.enum(failureCodes), message: z.string().optional() }).strict().optional(),
+    error: z
+      .object({ code: z.enum(failureCodes), message: z.string().optional() })
+      .strict()
+      .optional(),
     /** By-matching mode only: the step may answer any number of times. */
     repeat: z.boolean().optional(),
   })

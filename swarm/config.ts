@@ -64,12 +64,7 @@ export async function loadSwarmConfig(path: string): Promise<SwarmConfig> {
   return parseSwarmConfig(text, { file: path, baseDirectory: dirname(resolve(path)) });
 }
 
-function describeIssue(
-  issue: z.core.$ZodIssue,
-  path: string[],
-  file: string,
-  lineOf: (keyPath: string[]) => number | undefined,
-): SwarmConfigError {
+function describeIssue(issue: z.core.$ZodIssue, path: string[], file: string, lineOf: (keyPath: string[]) => number | undefined): SwarmConfigError {
   const dotted = path.join(".");
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0]!;

@@ -43,7 +43,10 @@ export async function collectCampaignEvidence(runsDir: string, campaignId: strin
   for (const name of await readdir(join(campaign, "stages")).catch(() => [] as string[])) {
     if (!/^\d+$/.test(name)) continue;
     const files = await readdir(join(campaign, "stages", name, "blueprints")).catch(() => [] as string[]);
-    stages[Number(name)] = files.filter((file) => file.endsWith(".md")).map((file) => basename(file, ".md")).sort();
+    stages[Number(name)] = files
+      .filter((file) => file.endsWith(".md"))
+      .map((file) => basename(file, ".md"))
+      .sort();
   }
   const resultDirs = (await readdir(join(campaign, "results")).catch(() => [] as string[])).sort();
   const hostFolder = join(localHostWorkdir(runsDir), campaignId);
@@ -73,7 +76,10 @@ export async function collectCampaignEvidence(runsDir: string, campaignId: strin
     };
   }
   const read = await readEvents(join(campaign, "events.jsonl"));
-  const reportExists = await readFile(join(campaign, "report.md"), "utf8").then((text) => text.trim() !== "", () => false);
+  const reportExists = await readFile(join(campaign, "report.md"), "utf8").then(
+    (text) => text.trim() !== "",
+    () => false,
+  );
   return {
     stages,
     resultDirs,
@@ -130,11 +136,13 @@ export function campaignInvariantProblems(evidence: CampaignEvidence): string[] 
     }
     for (const kind of ["stage.dispatched", "stage.finished"]) if (ofStage(kind).length === 0) problems.push(`stage ${stage}: no ${kind} event`);
     const order = ["stage.planned", "stage.dispatched", "stage.finished", "stage.analyzed"].map((kind) => index(ofStage(kind)[0]));
-    if (order.some((position, at) => at > 0 && position < order[at - 1]!)) problems.push(`stage ${stage}: planned, dispatched, finished and analyzed are out of order (lines ${order.join(", ")})`);
+    if (order.some((position, at) => at > 0 && position < order[at - 1]!))
+      problems.push(`stage ${stage}: planned, dispatched, finished and analyzed are out of order (lines ${order.join(", ")})`);
   }
   const reported = eventsOf(evidence, "campaign.reported");
   if (reported.length !== 1) problems.push(`${reported.length} campaign.reported events, not 1`);
-  else if (evidence.events[evidence.events.length - 1] !== reported[0]) problems.push(`campaign.reported is not the last event (${evidence.events[evidence.events.length - 1]!.kind} follows it)`);
+  else if (evidence.events[evidence.events.length - 1] !== reported[0])
+    problems.push(`campaign.reported is not the last event (${evidence.events[evidence.events.length - 1]!.kind} follows it)`);
   if (!evidence.reportExists) problems.push("report.md is missing or empty");
   return problems;
 }

@@ -23,7 +23,10 @@ const lr = Number(overrides.lr ?? 0.1);
 const seed = Number(overrides.seed ?? 1);
 
 if (process.env.A3R_RESULT_DIR) {
-  appendFileSync(join(process.env.A3R_RESULT_DIR, "trainer-starts.jsonl"), `${JSON.stringify({ pid: process.pid, attempt: Number(process.env.A3R_ATTEMPT ?? 1) })}\n`);
+  appendFileSync(
+    join(process.env.A3R_RESULT_DIR, "trainer-starts.jsonl"),
+    `${JSON.stringify({ pid: process.pid, attempt: Number(process.env.A3R_ATTEMPT ?? 1) })}\n`,
+  );
 }
 
 function finalReward(lr, seed) {

@@ -22,7 +22,15 @@ export function fixtureTopicText(options: { stages: number; title?: string }): s
  * The topic text the test fixtures share: a classic base experiment over a trainer that
  * logs `reward_mean`, quick worker settings, no GPU, and one knob (lr 0.1 or 0.01).
  */
-export function trainerTopicText(topic: { title: string; codebase: string; command: string; seeds: number; stages: number; experiments: number; question: string }): string {
+export function trainerTopicText(topic: {
+  title: string;
+  codebase: string;
+  command: string;
+  seeds: number;
+  stages: number;
+  experiments: number;
+  question: string;
+}): string {
   return `---
 title: ${topic.title}
 metric: { name: reward_mean, goal: maximize, score: final }

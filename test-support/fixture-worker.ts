@@ -50,11 +50,28 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
   const host = process.env.A3R_HOST ?? hostname();
   const run = await ResultDirWriter.open(resultDir, `fixture:${host}:${process.pid}`, { ttlMs: 60_000 });
   await run.writeBlueprint(await readFile(blueprintFile, "utf8"));
-  await run.appendEvent("run.launched", { blueprintId: blueprint.id, host, pid: process.pid, gpus: process.env.CUDA_VISIBLE_DEVICES ?? "", ...(limits === undefined ? {} : { llmLimits: limits }) });
+  await run.appendEvent("run.launched", {
+    blueprintId: blueprint.id,
+    host,
+    pid: process.pid,
+    gpus: process.env.CUDA_VISIBLE_DEVICES ?? "",
+    ...(limits === undefined ? {} : { llmLimits: limits }),
+  });
   // Given an allowance, it books one diagnosis call within it in its own ledger, as the
   // real worker does when it cannot reach the campaign's.
   if (limits !== undefined) {
-    await new JsonlLedger(join(resultDir, "ledger.jsonl")).record({ kind: "llm", role: "diagnose", provider: "scripted", model: "fixture", inputTokens: 1, outputTokens: 1, cachedTokens: 0, costUsd: 0, durationMs: 1, ok: true });
+    await new JsonlLedger(join(resultDir, "ledger.jsonl")).record({
+      kind: "llm",
+      role: "diagnose",
+      provider: "scripted",
+      model: "fixture",
+      inputTokens: 1,
+      outputTokens: 1,
+      cachedTokens: 0,
+      costUsd: 0,
+      durationMs: 1,
+      ok: true,
+    });
   }
   await run.writeStatus({ state: "queued", host });
   await run.writeStatus({ state: "preparing" });

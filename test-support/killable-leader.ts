@@ -53,7 +53,8 @@ export function onStderrLine(pattern: RegExp): Trigger {
 export function onEvent(kind: string, count = 1, where: (event: Record<string, unknown>) => boolean = () => true): Trigger {
   return {
     describe: `${count} × event ${kind} in events.jsonl`,
-    poll: async ({ runsDir, campaignId }) => (await readEventsLoosely(join(runsDir, campaignId, "events.jsonl"))).filter((event) => event.kind === kind && where(event)).length >= count,
+    poll: async ({ runsDir, campaignId }) =>
+      (await readEventsLoosely(join(runsDir, campaignId, "events.jsonl"))).filter((event) => event.kind === kind && where(event)).length >= count,
   };
 }
 
@@ -69,7 +70,8 @@ export function onLaunchRecords(count: number): Trigger {
 export function onFirstMetric(blueprintId: string): Trigger {
   return {
     describe: `first metric of ${blueprintId}`,
-    poll: async ({ runsDir, campaignId }) => ((await readFile(join(runsDir, campaignId, "results", blueprintId, "metrics.jsonl"), "utf8").catch(() => "")).includes("\n")),
+    poll: async ({ runsDir, campaignId }) =>
+      (await readFile(join(runsDir, campaignId, "results", blueprintId, "metrics.jsonl"), "utf8").catch(() => "")).includes("\n"),
   };
 }
 
@@ -110,7 +112,12 @@ export interface LeaderRun {
  * Starts `node bin/a3r.js ...args` and kills it with SIGKILL when `trigger` fires. Resolves
  * once the process has exited; rejects only when it runs past `timeoutMs` (then killed).
  */
-export async function runLeaderUntil(args: string[], trigger: Trigger, context: TriggerContext, options: { timeoutMs?: number; pollMs?: number } = {}): Promise<LeaderRun> {
+export async function runLeaderUntil(
+  args: string[],
+  trigger: Trigger,
+  context: TriggerContext,
+  options: { timeoutMs?: number; pollMs?: number } = {},
+): Promise<LeaderRun> {
   const child = spawn(process.execPath, [a3rEntry, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
   let stdout = "";
   let stderr = "";
@@ -145,9 +152,12 @@ export async function runLeaderUntil(args: string[], trigger: Trigger, context: 
   const poller = trigger.poll
     ? setInterval(() => {
         if (killed || exited) return;
-        void trigger.poll!(context).then((fire) => {
-          if (fire) kill();
-        }, () => undefined);
+        void trigger.poll!(context).then(
+          (fire) => {
+            if (fire) kill();
+          },
+          () => undefined,
+        );
       }, options.pollMs ?? 5)
     : undefined;
   const timeout = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);
@@ -250,13 +260,21 @@ export async function rollBackNewestCheckpoint({ runsDir, campaignId }: TriggerC
   const saver = SqliteSaver.fromConnString(join(runsDir, campaignId, "leader.sqlite"));
   try {
     const newestOf = () =>
-      saver.db.prepare("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1").get(campaignId) as { checkpoint_id: string } | undefined;
+      saver.db
+        .prepare("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1")
+        .get(campaignId) as { checkpoint_id: string } | undefined;
     const newest = newestOf();
     if (!newest) throw new Error(`campaign ${campaignId} has no checkpoint to roll back`);
     saver.db.prepare("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?").run(campaignId, newest.checkpoint_id);
     saver.db.prepare("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?").run(campaignId, newest.checkpoint_id);
     const previous = newestOf();
-    const pending = previous ? (saver.db.prepare("SELECT COUNT(*) AS count FROM writes WHERE thread_id = ? AND checkpoint_id = ?").get(campaignId, previous.checkpoint_id) as { count: number }).count : 0;
+    const pending = previous
+      ? (
+          saver.db.prepare("SELECT COUNT(*) AS count FROM writes WHERE thread_id = ? AND checkpoint_id = ?").get(campaignId, previous.checkpoint_id) as {
+            count: number;
+          }
+        ).count
+      : 0;
     return pending > 0 ? null : "no writes are pending after the roll-back";
   } finally {
     saver.db.close();

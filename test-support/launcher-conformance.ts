@@ -74,7 +74,10 @@ export function describeLauncherConformance(name: string, setup: () => Promise<L
     });
 
     it("gives the run's worker its LLM allowance and brings back the worker's own ledger", async () => {
-      const launch = await subject.launcher.launch({ ...(await request("allowance", { steps: 2, stepMs: 50 })), llmAllowance: { tokens: 12_345.7, usd: 0.25 } });
+      const launch = await subject.launcher.launch({
+        ...(await request("allowance", { steps: 2, stepMs: 50 })),
+        llmAllowance: { tokens: 12_345.7, usd: 0.25 },
+      });
       await waitForProgress(subject.launcher, launch.ref, (current) => current.finished);
       const destination = join(folder, "fetched", "allowance");
       const fetched = await subject.launcher.fetch(launch.ref, destination);
@@ -142,7 +145,12 @@ export function describeLauncherConformance(name: string, setup: () => Promise<L
       expect(unknown.finished).toBe(false);
       expect(await subject.launcher.cancel({ campaign, blueprintId: "never-launched" })).toBe(false);
       const listed = await subject.launcher.list();
-      expect(listed).toEqual(expect.arrayContaining([{ campaign, blueprintId: "runs-to-end" }, { campaign, blueprintId: "launch-once" }]));
+      expect(listed).toEqual(
+        expect.arrayContaining([
+          { campaign, blueprintId: "runs-to-end" },
+          { campaign, blueprintId: "launch-once" },
+        ]),
+      );
       expect(listed.some((ref) => ref.blueprintId === "never-launched")).toBe(false);
     });
   });

@@ -45,12 +45,22 @@ export interface RenderedScript {
  * run from the topic text `topicText`, substitutes `{{name}}` placeholders in every string
  * from `values`, and writes the script to `<dir>/model-script.json`.
  */
-export async function renderCampaignScript(fixture: string, options: { dir: string; runsDir: string; campaignId: string; topicText: string; values?: Record<string, string> }): Promise<RenderedScript> {
-  const raw = substitute(parse(await readFile(new URL(fixture, llmCampaignFixtures), "utf8")) as unknown, options.values ?? {}) as { mode?: string; steps: FixtureStep[] };
+export async function renderCampaignScript(
+  fixture: string,
+  options: { dir: string; runsDir: string; campaignId: string; topicText: string; values?: Record<string, string> },
+): Promise<RenderedScript> {
+  const raw = substitute(parse(await readFile(new URL(fixture, llmCampaignFixtures), "utf8")) as unknown, options.values ?? {}) as {
+    mode?: string;
+    steps: FixtureStep[];
+  };
   const topic = parseTopic(options.topicText);
   const planStep = raw.steps.find((step) => step.match?.lastUserMessage === "Plan stage 1");
   if (!planStep) throw new Error(`${fixture}: no step with match.lastUserMessage "Plan stage 1"`);
-  const converted = convertDecision(planStep.parsed as StageDecisionAnswer, { topic, history: [], usage: { gpuHours: 0, wallTimeMs: 0 } }, knobsOf(topic, undefined));
+  const converted = convertDecision(
+    planStep.parsed as StageDecisionAnswer,
+    { topic, history: [], usage: { gpuHours: 0, wallTimeMs: 0 } },
+    knobsOf(topic, undefined),
+  );
   if (!converted.ok || converted.step.kind !== "stage") throw new Error(`${fixture}: the stage-1 plan answer does not convert: ${JSON.stringify(converted)}`);
   const drafts = draftStageBlueprints(topic, converted.step.plan, campaignPaths(options.runsDir, options.campaignId));
   const steps = raw.steps.map((step) => renderRecipes(step, drafts));
@@ -79,9 +89,12 @@ function applyRecipe(text: string, recipe: string): string {
   if (recipe === "") return text;
   if (recipe.startsWith("note=")) return text.replace(/(## Additional Notes\n\n)/, `$1- ${recipe.slice("note=".length)}\n`);
   if (recipe === "bad") {
-    return text.replace(/## Codebase\n\n`[^`]+`/, "## Codebase\n\n`./trainer-code`").replace(/## Command\n\n```bash\n[^\n]*\n```/, "## Command\n\n```bash\nrm -rf /\n```");
+    return text
+      .replace(/## Codebase\n\n`[^`]+`/, "## Codebase\n\n`./trainer-code`")
+      .replace(/## Command\n\n```bash\n[^\n]*\n```/, "## Command\n\n```bash\nrm -rf /\n```");
   }
-  if (recipe.startsWith("command=")) return text.replace(/## Command\n\n```bash\n[^\n]*\n```/, `## Command\n\n\`\`\`bash\n${recipe.slice("command=".length)}\n\`\`\``);
+  if (recipe.startsWith("command="))
+    return text.replace(/## Command\n\n```bash\n[^\n]*\n```/, `## Command\n\n\`\`\`bash\n${recipe.slice("command=".length)}\n\`\`\``);
   throw new Error(`unknown blueprint recipe "@draft ${recipe}"`);
 }
 

@@ -20,7 +20,12 @@ export function scriptedModel(steps: ScriptDefinition) {
 
 type Delta = { knob: string; value: number | string | boolean }[];
 
-export function configurationAnswer(label: string, delta: Delta, prediction: { kind: "beats-configuration" | "above-level" | "records"; against?: string; level?: number }, hypothesis = "H1") {
+export function configurationAnswer(
+  label: string,
+  delta: Delta,
+  prediction: { kind: "beats-configuration" | "above-level" | "records"; against?: string; level?: number },
+  hypothesis = "H1",
+) {
   return {
     label,
     hypothesis,

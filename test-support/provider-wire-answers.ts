@@ -59,7 +59,10 @@ export function wireAnswer(provider: WireProvider, schemaName: string, answer: u
 export function wireSystemPrompt(provider: WireProvider, body: Record<string, unknown>): string {
   if (provider === "openai") {
     const messages = body.messages as { role: string; content: string }[];
-    return messages.filter((message) => message.role === "system" || message.role === "developer").map((message) => message.content).join("\n");
+    return messages
+      .filter((message) => message.role === "system" || message.role === "developer")
+      .map((message) => message.content)
+      .join("\n");
   }
   return (body.system as { text: string }[]).map((block) => block.text).join("\n");
 }

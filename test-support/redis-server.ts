@@ -30,7 +30,23 @@ export async function startRedisServer(options: { extraArguments?: string[]; att
     const port = await freePort();
     const child = spawn(
       redisServerBinary,
-      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--loglevel", "warning", ...(options.extraArguments ?? [])],
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        dir,
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--maxmemory-policy",
+        "noeviction",
+        "--loglevel",
+        "warning",
+        ...(options.extraArguments ?? []),
+      ],
       { stdio: ["ignore", "ignore", "pipe"] },
     );
     let stderr = "";

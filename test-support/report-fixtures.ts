@@ -56,7 +56,9 @@ function plan(stage: number, kind: "screen" | "refine", configurations: PlannedC
       { id: "H1", statement: "another lr learns better" },
     ],
     configurations,
-    experiments: configurations.flatMap((configuration) => seeds.map((seed) => ({ blueprintId: `s${stage}-${configuration.id}-seed${seed}`, configurationId: configuration.id, seed }))),
+    experiments: configurations.flatMap((configuration) =>
+      seeds.map((seed) => ({ blueprintId: `s${stage}-${configuration.id}-seed${seed}`, configurationId: configuration.id, seed })),
+    ),
     decisions: [{ outcome: "anything", decision: "report" }],
   };
 }

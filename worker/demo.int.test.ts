@@ -42,7 +42,7 @@ describe("a3r worker demo", () => {
     expect(await readFile(join(outcome.resultDir, "finish.flag"), "utf8")).toContain("succeeded");
     // The blueprint predicts the last step's level; the verdict must say what that step measured.
     expect(await readFile(join(outcome.resultDir, "result.md"), "utf8")).toContain(level.at(-1)! >= 0.8 ? "**supported**" : "**refuted**");
-    expect(await readFile(join(outcome.resultDir, "curves.svg"), "utf8")).toContain("<path class=\"series\"");
+    expect(await readFile(join(outcome.resultDir, "curves.svg"), "utf8")).toContain('<path class="series"');
     const findings = await auditResultDir(outcome.resultDir);
     expect(findings.filter((finding) => finding.severity === "error")).toEqual([]);
   }, 300_000);

@@ -57,7 +57,12 @@ describe("worker fault injection", () => {
     const { path, resultDir } = await folder.write({ id: "jsonl", command: "node trainer.mjs --steps 4 --metrics jsonl" });
     expect((await runWorker({ blueprintPath: path, progress: silentProgress })).state).toBe("succeeded");
     const run = await expectComplete(resultDir, "succeeded");
-    expect(run.metrics.map((record) => [record.step, record.reward_mean])).toEqual([[1, 0.35], [2, 0.4], [3, 0.45], [4, 0.5]]);
+    expect(run.metrics.map((record) => [record.step, record.reward_mean])).toEqual([
+      [1, 0.35],
+      [2, 0.4],
+      [3, 0.45],
+      [4, 0.5],
+    ]);
   });
 
   it("out of memory on a large batch: halves the batch through the config copy and succeeds", async () => {
@@ -92,7 +97,11 @@ describe("worker fault injection", () => {
   });
 
   it("hangs without output: the first-signal timeout stops it and the relaunch succeeds", async () => {
-    const { path, resultDir } = await folder.write({ id: "hang", command: "node trainer.mjs --steps 2 --hang-attempts 1", frontMatter: { first_signal_timeout: "2s" } });
+    const { path, resultDir } = await folder.write({
+      id: "hang",
+      command: "node trainer.mjs --steps 2 --hang-attempts 1",
+      frontMatter: { first_signal_timeout: "2s" },
+    });
     expect((await runWorker({ blueprintPath: path, progress: silentProgress })).state).toBe("succeeded");
     const run = await expectComplete(resultDir, "succeeded");
     expect(run.events.find((event) => event.kind === "failure.classified")).toMatchObject({ failureClass: "hang" });
@@ -112,7 +121,11 @@ describe("worker fault injection", () => {
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
     const taken = (blocker.address() as { port: number }).port;
     try {
-      const { path, resultDir } = await folder.write({ id: "port", command: "node trainer.mjs --steps 2 --port {port}", frontMatter: { overrides: { port: taken } } });
+      const { path, resultDir } = await folder.write({
+        id: "port",
+        command: "node trainer.mjs --steps 2 --port {port}",
+        frontMatter: { overrides: { port: taken } },
+      });
       expect((await runWorker({ blueprintPath: path, progress: silentProgress })).state).toBe("succeeded");
       const run = await expectComplete(resultDir, "succeeded");
       expect(run.events.find((event) => event.kind === "failure.classified")).toMatchObject({ failureClass: "port_in_use" });
@@ -130,9 +143,13 @@ describe("worker fault injection", () => {
     const pidFile = join(folder.dir, "killed.pids");
     const gate = join(folder.dir, "killed.gate");
     // The trainer pauses after step 3 (the gate never opens), so the kill lands mid-run.
-    const { path, resultDir } = await folder.write({ id: "killed", command: `node trainer.mjs --steps 8 --step-ms 50 --pause-after 3 --until-file ${gate} --pid-file ${pidFile}`, worker: { stall_timeout: "1m" } });
+    const { path, resultDir } = await folder.write({
+      id: "killed",
+      command: `node trainer.mjs --steps 8 --step-ms 50 --pause-after 3 --until-file ${gate} --pid-file ${pidFile}`,
+      worker: { stall_timeout: "1m" },
+    });
     const running = runWorker({ blueprintPath: path, progress: silentProgress });
-    await until(async () => ((await readMetrics(join(resultDir, "metrics.jsonl"))).records.length >= 3));
+    await until(async () => (await readMetrics(join(resultDir, "metrics.jsonl"))).records.length >= 3);
     const pid = Number((await readFile(pidFile, "utf8")).trim().split("\n")[0]);
     process.kill(pid, "SIGKILL");
     const killedAt = Date.now();
@@ -146,7 +163,11 @@ describe("worker fault injection", () => {
 
   it("time budget: TERM then KILL to the whole group, no orphans, timed_out with partial results", async () => {
     const pidFile = join(folder.dir, "budget.pids");
-    const { path, resultDir } = await folder.write({ id: "budget", command: `node trainer.mjs --steps 1000 --step-ms 100 --children 2 --pid-file ${pidFile}`, budget: "2s" });
+    const { path, resultDir } = await folder.write({
+      id: "budget",
+      command: `node trainer.mjs --steps 1000 --step-ms 100 --children 2 --pid-file ${pidFile}`,
+      budget: "2s",
+    });
     expect((await runWorker({ blueprintPath: path, progress: silentProgress })).state).toBe("timed_out");
     const run = await expectComplete(resultDir, "timed_out");
     expect(run.status.reason).toContain("time budget 2s used up");
@@ -156,7 +177,11 @@ describe("worker fault injection", () => {
   });
 
   it("external API rate limit: backs off and retries; an auth error fails with the exact reason", async () => {
-    const limited = await folder.write({ id: "rate-limit", command: "node trainer.mjs --steps 2 --rate-limited-attempts 1", worker: { api_backoff: ["300ms"] } });
+    const limited = await folder.write({
+      id: "rate-limit",
+      command: "node trainer.mjs --steps 2 --rate-limited-attempts 1",
+      worker: { api_backoff: ["300ms"] },
+    });
     expect((await runWorker({ blueprintPath: limited.path, progress: silentProgress })).state).toBe("succeeded");
     const run = await expectComplete(limited.resultDir, "succeeded");
     expect(run.events.find((event) => event.kind === "recovery.decided")).toMatchObject({ strategy: "back_off_and_retry", delayMs: 300 });
@@ -166,7 +191,9 @@ describe("worker fault injection", () => {
     expect((await runWorker({ blueprintPath: denied.path, progress: silentProgress })).state).toBe("failed");
     const failed = await expectComplete(denied.resultDir, "failed");
     expect(failed.status.attempt).toBe(2);
-    expect(failed.status.reason).toContain("external api auth: openai.AuthenticationError: Error code: 401 - invalid api key provided (gave up after 1 recoveries of this kind)");
+    expect(failed.status.reason).toContain(
+      "external api auth: openai.AuthenticationError: Error code: 401 - invalid api key provided (gave up after 1 recoveries of this kind)",
+    );
   });
 
   it("missing module: fails fast without retrying", async () => {

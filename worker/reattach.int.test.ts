@@ -26,7 +26,9 @@ function startWorker(blueprint: string): { child: ChildProcess; done: Promise<{ 
   let stderr = "";
   child.stdout!.on("data", (chunk) => (stdout += chunk));
   child.stderr!.on("data", (chunk) => (stderr += chunk));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.once("exit", (code) => resolve({ code, stdout, stderr })),
+  );
   return { child, done };
 }
 
@@ -44,7 +46,11 @@ describe("worker re-attach", () => {
     const gate = join(folder.dir, "reattach.gate");
     // The trainer pauses after step 5 until the test opens the gate, so the run is certainly
     // alive when the second worker arrives, however slow the machine.
-    const { path, resultDir } = await folder.write({ id: "reattach", command: `node trainer.mjs --steps 10 --step-ms 50 --pause-after 5 --until-file ${gate} --pid-file ${pidFile}`, worker: { stall_timeout: "2m" } });
+    const { path, resultDir } = await folder.write({
+      id: "reattach",
+      command: `node trainer.mjs --steps 10 --step-ms 50 --pause-after 5 --until-file ${gate} --pid-file ${pidFile}`,
+      worker: { stall_timeout: "2m" },
+    });
     const first = startWorker(path);
     await until(async () => (await readMetrics(join(resultDir, "metrics.jsonl"))).records.length >= 5);
     first.child.kill("SIGKILL");
@@ -78,13 +84,22 @@ describe("worker re-attach", () => {
   it("a run that ended while no worker watched is judged from its exit file, not launched again", async () => {
     const pidFile = join(folder.dir, "ended.pids");
     const gate = join(folder.dir, "ended.gate");
-    const { path, resultDir } = await folder.write({ id: "ended-unwatched", command: `node trainer.mjs --steps 8 --step-ms 50 --pause-after 2 --until-file ${gate} --pid-file ${pidFile}`, worker: { stall_timeout: "2m" } });
+    const { path, resultDir } = await folder.write({
+      id: "ended-unwatched",
+      command: `node trainer.mjs --steps 8 --step-ms 50 --pause-after 2 --until-file ${gate} --pid-file ${pidFile}`,
+      worker: { stall_timeout: "2m" },
+    });
     const first = startWorker(path);
     await until(async () => (await readMetrics(join(resultDir, "metrics.jsonl"))).records.length >= 2);
     first.child.kill("SIGKILL");
     await first.done;
     await writeFile(gate, "open");
-    await until(async () => access(join(resultDir, "logs", "attempt-1.exit")).then(() => true, () => false));
+    await until(async () =>
+      access(join(resultDir, "logs", "attempt-1.exit")).then(
+        () => true,
+        () => false,
+      ),
+    );
 
     const second = await startWorker(path).done;
     expect(JSON.parse(second.stdout.trim())).toMatchObject({ state: "succeeded", attempts: 1 });

@@ -68,7 +68,6 @@ export interface WorkerOutcome {
   reason: string | null;
 }
 
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function loadBlueprintForRun(path: string, rules?: readonly CommandRule[]): Promise<Blueprint> {
@@ -132,7 +131,15 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
   const resultDir = resolve(options.resultDir ?? blueprint.resultDir);
   const settings = workerSettingsOf(blueprint, resultDir);
   const paths = resultDirPaths(resultDir);
-  const outcome = (state: RunState, extra: Partial<WorkerOutcome> = {}): WorkerOutcome => ({ state, resultDir, attempts: 0, reattached: false, alreadyFinished: false, reason: null, ...extra });
+  const outcome = (state: RunState, extra: Partial<WorkerOutcome> = {}): WorkerOutcome => ({
+    state,
+    resultDir,
+    attempts: 0,
+    reattached: false,
+    alreadyFinished: false,
+    reason: null,
+    ...extra,
+  });
 
   if (await pathExists(paths.finishFlag)) {
     const state = (await readFile(paths.finishFlag, "utf8")).trim() as RunState;
@@ -214,7 +221,10 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   await writer.appendEvent("run.preparing", { blueprint: blueprint.id, mode: blueprint.mode });
   await writer.writeBlueprint(await readFile(blueprint.file!, "utf8"));
   const problems: string[] = [];
-  const isDirectory = await stat(blueprint.codebase).then((info) => info.isDirectory(), () => false);
+  const isDirectory = await stat(blueprint.codebase).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
   if (!isDirectory) problems.push(`the codebase ${blueprint.codebase} is not a folder`);
   if (!(await pathExists(blueprint.venv))) problems.push(`the interpreter or environment ${blueprint.venv} does not exist`);
   if (blueprint.config !== null) {
@@ -228,7 +238,11 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   }
   if (problems.length === 0) return true;
   const reason = `preparation failed: ${problems.join("; ")}`;
-  await writer.appendAttempt({ attempt: 0, title: "preparation failed, nothing launched", body: problems.map((problem) => `- ${problem}`).join("\n") + "\n\nFix the blueprint's paths and run it again in a new result directory." });
+  await writer.appendAttempt({
+    attempt: 0,
+    title: "preparation failed, nothing launched",
+    body: problems.map((problem) => `- ${problem}`).join("\n") + "\n\nFix the blueprint's paths and run it again in a new result directory.",
+  });
   await writer.appendEvent("run.prepare-failed", { problems });
   await finalizeRun(context, "failed", reason);
   return false;
@@ -241,11 +255,23 @@ async function reattachSwarm(context: RunContext): Promise<SwarmHooks | undefine
   const url = context.memory.swarmUrl ?? (server ? await readyUrlOf(server) : undefined);
   if (!url) return undefined;
   const plan = planAttempt({
-    blueprint: context.blueprint, resultDir: context.resultDir, settings: context.settings, attempt: context.attempt, overrides: context.memory.overrides,
-    command: context.memory.command ?? context.blueprint.command, resume: false, configCopy: configCopyPath(context.resultDir, context.attempt, context.blueprint.config),
-    ...(context.gpus === undefined ? {} : { gpus: context.gpus }), swarmUrl: url, a3rBin, nodeExecutable: process.execPath,
+    blueprint: context.blueprint,
+    resultDir: context.resultDir,
+    settings: context.settings,
+    attempt: context.attempt,
+    overrides: context.memory.overrides,
+    command: context.memory.command ?? context.blueprint.command,
+    resume: false,
+    configCopy: configCopyPath(context.resultDir, context.attempt, context.blueprint.config),
+    ...(context.gpus === undefined ? {} : { gpus: context.gpus }),
+    swarmUrl: url,
+    a3rBin,
+    nodeExecutable: process.execPath,
   });
-  return swarmHooks(url, clientRelauncher(context.attempt, resultDirPaths(context.resultDir).logs, plan.cwd, processEnv(context.env, plan, context.blueprint.venv)));
+  return swarmHooks(
+    url,
+    clientRelauncher(context.attempt, resultDirPaths(context.resultDir).logs, plan.cwd, processEnv(context.env, plan, context.blueprint.venv)),
+  );
 }
 
 async function supervise(context: RunContext, swarm: SwarmHooks | undefined, oomKillsAtStart: number | null = null): Promise<AttemptEnd> {
@@ -290,42 +316,62 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   memory.processes = [];
   memory.swarmUrl = null;
   const oomKillsAtStart = readOomKillCount();
-  const launched = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () => launchAttempt(
-    { blueprint, resultDir: context.resultDir, settings: context.settings, attempt, overrides: memory.overrides, command, resume, configCopy, ...(context.gpus === undefined ? {} : { gpus: context.gpus }) },
-    {
-      baseEnv: context.env,
-      readyTimeoutMs: context.settings.swarmReadyTimeoutMs,
-      graceMs: context.settings.gracePeriodMs,
-      onProcesses: async (records) => {
-        memory.processes = records;
-        const main = records[0]!;
-        await writer.writeStatus({
-          state: "running",
-          attempt,
-          pid: main.pid,
-          pgid: main.pgid,
-          ...(first ? { startedAt: new Date(context.runStartedAtMs).toISOString() } : {}),
-          reason: null,
-          ...memoryFields(memory),
-        });
+  const launched = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () =>
+    launchAttempt(
+      {
+        blueprint,
+        resultDir: context.resultDir,
+        settings: context.settings,
+        attempt,
+        overrides: memory.overrides,
+        command,
+        resume,
+        configCopy,
+        ...(context.gpus === undefined ? {} : { gpus: context.gpus }),
       },
-    },
-  ));
+      {
+        baseEnv: context.env,
+        readyTimeoutMs: context.settings.swarmReadyTimeoutMs,
+        graceMs: context.settings.gracePeriodMs,
+        onProcesses: async (records) => {
+          memory.processes = records;
+          const main = records[0]!;
+          await writer.writeStatus({
+            state: "running",
+            attempt,
+            pid: main.pid,
+            pgid: main.pgid,
+            ...(first ? { startedAt: new Date(context.runStartedAtMs).toISOString() } : {}),
+            reason: null,
+            ...memoryFields(memory),
+          });
+        },
+      },
+    ),
+  );
   const commands = "failed" in launched ? [] : [...(launched.plan.serverCommand ? [`server: ${launched.plan.serverCommand}`] : []), ...launched.plan.commands];
-  const overrides = Object.entries(memory.overrides).map(([key, value]) => `${key}=${String(value)}`).join(", ") || "none";
+  const overrides =
+    Object.entries(memory.overrides)
+      .map(([key, value]) => `${key}=${String(value)}`)
+      .join(", ") || "none";
   await writer.appendAttempt({
     attempt,
     title: first ? "launched" : resume ? "relaunched, resuming from the last checkpoint" : "relaunched",
-    body: redactSecrets([
-      `- Overrides: ${overrides}`,
-      `- Config copy: ${configCopy ?? "none (the blueprint has no configuration)"}`,
-      `- Resume from checkpoint: ${resume ? "yes (A3R_RESUME=1)" : "no"}`,
-      blueprint.mode === "swarm" ? `- Logs: logs/attempt-${attempt}.log (server), logs/attempt-${attempt}-client-K.log (clients)` : `- Log: logs/attempt-${attempt}.log`,
-      "",
-      "```sh",
-      ...(commands.length > 0 ? commands : [command]),
-      "```",
-    ].join("\n"), secretValuesFromEnv(context.env)),
+    body: redactSecrets(
+      [
+        `- Overrides: ${overrides}`,
+        `- Config copy: ${configCopy ?? "none (the blueprint has no configuration)"}`,
+        `- Resume from checkpoint: ${resume ? "yes (A3R_RESUME=1)" : "no"}`,
+        blueprint.mode === "swarm"
+          ? `- Logs: logs/attempt-${attempt}.log (server), logs/attempt-${attempt}-client-K.log (clients)`
+          : `- Log: logs/attempt-${attempt}.log`,
+        "",
+        "```sh",
+        ...(commands.length > 0 ? commands : [command]),
+        "```",
+      ].join("\n"),
+      secretValuesFromEnv(context.env),
+    ),
   });
   if ("failed" in launched) {
     await writer.appendEvent("run.launch-failed", { attempt, reason: launched.reason });
@@ -334,8 +380,16 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   }
   memory.swarmUrl = launched.swarm?.url ?? null;
   if (memory.swarmUrl) await writer.writeStatus(memoryFields(memory));
-  await writer.appendEvent("run.launched", { attempt, pid: launched.processes[0]!.pid, pgid: launched.processes[0]!.pgid, resume, processes: launched.processes.map((record) => ({ role: record.role, pid: record.pid, log: record.logFile })) });
-  context.progress.event(`${blueprint.id}: attempt ${attempt} launched (pid ${launched.processes[0]!.pid}${launched.swarm ? `, swarm ${launched.swarm.url}` : ""})`);
+  await writer.appendEvent("run.launched", {
+    attempt,
+    pid: launched.processes[0]!.pid,
+    pgid: launched.processes[0]!.pgid,
+    resume,
+    processes: launched.processes.map((record) => ({ role: record.role, pid: record.pid, log: record.logFile })),
+  });
+  context.progress.event(
+    `${blueprint.id}: attempt ${attempt} launched (pid ${launched.processes[0]!.pid}${launched.swarm ? `, swarm ${launched.swarm.url}` : ""})`,
+  );
   return supervise(context, launched.swarm, oomKillsAtStart);
 }
 
@@ -367,7 +421,11 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
     if (ended.kind === "cancelled") {
       const reason = `${ended.detail} at step ${ended.lastStep ?? "none"} (attempt ${context.attempt}); partial results kept`;
       context.memory.history.push({ attempt: context.attempt, ending: ended.detail });
-      await context.writer.appendAttempt({ attempt: context.attempt, title: "cancelled", body: `${reason}. The process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left.` });
+      await context.writer.appendAttempt({
+        attempt: context.attempt,
+        title: "cancelled",
+        body: `${reason}. The process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left.`,
+      });
       await context.writer.appendEvent("run.cancelled", { attempt: context.attempt, step: ended.lastStep });
       await finalizeRun(context, "cancelled", reason);
       return { state: "cancelled", reason };
@@ -375,7 +433,11 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
     if (ended.kind === "timed_out") {
       const reason = `${ended.detail} at step ${ended.lastStep ?? "none"} (attempt ${context.attempt}); partial results kept`;
       context.memory.history.push({ attempt: context.attempt, ending: `timed out (${ended.detail})` });
-      await context.writer.appendAttempt({ attempt: context.attempt, title: "stopped by the time budget", body: `${reason}. The process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left.` });
+      await context.writer.appendAttempt({
+        attempt: context.attempt,
+        title: "stopped by the time budget",
+        body: `${reason}. The process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left.`,
+      });
       await context.writer.appendEvent("budget.hit", { attempt: context.attempt, budgetMs: context.blueprint.timeBudgetMs, step: ended.lastStep });
       await finalizeRun(context, "timed_out", reason);
       return { state: "timed_out", reason };

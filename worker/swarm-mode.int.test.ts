@@ -20,18 +20,21 @@ let config: string;
 beforeAll(async () => {
   folder = await fixtureFolder();
   config = join(folder.dir, "swarm.yaml");
-  await writeFile(config, [
-    "model: { kind: embedded, seed: 1 }",
-    "train_batch_size: 4",
-    "num_repeat: 4",
-    "optimizer: { lr: 0.05, kl_coef: 0.001, clip: 0.2 }",
-    "sampling: { temperature: 1, top_p: 1, max_tokens: 8 }",
-    "save_freq: 2",
-    "max_steps: 8",
-    "experiment_dir: ./ignored-the-worker-sets-it",
-    "port: 10086",
-    "episode_idle_timeout: 3",
-  ].join("\n"));
+  await writeFile(
+    config,
+    [
+      "model: { kind: embedded, seed: 1 }",
+      "train_batch_size: 4",
+      "num_repeat: 4",
+      "optimizer: { lr: 0.05, kl_coef: 0.001, clip: 0.2 }",
+      "sampling: { temperature: 1, top_p: 1, max_tokens: 8 }",
+      "save_freq: 2",
+      "max_steps: 8",
+      "experiment_dir: ./ignored-the-worker-sets-it",
+      "port: 10086",
+      "episode_idle_timeout: 3",
+    ].join("\n"),
+  );
 });
 afterAll(async () => {
   await folder.cleanup();
@@ -54,7 +57,15 @@ async function processesOf(resultDir: string) {
 
 describe("worker in swarm mode", () => {
   it("runs server and client to max_steps; a crashed client is restarted alone, a crashed server resumes from its checkpoint", async () => {
-    const { path, resultDir } = await folder.write({ id: "swarm-crashes", mode: "swarm", config, command: client, codebase: repository, frontMatter: { overrides: { lr: 0.1 }, first_signal_timeout: "45s" }, worker: { stall_timeout: "45s" } });
+    const { path, resultDir } = await folder.write({
+      id: "swarm-crashes",
+      mode: "swarm",
+      config,
+      command: client,
+      codebase: repository,
+      frontMatter: { overrides: { lr: 0.1 }, first_signal_timeout: "45s" },
+      worker: { stall_timeout: "45s" },
+    });
     const running = runWorker({ blueprintPath: path, progress: silentProgress });
     const metricsPath = join(resultDir, "metrics.jsonl");
     await until(async () => (await readMetrics(metricsPath)).records.length >= 1);

@@ -27,7 +27,11 @@ function run(args: string[]): Promise<{ code: number; stdout: string; stderr: st
 
 describe("a3r worker run (CLI)", () => {
   it("--dry-run prints the plan and changes nothing", async () => {
-    const { path, resultDir } = await folder.write({ id: "dry", command: "node trainer.mjs --steps 3 --port {port}", frontMatter: { overrides: { port: 9555 } } });
+    const { path, resultDir } = await folder.write({
+      id: "dry",
+      command: "node trainer.mjs --steps 3 --port {port}",
+      frontMatter: { overrides: { port: 9555 } },
+    });
     const result = await run(["worker", "run", path, "--dry-run", "--gpus", "0,1"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("State: new: the worker would prepare and launch attempt 1.");

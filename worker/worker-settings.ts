@@ -84,7 +84,7 @@ const frontMatterPartSchema = z.looseObject({
   worker: workerBlockSchema.optional(),
 });
 
-const ms = (value: string | number | undefined, fallback: number): number => (value === undefined ? fallback : parseDuration(value) ?? fallback);
+const ms = (value: string | number | undefined, fallback: number): number => (value === undefined ? fallback : (parseDuration(value) ?? fallback));
 
 /** Reads the knobs; throws CONFIG_INVALID naming the blueprint line and field. */
 export function workerSettingsOf(blueprint: Blueprint, resultDir: string): WorkerSettings {
@@ -121,9 +121,12 @@ export function workerSettingsOf(blueprint: Blueprint, resultDir: string): Worke
       hint: "raise lease_ttl or lower heartbeat_interval",
     });
   }
-  const metricsFile = front.metrics_file === undefined
-    ? resolve(resultDir, "logs", "run-metrics.jsonl")
-    : isAbsolute(front.metrics_file) ? front.metrics_file : resolve(blueprint.codebase, front.metrics_file);
+  const metricsFile =
+    front.metrics_file === undefined
+      ? resolve(resultDir, "logs", "run-metrics.jsonl")
+      : isAbsolute(front.metrics_file)
+        ? front.metrics_file
+        : resolve(blueprint.codebase, front.metrics_file);
   return {
     pollIntervalMs: ms(worker.poll_interval, defaultWorkerSettings.pollIntervalMs),
     heartbeatIntervalMs,

@@ -97,7 +97,10 @@ export function describeWaiting(id: string, waiting: PendingReview, runsDirFlag 
   const lines = [`waiting for review of ${what} (${waiting.reason})`];
   for (const file of waiting.files) lines.push(`  read: ${file}`);
   for (const command of waiting.commands) lines.push(`  command to approve: ${command}`);
-  lines.push(`  approve: a3r resume ${id}${runsDirFlag} --approve`, `  or send it back to planning: a3r resume ${id}${runsDirFlag} --instruct "what to change"`);
+  lines.push(
+    `  approve: a3r resume ${id}${runsDirFlag} --approve`,
+    `  or send it back to planning: a3r resume ${id}${runsDirFlag} --instruct "what to change"`,
+  );
   return lines;
 }
 
@@ -129,7 +132,13 @@ export async function describeCampaign(runsDir: string, id: string): Promise<Cam
     stageDetails.push({ stage: stage.number, experiments });
   }
   const ledger = summarizeLedger((await readLedger(paths.ledger)).entries);
-  const costs = { gpuHours: ledger.gpu.gpuHours, llmCalls: ledger.llm.calls, llmTokens: ledger.llm.inputTokens + ledger.llm.outputTokens, llmUsd: ledger.llm.costUsd, byRoleTable: renderSpendingByRole(ledger) };
+  const costs = {
+    gpuHours: ledger.gpu.gpuHours,
+    llmCalls: ledger.llm.calls,
+    llmTokens: ledger.llm.inputTokens + ledger.llm.outputTokens,
+    llmUsd: ledger.llm.costUsd,
+    byRoleTable: renderSpendingByRole(ledger),
+  };
   return { ...summary, metric, stageDetails, costs };
 }
 
@@ -137,18 +146,33 @@ export function renderCampaignTable(summaries: CampaignSummary[]): string {
   if (summaries.length === 0) return "no campaigns";
   return formatTable(
     ["campaign", "stages", "experiments", "state", "best so far"],
-    summaries.map((item) => [item.id, String(item.stages), String(item.experiments), item.state, item.best ? `${item.best.id} (${formatNumber(item.best.mean)})` : "-"]),
+    summaries.map((item) => [
+      item.id,
+      String(item.stages),
+      String(item.experiments),
+      item.state,
+      item.best ? `${item.best.id} (${formatNumber(item.best.mean)})` : "-",
+    ]),
   );
 }
 
 export function renderCampaignDetail(detail: CampaignDetail): string {
-  const lines = [`${detail.id}: ${detail.title}`, `state: ${detail.state}${detail.best ? `, best so far ${detail.best.id} (${formatNumber(detail.best.mean)})` : ""}`];
+  const lines = [
+    `${detail.id}: ${detail.title}`,
+    `state: ${detail.state}${detail.best ? `, best so far ${detail.best.id} (${formatNumber(detail.best.mean)})` : ""}`,
+  ];
   for (const stage of detail.stageDetails) {
     lines.push("", `stage ${stage.stage}`);
     lines.push(
       formatTable(
         ["experiment", "state", "step", detail.metric ?? "metric", "note"],
-        stage.experiments.map((item) => [item.blueprintId, item.state, item.step === null ? "-" : String(item.step), item.metric === null ? "-" : formatNumber(item.metric), item.reason ?? ""]),
+        stage.experiments.map((item) => [
+          item.blueprintId,
+          item.state,
+          item.step === null ? "-" : String(item.step),
+          item.metric === null ? "-" : formatNumber(item.metric),
+          item.reason ?? "",
+        ]),
       ),
     );
   }
@@ -156,7 +180,8 @@ export function renderCampaignDetail(detail: CampaignDetail): string {
   if (detail.costs.llmCalls > 0) lines.push("language-model spending per role:", detail.costs.byRoleTable);
   if (detail.waitingFor) lines.push("", ...describeWaiting(detail.id, detail.waitingFor));
   if (detail.stop) lines.push("", `stopped: ${detail.stop.reason} - ${detail.stop.explanation}`);
-  if (detail.state === "finished" && detail.stop?.reason === "budget") lines.push(`to go on: raise that budget in the campaign's topic.md, then a3r resume ${detail.id} --reopen`);
+  if (detail.state === "finished" && detail.stop?.reason === "budget")
+    lines.push(`to go on: raise that budget in the campaign's topic.md, then a3r resume ${detail.id} --reopen`);
   if (detail.report) lines.push(`report: ${detail.report}`);
   return lines.join("\n");
 }

@@ -39,8 +39,10 @@ export function localDispatchHost(runsDir: string, maxRuns = 2): DispatchHost {
 export async function openDispatchHostsFile(file: string): Promise<{ hosts: DispatchHost[]; problems: string[] }> {
   const { hosts, problems } = await openDispatchHosts(await loadHostsFile(file));
   if (hosts.length === 0) {
-    throw new A3rError("HOST_UNREACHABLE", `no host of ${file} can take runs (${problems.join("; ")})`, { where: file, hint: `run a3r hosts check --hosts ${file} to see why` });
+    throw new A3rError("HOST_UNREACHABLE", `no host of ${file} can take runs (${problems.join("; ")})`, {
+      where: file,
+      hint: `run a3r hosts check --hosts ${file} to see why`,
+    });
   }
   return { hosts, problems };
 }
-

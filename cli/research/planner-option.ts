@@ -1,7 +1,22 @@
 import { readEvents } from "../../campaign/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
 import { A3rError } from "../../core/errors.ts";
-import { HeuristicPlanner, LlmPlanner, choosePlanner, openLeaderModel, type BlueprintText, type BlueprintWritingInput, type Conclusion, type ConclusionInput, type FramedQuestion, type Planner, type PlannerFlag, type PlannerInput, type PlannerStep, type Topic } from "../../leader/index.ts";
+import {
+  HeuristicPlanner,
+  LlmPlanner,
+  choosePlanner,
+  openLeaderModel,
+  type BlueprintText,
+  type BlueprintWritingInput,
+  type Conclusion,
+  type ConclusionInput,
+  type FramedQuestion,
+  type Planner,
+  type PlannerFlag,
+  type PlannerInput,
+  type PlannerStep,
+  type Topic,
+} from "../../leader/index.ts";
 
 /**
  * Which planner a campaign uses is decided once, when it is created: the choice goes into

@@ -143,7 +143,12 @@ describe("live table pieces", () => {
   });
 
   it("shows a run that had already ended when first seen without a made-up elapsed time", () => {
-    const text = renderLiveTable([row({ state: "failed", finished: true })], { metric: "reward_mean", now: start + 5 * 86_400_000, columns: 200, memory: newLiveMemory() });
+    const text = renderLiveTable([row({ state: "failed", finished: true })], {
+      metric: "reward_mean",
+      now: start + 5 * 86_400_000,
+      columns: 200,
+      memory: newLiveMemory(),
+    });
     expect(text).toMatch(/failed\s+12\s+0\.5123\s+-\/10m/);
   });
 

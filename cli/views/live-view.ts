@@ -77,10 +77,22 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       },
     };
   }
-  const frame = createTerminalFrame({ stream: options.stream, ...(options.columns !== undefined ? { columns: options.columns } : {}), ...(options.rows !== undefined ? { rows: options.rows } : {}) });
+  const frame = createTerminalFrame({
+    stream: options.stream,
+    ...(options.columns !== undefined ? { columns: options.columns } : {}),
+    ...(options.rows !== undefined ? { rows: options.rows } : {}),
+  });
   return {
     update(rows) {
-      frame.draw(renderLiveTable(rows, { metric: options.metric, now: now(), columns: terminalColumns(options.stream, options.columns), memory, ...(options.maxSteps ? { maxSteps: options.maxSteps } : {}) }));
+      frame.draw(
+        renderLiveTable(rows, {
+          metric: options.metric,
+          now: now(),
+          columns: terminalColumns(options.stream, options.columns),
+          memory,
+          ...(options.maxSteps ? { maxSteps: options.maxSteps } : {}),
+        }),
+      );
     },
     note(line) {
       frame.note(line);
@@ -175,7 +187,13 @@ function metricValue(row: DispatchRow, metric: string | null): { number: number;
 
 /** A run that will not go on: finished, or given up by the dispatcher. */
 function hasEnded(row: DispatchRow): boolean {
-  return row.finished || row.state === "lost" || row.state === "unschedulable" || row.state === "launch_failed" || (isRunState(row.state) && isTerminalRunState(row.state));
+  return (
+    row.finished ||
+    row.state === "lost" ||
+    row.state === "unschedulable" ||
+    row.state === "launch_failed" ||
+    (isRunState(row.state) && isTerminalRunState(row.state))
+  );
 }
 
 function elapsedOf(row: DispatchRow, now: number, memory: LiveMemory): number | null {

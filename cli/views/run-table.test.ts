@@ -20,7 +20,15 @@ const row = (overrides: Partial<DispatchRow>): DispatchRow => ({
 
 describe("run tables", () => {
   it("aligns columns", () => {
-    expect(formatTable(["A", "LONG"], [["xyz", "1"], ["q", "22"]])).toBe("A    LONG\nxyz  1\nq    22");
+    expect(
+      formatTable(
+        ["A", "LONG"],
+        [
+          ["xyz", "1"],
+          ["q", "22"],
+        ],
+      ),
+    ).toBe("A    LONG\nxyz  1\nq    22");
   });
 
   it("draws progress bars clamped to 0..100%", () => {
@@ -50,13 +58,18 @@ describe("run tables", () => {
   });
 
   it("renders a dispatch table and prints only changed rows as lines", () => {
-    const table = renderDispatchTable([row({}), row({ blueprintId: "b2", host: null, state: "waiting", gpuIndices: [], step: null, lastMetrics: null })], new Date("2026-11-29T12:00:00.000Z"));
+    const table = renderDispatchTable(
+      [row({}), row({ blueprintId: "b2", host: null, state: "waiting", gpuIndices: [], step: null, lastMetrics: null })],
+      new Date("2026-11-29T12:00:00.000Z"),
+    );
     expect(table).toContain("b1         gpu-1  0     running");
     expect(table).toContain("reward_mean=0.512");
     expect(table).toMatch(/\[#{8}\.{8}\]\s+50%/);
     const previous = new Map<string, string>();
     expect(dispatchChanges([row({})], previous)).toEqual(["b1: running on gpu-1 (GPUs 0) step 12"]);
     expect(dispatchChanges([row({ step: 13 })], previous)).toEqual([]);
-    expect(dispatchChanges([row({ state: "succeeded", finished: true, auditErrors: 0 })], previous)).toEqual(["b1: succeeded on gpu-1 (GPUs 0) step 12 - audit errors: 0"]);
+    expect(dispatchChanges([row({ state: "succeeded", finished: true, auditErrors: 0 })], previous)).toEqual([
+      "b1: succeeded on gpu-1 (GPUs 0) step 12 - audit errors: 0",
+    ]);
   });
 });

@@ -7,7 +7,11 @@ import type { HostCheck } from "../../hosts/index.ts";
  */
 export function formatTable(header: string[], rows: string[][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join("  ")
+      .trimEnd();
   return [line(header), ...rows.map(line)].join("\n");
 }
 
@@ -75,7 +79,9 @@ export function dispatchChanges(rows: DispatchRow[], previous: Map<string, strin
     if (previous.get(row.blueprintId) === summary) continue;
     previous.set(row.blueprintId, summary);
     const step = row.step === null ? "" : ` step ${row.step}`;
-    lines.push(`${row.blueprintId}: ${row.state} on ${row.host ?? "-"}${row.gpuIndices.length > 0 ? ` (GPUs ${row.gpuIndices.join(",")})` : ""}${step}${row.note ? ` - ${row.note}` : ""}${row.auditErrors !== null ? ` - audit errors: ${row.auditErrors}` : ""}`);
+    lines.push(
+      `${row.blueprintId}: ${row.state} on ${row.host ?? "-"}${row.gpuIndices.length > 0 ? ` (GPUs ${row.gpuIndices.join(",")})` : ""}${step}${row.note ? ` - ${row.note}` : ""}${row.auditErrors !== null ? ` - audit errors: ${row.auditErrors}` : ""}`,
+    );
   }
   return lines;
 }

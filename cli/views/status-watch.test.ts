@@ -62,7 +62,13 @@ describe("watchStatus", () => {
   it("returns when the signal aborts during the wait, without waiting out the interval", async () => {
     const abort = new AbortController();
     // An hour between rounds: only the abort can end this within the test's timeout.
-    const waiting = watchStatus({ render: async () => ({ text: "still running", done: false }), stream: new CollectingStream(), tty: false, intervalMs: 3_600_000, signal: abort.signal });
+    const waiting = watchStatus({
+      render: async () => ({ text: "still running", done: false }),
+      stream: new CollectingStream(),
+      tty: false,
+      intervalMs: 3_600_000,
+      signal: abort.signal,
+    });
     setImmediate(() => abort.abort());
     await expect(waiting).resolves.toEqual({ text: "still running", done: false });
   });

@@ -30,7 +30,11 @@ export interface WatchStatusResult {
 
 export async function watchStatus(options: WatchStatusOptions): Promise<WatchStatusResult> {
   const frame = options.tty
-    ? createTerminalFrame({ stream: options.stream, ...(options.columns !== undefined ? { columns: options.columns } : {}), ...(options.rows !== undefined ? { rows: options.rows } : {}) })
+    ? createTerminalFrame({
+        stream: options.stream,
+        ...(options.columns !== undefined ? { columns: options.columns } : {}),
+        ...(options.rows !== undefined ? { rows: options.rows } : {}),
+      })
     : null;
   let shown: string | null = null;
   let shownColumns: unknown;

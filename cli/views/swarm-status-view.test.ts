@@ -26,7 +26,9 @@ describe("swarm status view", () => {
         running_episodes: 1,
         max_env_worker: 8,
         counters: { episodes_claimed: 12, episodes_ended: 10 },
-        running_episode_details: { abcdef123456: { episode_status: "running", client_uuid: "client-1", episode_type: "train", llm_call_count: "2", time_since_last_activity: "1.3" } },
+        running_episode_details: {
+          abcdef123456: { episode_status: "running", client_uuid: "client-1", episode_type: "train", llm_call_count: "2", time_since_last_activity: "1.3" },
+        },
       },
       metrics: [{ reward_mean: 0.1 }, { reward_mean: 0.4 }],
     });

@@ -62,7 +62,11 @@ export function renderStatus(snapshot: StatusSnapshot): string {
     lines.push(`    ${"episode".padEnd(10)}${"client".padEnd(10)}${"type".padEnd(7)}${"calls".padStart(6)}${"idle s".padStart(9)}`);
     for (const [uuid, episode] of running.slice(0, 20)) {
       lines.push(
-        `    ${uuid.slice(0, 8).padEnd(10)}${String(episode.client_uuid ?? "").slice(0, 8).padEnd(10)}${String(episode.episode_type ?? "").padEnd(7)}${String(episode.llm_call_count ?? "").padStart(6)}${String(episode.time_since_last_activity ?? "").padStart(9)}`,
+        `    ${uuid.slice(0, 8).padEnd(10)}${String(episode.client_uuid ?? "")
+          .slice(0, 8)
+          .padEnd(
+            10,
+          )}${String(episode.episode_type ?? "").padEnd(7)}${String(episode.llm_call_count ?? "").padStart(6)}${String(episode.time_since_last_activity ?? "").padStart(9)}`,
       );
     }
     if (running.length > 20) lines.push(`    ... and ${running.length - 20} more`);

@@ -75,8 +75,13 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
   const maxGroups = options.maxGroupsPerStep ?? options.batchSize * 8;
   const rewardCurve: number[] = [];
   let stepsToTarget: number | undefined;
-  let groupsSampled = 0, groupsAllEqual = 0;
-  let episodes = 0, tokensWithoutMerge = 0, tokensWithMerge = 0, episodeCounter = 0, taskCounter = 0;
+  let groupsSampled = 0,
+    groupsAllEqual = 0;
+  let episodes = 0,
+    tokensWithoutMerge = 0,
+    tokensWithMerge = 0,
+    episodeCounter = 0,
+    taskCounter = 0;
   let lastMetrics: Record<string, number> = {};
   let lastLogMetrics: Record<string, number> = {};
   try {
@@ -95,11 +100,25 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
           const calls: RecordedCall[] = [];
           const ask: AskPolicy = async (messages, askOptions) => {
             const result = await engine.generate({ messages, temperature: options.temperature ?? 1, maxTokens: askOptions.maxTokens ?? 8 });
-            calls.push({ callIndex: calls.length, messages, promptTokenIds: result.promptTokenIds, completionTokenIds: result.completionTokenIds, completionText: result.text, ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}), time: Date.now() });
+            calls.push({
+              callIndex: calls.length,
+              messages,
+              promptTokenIds: result.promptTokenIds,
+              completionTokenIds: result.completionTokenIds,
+              completionText: result.text,
+              ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}),
+              time: Date.now(),
+            });
             return result.text;
           };
           const outcome = await options.task.playEpisode(task, ask);
-          const built = buildTrainingSamples(calls, { compareLevel: "text", taskId: task.taskId, episodeUuid, reward: outcome.reward, encodeChat: (messages, encodeOptions) => engine.encodeChat(messages, encodeOptions) });
+          const built = buildTrainingSamples(calls, {
+            compareLevel: "text",
+            taskId: task.taskId,
+            episodeUuid,
+            reward: outcome.reward,
+            encodeChat: (messages, encodeOptions) => engine.encodeChat(messages, encodeOptions),
+          });
           tokensWithoutMerge += built.stats.tokensWithoutMerge;
           tokensWithMerge += built.stats.tokensWithMerge;
           groupSamples.push(...built.samples);

@@ -24,7 +24,18 @@ export interface HostCheck {
 }
 
 export async function checkHost(host: HostConfig): Promise<HostCheck> {
-  const row: HostCheck = { name: host.name, kind: host.kind, ok: false, reachable: "no", hostKey: "-", a3r: "-", gpus: "-", gpuCount: null, freeDisk: "-", problems: [] };
+  const row: HostCheck = {
+    name: host.name,
+    kind: host.kind,
+    ok: false,
+    reachable: "no",
+    hostKey: "-",
+    a3r: "-",
+    gpus: "-",
+    gpuCount: null,
+    freeDisk: "-",
+    problems: [],
+  };
   try {
     if (host.kind === "queue") {
       const launcher = await openLauncher(host);

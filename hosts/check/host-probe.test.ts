@@ -4,7 +4,12 @@ import { formatBytes, parseProbe, probeLocally } from "./host-probe.ts";
 describe("parseProbe", () => {
   it("reads a3r, the GPUs nvidia-smi lists, and free disk from df", () => {
     const probe = parseProbe("@@a3r\nok 0.1.0\n@@gpus\n0, NVIDIA H100 80GB HBM3\n1, NVIDIA H100 80GB HBM3\n@@disk\n/dev/sda1 1000 400 2048 20% /data\n");
-    expect(probe).toEqual({ a3r: { ok: true, detail: "0.1.0" }, gpus: ["0, NVIDIA H100 80GB HBM3", "1, NVIDIA H100 80GB HBM3"], gpuDetail: "2", freeDiskBytes: 2048 * 1024 });
+    expect(probe).toEqual({
+      a3r: { ok: true, detail: "0.1.0" },
+      gpus: ["0, NVIDIA H100 80GB HBM3", "1, NVIDIA H100 80GB HBM3"],
+      gpuDetail: "2",
+      freeDiskBytes: 2048 * 1024,
+    });
   });
 
   it("says none for a host without nvidia-smi or with a failing one, and keeps a3r's failure", () => {

@@ -13,7 +13,8 @@ describe("dispatch and wait", () => {
     const folder = await mkdtemp(join(tmpdir(), "a3r-dispatch-stuck-"));
     try {
       const workdir = join(folder, "host");
-      const config = parseHostsText(`hosts:\n  - { name: here, kind: local, gpus: 0, max_runs: 2, workdir: ${workdir} }\n`, "hosts.yaml").hosts[0] as HostConfig;
+      const config = parseHostsText(`hosts:\n  - { name: here, kind: local, gpus: 0, max_runs: 2, workdir: ${workdir} }\n`, "hosts.yaml")
+        .hosts[0] as HostConfig;
       const launcher = new LocalLauncher({ host: "here", workdir, a3r: fixtureA3rCommand });
       const items = await Promise.all(
         ["stuck", "healthy"].map(async (id) => {
@@ -29,7 +30,13 @@ describe("dispatch and wait", () => {
       const later = new Date(Date.now() + 3_600_000);
       await utimes(claim, later, later);
 
-      const rows = await dispatchBlueprints({ items, hosts: [{ config, launcher, capacity: { name: "here", gpuIndices: [], maxRuns: 2 } }], wait: true, intervalMs: 100, refusedLaunchLimitMs: 800 });
+      const rows = await dispatchBlueprints({
+        items,
+        hosts: [{ config, launcher, capacity: { name: "here", gpuIndices: [], maxRuns: 2 } }],
+        wait: true,
+        intervalMs: 100,
+        refusedLaunchLimitMs: 800,
+      });
       const byId = Object.fromEntries(rows.map((row) => [row.blueprintId, row]));
       expect(byId.stuck!.state).toBe("launch_failed");
       expect(byId.stuck!.note).toMatch(/here reports no run for stuck but keeps refusing to launch it .*c\/stuck/);

@@ -125,7 +125,13 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
       row.note = row.note || "already dispatched";
       // A dispatcher killed between a launch and its event leaves a run the log never
       // mentions: the run found here is recorded now, as one the campaign did not start twice.
-      if (item.eventsFile) await appendEventOnce(item.eventsFile, "run.dispatched", { blueprintId: item.blueprint.id }, { host: row.host, gpuIndices: progress.gpuIndices, started: false });
+      if (item.eventsFile)
+        await appendEventOnce(
+          item.eventsFile,
+          "run.dispatched",
+          { blueprintId: item.blueprint.id },
+          { host: row.host, gpuIndices: progress.gpuIndices, started: false },
+        );
       break;
     }
   }
@@ -160,8 +166,15 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
       entry.runs += 1;
       entry.busyGpus.push(...row.gpuIndices);
     }
-    const requests = waiting.map((row) => ({ blueprintId: row.blueprintId, gpus: gpusOf(options.items.find((item) => item.blueprint.id === row.blueprintId)!.blueprint) }));
-    const plan = scheduleBlueprints(options.hosts.map((host) => host.capacity), load, requests);
+    const requests = waiting.map((row) => ({
+      blueprintId: row.blueprintId,
+      gpus: gpusOf(options.items.find((item) => item.blueprint.id === row.blueprintId)!.blueprint),
+    }));
+    const plan = scheduleBlueprints(
+      options.hosts.map((host) => host.capacity),
+      load,
+      requests,
+    );
     for (const { blueprintId, reason } of plan.unschedulable) {
       const row = rows.find((candidate) => candidate.blueprintId === blueprintId)!;
       row.state = "unschedulable";
@@ -194,7 +207,12 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
           row.note = `${assignment.host} reports no run for ${row.blueprintId} but keeps refusing to launch it (a launch claim it cannot read?); look in the host's workdir under ${row.campaign}/${row.blueprintId}`;
         }
         if (item.eventsFile) {
-          await appendEvent(item.eventsFile, "run.dispatched", { blueprintId: item.blueprint.id, host: assignment.host, gpuIndices: assignment.gpuIndices, started: outcome.started });
+          await appendEvent(item.eventsFile, "run.dispatched", {
+            blueprintId: item.blueprint.id,
+            host: assignment.host,
+            gpuIndices: assignment.gpuIndices,
+            started: outcome.started,
+          });
         }
       } catch (error) {
         row.state = "launch_failed";
@@ -211,7 +229,9 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
   while (!rows.every(isDone) && !options.signal?.aborted) {
     await new Promise((resolve) => setTimeout(resolve, interval));
     // One pollMany per host: over ssh a whole cycle is one command.
-    const followed = rows.flatMap((row, index) => (row.host === null || isDone(row) ? [] : [{ row, item: options.items[index]!, host: hostsByName.get(row.host)! }]));
+    const followed = rows.flatMap((row, index) =>
+      row.host === null || isDone(row) ? [] : [{ row, item: options.items[index]!, host: hostsByName.get(row.host)! }],
+    );
     const latest = new Map<DispatchRow, RunProgress>();
     for (const host of options.hosts) {
       const mine = followed.filter((entry) => entry.host === host);
@@ -240,7 +260,14 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
         if (row.finished && fetched.complete) {
           const findings = await auditResultDir(item.resultDir);
           row.auditErrors = findings.filter((finding) => finding.severity === "error").length;
-          if (item.eventsFile) await appendEvent(item.eventsFile, "run.fetched", { blueprintId: item.blueprint.id, host: row.host, state: row.state, resultDir: item.resultDir, auditErrors: row.auditErrors });
+          if (item.eventsFile)
+            await appendEvent(item.eventsFile, "run.fetched", {
+              blueprintId: item.blueprint.id,
+              host: row.host,
+              state: row.state,
+              resultDir: item.resultDir,
+              auditErrors: row.auditErrors,
+            });
         } else if (row.finished) {
           row.finished = false; // finished there, but the copy is not complete yet: fetch again next round
         }

@@ -25,7 +25,10 @@ describe("local launcher: runs nobody will finish", () => {
     try {
       const write = async (id: string, pgid: number | null, launchedAt: string) => {
         await mkdir(join(workdir, "lost", id), { recursive: true });
-        await writeFile(join(workdir, "lost", id, "launch.json"), JSON.stringify({ campaign: "lost", blueprintId: id, host: "here", resultDir: join(workdir, "results", id), gpuIndices: [], pgid, launchedAt }));
+        await writeFile(
+          join(workdir, "lost", id, "launch.json"),
+          JSON.stringify({ campaign: "lost", blueprintId: id, host: "here", resultDir: join(workdir, "results", id), gpuIndices: [], pgid, launchedAt }),
+        );
       };
       const old = new Date(Date.now() - 60_000).toISOString();
       // A process that has exited: its pid names no live group any more.
@@ -40,10 +43,22 @@ describe("local launcher: runs nobody will finish", () => {
       expect(young!.state).toBe("launching");
       const blueprintFile = join(workdir, "blueprint.md");
       await writeFile(blueprintFile, "not read by the fixture worker\n");
-      const relaunch = await launcher.launch({ campaign: "lost", blueprintId: "never-started", blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", "never-started") });
+      const relaunch = await launcher.launch({
+        campaign: "lost",
+        blueprintId: "never-started",
+        blueprintFile,
+        gpuIndices: [],
+        resultDir: join(workdir, "results", "never-started"),
+      });
       expect(relaunch.started).toBe(true);
       expect(relaunch.pgid).not.toBeNull();
-      const young2 = await launcher.launch({ campaign: "lost", blueprintId: "just-started", blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", "just-started") });
+      const young2 = await launcher.launch({
+        campaign: "lost",
+        blueprintId: "just-started",
+        blueprintFile,
+        gpuIndices: [],
+        resultDir: join(workdir, "results", "just-started"),
+      });
       expect(young2.started).toBe(false);
       expect((await readdir(join(workdir, "lost", "never-started"))).some((name) => name.startsWith("launch.never-started-"))).toBe(true);
       await launcher.cancel({ campaign: "lost", blueprintId: "never-started" });
@@ -64,7 +79,13 @@ describe("local launcher: runs nobody will finish", () => {
       await utimes(join(workdir, "cut", "empty-old", "launch.json"), minuteAgo, minuteAgo);
       const blueprintFile = join(workdir, "blueprint.md");
       await writeFile(blueprintFile, "not read by the fixture worker\n");
-      const request = (blueprintId: string) => ({ campaign: "cut", blueprintId, blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", blueprintId) });
+      const request = (blueprintId: string) => ({
+        campaign: "cut",
+        blueprintId,
+        blueprintFile,
+        gpuIndices: [],
+        resultDir: join(workdir, "results", blueprintId),
+      });
       expect((await launcher.poll({ campaign: "cut", blueprintId: "empty-old" })).state).toBe("unknown");
       const taken = await launcher.launch(request("empty-old"));
       expect(taken.started).toBe(true);
@@ -87,10 +108,25 @@ describe("local launcher: runs nobody will finish", () => {
     const workdir = await mkdtemp(join(tmpdir(), "a3r-local-takeover-"));
     try {
       await mkdir(join(workdir, "race", "abandoned"), { recursive: true });
-      await writeFile(join(workdir, "race", "abandoned", "launch.json"), JSON.stringify({ campaign: "race", blueprintId: "abandoned", host: "here", resultDir: join(workdir, "results", "abandoned"), gpuIndices: [], pgid: null, launchedAt: new Date(Date.now() - 60_000).toISOString() }));
+      await writeFile(
+        join(workdir, "race", "abandoned", "launch.json"),
+        JSON.stringify({
+          campaign: "race",
+          blueprintId: "abandoned",
+          host: "here",
+          resultDir: join(workdir, "results", "abandoned"),
+          gpuIndices: [],
+          pgid: null,
+          launchedAt: new Date(Date.now() - 60_000).toISOString(),
+        }),
+      );
       const blueprintFile = await writeFixtureBlueprint(workdir, { id: "abandoned", campaign: "race", steps: 1, stepMs: 10 });
       const launchers = Array.from({ length: 6 }, () => new LocalLauncher({ host: "here", workdir, a3r: fixtureA3rCommand }));
-      const outcomes = await Promise.all(launchers.map((launcher) => launcher.launch({ campaign: "race", blueprintId: "abandoned", blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", "abandoned") })));
+      const outcomes = await Promise.all(
+        launchers.map((launcher) =>
+          launcher.launch({ campaign: "race", blueprintId: "abandoned", blueprintFile, gpuIndices: [], resultDir: join(workdir, "results", "abandoned") }),
+        ),
+      );
       expect(outcomes.filter((outcome) => outcome.started)).toHaveLength(1);
       await waitForProgress(launchers[0]!, { campaign: "race", blueprintId: "abandoned" }, (progress) => progress.finished);
       const events = await readEvents(join(workdir, "results", "abandoned", "events.jsonl"));
@@ -107,7 +143,14 @@ describe("local launcher: runs nobody will finish", () => {
       await writeFile(join(campaignRoot, "topic.md"), "Which lr?\n");
       const blueprintFile = await writeFixtureBlueprint(campaignRoot, { id: "in-campaign", campaign: "c", steps: 1, stepMs: 10 });
       const resultDir = join(campaignRoot, "results", "in-campaign");
-      const launch = await launcher.launch({ campaign: "c", blueprintId: "in-campaign", blueprintFile, gpuIndices: [], resultDir, llmAllowance: { tokens: 100 } });
+      const launch = await launcher.launch({
+        campaign: "c",
+        blueprintId: "in-campaign",
+        blueprintFile,
+        gpuIndices: [],
+        resultDir,
+        llmAllowance: { tokens: 100 },
+      });
       await waitForProgress(launcher, launch.ref, (progress) => progress.finished);
       const launched = (await readEvents(join(resultDir, "events.jsonl"))).events.find((event) => event.kind === "run.launched");
       expect(launched).toBeDefined();

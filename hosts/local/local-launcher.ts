@@ -124,18 +124,22 @@ export class LocalLauncher implements Launcher {
     const text = `${JSON.stringify(marker)}\n`;
     if (await createExclusively(markerPath, text)) return true;
     // Held for a rename and a link: a lock older than 5 s was left by a launcher killed inside it.
-    return withDirectoryLock(join(dirname(markerPath), ".takeover.lock"), async () => {
-      const existing = await this.readMarker(ref);
-      const abandoned = existing === undefined ? await staleUnreadable(markerPath) : await neverStarted(existing);
-      if (!abandoned) return false;
-      const setAside = existing === undefined ? "launch.unreadable" : "launch.never-started";
-      try {
-        await rename(markerPath, join(dirname(markerPath), `${setAside}-${Date.now()}.json`));
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      }
-      return createExclusively(markerPath, text);
-    }, { staleMs: 5_000, timeoutMs: 15_000 });
+    return withDirectoryLock(
+      join(dirname(markerPath), ".takeover.lock"),
+      async () => {
+        const existing = await this.readMarker(ref);
+        const abandoned = existing === undefined ? await staleUnreadable(markerPath) : await neverStarted(existing);
+        if (!abandoned) return false;
+        const setAside = existing === undefined ? "launch.unreadable" : "launch.never-started";
+        try {
+          await rename(markerPath, join(dirname(markerPath), `${setAside}-${Date.now()}.json`));
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+        }
+        return createExclusively(markerPath, text);
+      },
+      { staleMs: 5_000, timeoutMs: 15_000 },
+    );
   }
 
   async poll(ref: RunRef): Promise<RunProgress> {
@@ -248,10 +252,14 @@ async function createExclusively(path: string, text: string): Promise<boolean> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "EEXIST") return false;
-    if (code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP") return writeFile(path, text, { flag: "wx" }).then(() => true, (fallback: NodeJS.ErrnoException) => {
-      if (fallback.code === "EEXIST") return false;
-      throw fallback;
-    });
+    if (code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP")
+      return writeFile(path, text, { flag: "wx" }).then(
+        () => true,
+        (fallback: NodeJS.ErrnoException) => {
+          if (fallback.code === "EEXIST") return false;
+          throw fallback;
+        },
+      );
     throw error;
   } finally {
     await unlink(draft).catch(() => undefined);
@@ -263,7 +271,10 @@ async function createExclusively(path: string, text: string): Promise<boolean> {
  * older a3r killed mid-write, or damaged. Its run cannot be followed, so it is no run.
  */
 async function staleUnreadable(path: string): Promise<boolean> {
-  const modified = await stat(path).then((info) => info.mtimeMs, () => undefined);
+  const modified = await stat(path).then(
+    (info) => info.mtimeMs,
+    () => undefined,
+  );
   return modified !== undefined && Date.now() - modified > launchGraceMs;
 }
 

@@ -85,7 +85,14 @@ describe("queue backend with real redis and worker daemons", () => {
     const queue = freshQueue();
     const folder = await mkdtemp(join(tmpdir(), "a3r-queue-dup-"));
     const launcher = await QueueLauncher.open({ host: "cluster", redisUrl: redis.url, queue });
-    const daemon = await WorkerDaemon.start({ redisUrl: redis.url, queue, gpus: 1, workdir: join(folder, "node"), a3r: fixtureA3rCommand, reportIntervalMs: 150 });
+    const daemon = await WorkerDaemon.start({
+      redisUrl: redis.url,
+      queue,
+      gpus: 1,
+      workdir: join(folder, "node"),
+      a3r: fixtureA3rCommand,
+      reportIntervalMs: 150,
+    });
     try {
       const blueprintFile = await writeFixtureBlueprint(folder, { id: "dup", campaign: "dups", gpus: 1, steps: 2, stepMs: 100 });
       const request = { campaign: "dups", blueprintId: "dup", blueprintFile, gpuIndices: [], resultDir: join(folder, "unused") };
@@ -109,7 +116,15 @@ describe("queue backend with real redis and worker daemons", () => {
     // node-a claimed the run, then died before completing the BullMQ job.
     await admin.set(recordKeys({ queue, prefix: "bull" }).claim({ campaign: "claims", blueprintId: "claimed" }), "node-a");
     const launcher = await QueueLauncher.open({ host: "cluster", redisUrl: redis.url, queue });
-    const daemon = await WorkerDaemon.start({ redisUrl: redis.url, queue, name: "node-b", gpus: 1, workdir: join(folder, "node-b"), a3r: fixtureA3rCommand, reportIntervalMs: 150 });
+    const daemon = await WorkerDaemon.start({
+      redisUrl: redis.url,
+      queue,
+      name: "node-b",
+      gpus: 1,
+      workdir: join(folder, "node-b"),
+      a3r: fixtureA3rCommand,
+      reportIntervalMs: 150,
+    });
     try {
       const blueprintFile = await writeFixtureBlueprint(folder, { id: "claimed", campaign: "claims", gpus: 1 });
       const { ref } = await launcher.launch({ campaign: "claims", blueprintId: "claimed", blueprintFile, gpuIndices: [], resultDir: join(folder, "unused") });

@@ -50,7 +50,13 @@ export const bundleFileLimit = 512 * 1024;
 export function openRedis(url: string): Redis {
   // Commands time out instead of waiting forever for a Redis that went away; BullMQ's own
   // connections keep BullMQ's settings.
-  const redis = new Redis(url, { maxRetriesPerRequest: 3, commandTimeout: 10_000, lazyConnect: true, connectTimeout: 5000, retryStrategy: (times) => Math.min(times * 200, 2000) });
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 3,
+    commandTimeout: 10_000,
+    lazyConnect: true,
+    connectTimeout: 5000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
   redis.on("error", () => {
     // Reported through the failing command; ioredis keeps reconnecting meanwhile.
   });
@@ -65,7 +71,9 @@ export async function connectRedis(redis: Redis, url: string, timeoutMs = 5000):
     await Promise.race([redis.ping(), timer]);
   } catch (error) {
     redis.disconnect();
-    throw new A3rError("REDIS_UNREACHABLE", `cannot reach Redis at ${redactUrl(url)}: ${(error as Error).message}`, { hint: "check the URL and that redis-server runs there" });
+    throw new A3rError("REDIS_UNREACHABLE", `cannot reach Redis at ${redactUrl(url)}: ${(error as Error).message}`, {
+      hint: "check the URL and that redis-server runs there",
+    });
   }
 }
 

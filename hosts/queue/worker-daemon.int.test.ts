@@ -29,9 +29,31 @@ afterAll(async () => {
 
 /** Starts `a3r hosts daemon` as its own process and resolves once it says it is ready. */
 function startDaemon(queue: string, workdir: string): Promise<{ child: ChildProcess; ready: string }> {
-  const child = spawn(process.execPath, [cli, "hosts", "daemon", "--redis", redis.url, "--queue", queue, "--gpus", "1", "--workdir", workdir, "--name", "node-k", "--a3r", fixtureA3rCommand, "--report-interval", "150"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      cli,
+      "hosts",
+      "daemon",
+      "--redis",
+      redis.url,
+      "--queue",
+      queue,
+      "--gpus",
+      "1",
+      "--workdir",
+      workdir,
+      "--name",
+      "node-k",
+      "--a3r",
+      fixtureA3rCommand,
+      "--report-interval",
+      "150",
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let output = "";
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`daemon not ready in 30 s: ${output}`)), 30_000);
@@ -58,7 +80,13 @@ describe("worker daemon killed with SIGKILL mid-run", () => {
       expect(daemon.ready).toContain("re-attached to 0 run(s)");
       const long = await writeFixtureBlueprint(folder, { id: "long-run", campaign: "kills", gpus: 1, steps: 25, stepMs: 150 });
       const next = await writeFixtureBlueprint(folder, { id: "next-run", campaign: "kills", gpus: 1, steps: 2, stepMs: 100 });
-      const first = await launcher.launch({ campaign: "kills", blueprintId: "long-run", blueprintFile: long, gpuIndices: [], resultDir: join(folder, "unused") });
+      const first = await launcher.launch({
+        campaign: "kills",
+        blueprintId: "long-run",
+        blueprintFile: long,
+        gpuIndices: [],
+        resultDir: join(folder, "unused"),
+      });
       const running = await waitForProgress(launcher, first.ref, (progress) => progress.state === "running" && (progress.step ?? 0) >= 2);
 
       daemon.child.kill("SIGKILL");
@@ -67,8 +95,16 @@ describe("worker daemon killed with SIGKILL mid-run", () => {
       const pgid = JSON.parse(readFileSync(join(workdir, "runs", "kills", "long-run", "launch.json"), "utf8")).pgid as number;
       expect(isGroupAlive(pgid)).toBe(true);
       // Work queued while the daemon is down waits in Redis; a repeated dispatch adds nothing.
-      expect((await launcher.launch({ campaign: "kills", blueprintId: "long-run", blueprintFile: long, gpuIndices: [], resultDir: join(folder, "unused") })).started).toBe(false);
-      const second = await launcher.launch({ campaign: "kills", blueprintId: "next-run", blueprintFile: next, gpuIndices: [], resultDir: join(folder, "unused") });
+      expect(
+        (await launcher.launch({ campaign: "kills", blueprintId: "long-run", blueprintFile: long, gpuIndices: [], resultDir: join(folder, "unused") })).started,
+      ).toBe(false);
+      const second = await launcher.launch({
+        campaign: "kills",
+        blueprintId: "next-run",
+        blueprintFile: next,
+        gpuIndices: [],
+        resultDir: join(folder, "unused"),
+      });
       expect(second.started).toBe(true);
 
       daemon = await startDaemon(queue, workdir);

@@ -82,7 +82,8 @@ export class WorkerDaemon {
 
   /** Checks Redis (reachable, noeviction), re-attaches to live runs, then starts pulling. */
   static async start(options: WorkerDaemonOptions): Promise<WorkerDaemon> {
-    if (!Number.isInteger(options.gpus) || options.gpus < 0) throw new A3rError("USAGE", `--gpus must be a whole number >= 0, got ${options.gpus}`, { where: "--gpus" });
+    if (!Number.isInteger(options.gpus) || options.gpus < 0)
+      throw new A3rError("USAGE", `--gpus must be a whole number >= 0, got ${options.gpus}`, { where: "--gpus" });
     const redis = await openCheckedRedis(options.redisUrl);
     const daemon = new WorkerDaemon(options, redis);
     await mkdir(join(daemon.workdir, "inbox"), { recursive: true });
@@ -174,7 +175,8 @@ export class WorkerDaemon {
     }
     const marker = await this.local.readMarker(ref);
     if (marker) {
-      if (!this.tracked.has(key) && !(await pathExists(join(this.local.runDir(ref), "reported.flag")))) this.tracked.set(key, { ref, gpuIndices: marker.gpuIndices });
+      if (!this.tracked.has(key) && !(await pathExists(join(this.local.runDir(ref), "reported.flag"))))
+        this.tracked.set(key, { ref, gpuIndices: marker.gpuIndices });
       await job.moveToCompleted({ daemon: this.name, pgid: marker.pgid, reattached: true }, token, false);
       return;
     }

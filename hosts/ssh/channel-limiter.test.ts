@@ -28,7 +28,11 @@ describe("ChannelLimiter", () => {
 
   it("frees the slot of a task that throws", async () => {
     const limiter = new ChannelLimiter(1);
-    await expect(limiter.run(async () => { throw new Error("boom"); })).rejects.toThrow("boom");
+    await expect(
+      limiter.run(async () => {
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
     expect(await limiter.run(async () => "next")).toBe("next");
   });
 });

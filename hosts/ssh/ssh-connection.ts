@@ -132,7 +132,12 @@ export class SshConnection {
       });
       client.once("close", () => {
         if (this.client === client) this.client = undefined;
-        if (!ready) reject(new A3rError("HOST_UNREACHABLE", `${name} (${host}:${port}) closed the connection during the handshake`, { hint: "check that an ssh server listens there" }));
+        if (!ready)
+          reject(
+            new A3rError("HOST_UNREACHABLE", `${name} (${host}:${port}) closed the connection during the handshake`, {
+              hint: "check that an ssh server listens there",
+            }),
+          );
       });
       try {
         client.connect(config);
@@ -146,19 +151,29 @@ export class SshConnection {
     const file = this.options.identityFiles[0];
     if (file === undefined) {
       if (this.options.agent) return undefined;
-      throw new A3rError("SSH_KEY_INVALID", `no key for ${this.options.name}: hosts.yaml names no identity_file, no agent, and ~/.ssh/config has no IdentityFile`, {
-        hint: "set identity_file: ~/.ssh/id_ed25519 (or agent: true) for this host",
-      });
+      throw new A3rError(
+        "SSH_KEY_INVALID",
+        `no key for ${this.options.name}: hosts.yaml names no identity_file, no agent, and ~/.ssh/config has no IdentityFile`,
+        {
+          hint: "set identity_file: ~/.ssh/id_ed25519 (or agent: true) for this host",
+        },
+      );
     }
     let key: Buffer;
     try {
       key = await readFile(file);
     } catch (error) {
-      throw new A3rError("SSH_KEY_INVALID", `cannot read the key file (${(error as NodeJS.ErrnoException).code ?? String(error)})`, { where: file, hint: "check identity_file in hosts.yaml and the file's permissions" });
+      throw new A3rError("SSH_KEY_INVALID", `cannot read the key file (${(error as NodeJS.ErrnoException).code ?? String(error)})`, {
+        where: file,
+        hint: "check identity_file in hosts.yaml and the file's permissions",
+      });
     }
     const parsed = utils.parseKey(key);
     if (parsed instanceof Error) {
-      throw new A3rError("SSH_KEY_INVALID", `the key file is not a usable private key: ${parsed.message}`, { where: file, hint: "give an OpenSSH or PEM private key without passphrase, or use agent: true" });
+      throw new A3rError("SSH_KEY_INVALID", `the key file is not a usable private key: ${parsed.message}`, {
+        where: file,
+        hint: "give an OpenSSH or PEM private key without passphrase, or use agent: true",
+      });
     }
     return key;
   }
@@ -173,13 +188,19 @@ export class SshConnection {
           details: { fingerprint: verdict.fingerprint },
         });
       }
-      return new A3rError("HOST_KEY_MISMATCH", `${name} (${host}:${port}) offered host key ${verdict.fingerprint}, but hosts.yaml pins ${this.options.hostKey}: refused`, {
-        hint: "if the host was reinstalled, verify the new key on the host and update host_key; otherwise someone may be intercepting the connection",
-        details: { fingerprint: verdict.fingerprint, pinned: this.options.hostKey },
-      });
+      return new A3rError(
+        "HOST_KEY_MISMATCH",
+        `${name} (${host}:${port}) offered host key ${verdict.fingerprint}, but hosts.yaml pins ${this.options.hostKey}: refused`,
+        {
+          hint: "if the host was reinstalled, verify the new key on the host and update host_key; otherwise someone may be intercepting the connection",
+          details: { fingerprint: verdict.fingerprint, pinned: this.options.hostKey },
+        },
+      );
     }
     if (error.level === "client-authentication") {
-      return new A3rError("SSH_AUTH_FAILED", `${name}: ${this.options.username}@${host}:${port} refused the key`, { hint: "add the public key to the user's authorized_keys, or fix user/identity_file" });
+      return new A3rError("SSH_AUTH_FAILED", `${name}: ${this.options.username}@${host}:${port} refused the key`, {
+        hint: "add the public key to the user's authorized_keys, or fix user/identity_file",
+      });
     }
     if (error.code === "ENOTFOUND" || error.code === "EAI_AGAIN") {
       return new A3rError("HOST_UNKNOWN", `${name}: the address ${host} does not resolve`, { hint: "fix host in hosts.yaml or the HostName in ~/.ssh/config" });
@@ -227,7 +248,11 @@ export class SshConnection {
       client.once("close", onClose);
       const timer = setTimeout(() => {
         channel?.close();
-        finish({ error: new A3rError("REMOTE_COMMAND_FAILED", `command on ${this.options.name} did not finish within ${timeoutMs} ms`, { details: { command: command.slice(0, 200) } }) });
+        finish({
+          error: new A3rError("REMOTE_COMMAND_FAILED", `command on ${this.options.name} did not finish within ${timeoutMs} ms`, {
+            details: { command: command.slice(0, 200) },
+          }),
+        });
       }, timeoutMs);
       try {
         client.exec(command, (error, stream) => {

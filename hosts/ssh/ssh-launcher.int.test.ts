@@ -53,7 +53,13 @@ describe("ssh launcher against a real sshd", () => {
     const launcher = makeLauncher();
     try {
       const blueprintFile = await writeFixtureBlueprint(folder, { id: "survives-drop", campaign: "drops", steps: 20, stepMs: 150 });
-      const { ref, started } = await launcher.launch({ campaign: "drops", blueprintId: "survives-drop", blueprintFile, gpuIndices: [0], resultDir: join(folder, "unused") });
+      const { ref, started } = await launcher.launch({
+        campaign: "drops",
+        blueprintId: "survives-drop",
+        blueprintFile,
+        gpuIndices: [0],
+        resultDir: join(folder, "unused"),
+      });
       expect(started).toBe(true);
       const before = await waitForProgress(launcher, ref, (progress) => (progress.step ?? 0) >= 3);
       expect(launcher.connection.connects).toBe(1);
@@ -99,8 +105,12 @@ describe("ssh launcher against a real sshd", () => {
       expect(old!.state).toBe("unknown");
       expect(started!.state).toBe("lost");
       expect(started!.reason).toMatch(/started a worker but never recorded it/);
-      expect((await launcher.launch({ campaign: "claims", blueprintId: "fresh", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started).toBe(false);
-      expect((await launcher.launch({ campaign: "claims", blueprintId: "half", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started).toBe(false);
+      expect(
+        (await launcher.launch({ campaign: "claims", blueprintId: "fresh", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started,
+      ).toBe(false);
+      expect(
+        (await launcher.launch({ campaign: "claims", blueprintId: "half", blueprintFile: "/nonexistent", gpuIndices: [], resultDir: "/unused" })).started,
+      ).toBe(false);
       const blueprintFile = await writeFixtureBlueprint(folder, { id: "stale", campaign: "claims", steps: 2, stepMs: 50 });
       const relaunch = await launcher.launch({ campaign: "claims", blueprintId: "stale", blueprintFile, gpuIndices: [], resultDir: join(folder, "unused") });
       expect(relaunch.started).toBe(true);
@@ -122,7 +132,13 @@ describe("ssh launcher against a real sshd", () => {
         await mkdir(join(workdir, "takeover", id, ".launched"), { recursive: true });
         await utimes(join(workdir, "takeover", id, ".launched"), past, past);
       }
-      const request = async (id: string) => ({ campaign: "takeover", blueprintId: id, blueprintFile: await writeFixtureBlueprint(folder, { id, campaign: "takeover", steps: 1, stepMs: 10 }), gpuIndices: [], resultDir: join(folder, "unused") });
+      const request = async (id: string) => ({
+        campaign: "takeover",
+        blueprintId: id,
+        blueprintFile: await writeFixtureBlueprint(folder, { id, campaign: "takeover", steps: 1, stepMs: 10 }),
+        gpuIndices: [],
+        resultDir: join(folder, "unused"),
+      });
       // The moment the lock closes is too short to hit from outside: this checks exactly-once under concurrency.
       const raced = await Promise.all(launchers.map(async (launcher) => launcher.launch(await request("raced"))));
       expect(raced.filter((outcome) => outcome.started)).toHaveLength(1);
@@ -132,7 +148,8 @@ describe("ssh launcher against a real sshd", () => {
       holder.kill("SIGKILL");
       await new Promise((resolve) => holder.once("exit", resolve));
       expect((await launchers[0]!.launch(await request("killed-holder"))).started).toBe(true);
-      for (const id of ["raced", "killed-holder"]) await waitForProgress(launchers[0]!, { campaign: "takeover", blueprintId: id }, (progress) => progress.finished);
+      for (const id of ["raced", "killed-holder"])
+        await waitForProgress(launchers[0]!, { campaign: "takeover", blueprintId: id }, (progress) => progress.finished);
     } finally {
       await Promise.all(launchers.map((launcher) => launcher.close()));
       await rm(folder, { recursive: true, force: true });
@@ -154,7 +171,10 @@ describe("ssh launcher against a real sshd", () => {
   it("refuses a wrong host key and shows the fingerprint it was offered", async () => {
     const wrong = "SHA256:" + "A".repeat(43);
     const connection = new SshConnection(connectionOptions({ hostKey: wrong }));
-    const error = await connection.connect().then(() => undefined, (caught: unknown) => caught);
+    const error = await connection.connect().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(isA3rError(error, "HOST_KEY_MISMATCH")).toBe(true);
     expect((error as Error).message).toContain(sshd.hostKeyFingerprint);
     expect((error as Error).message).toContain(wrong);
@@ -163,7 +183,10 @@ describe("ssh launcher against a real sshd", () => {
 
   it("refuses an unpinned host key, naming the fingerprint to pin", async () => {
     const connection = new SshConnection(connectionOptions({ hostKey: undefined }));
-    const error = await connection.connect().then(() => undefined, (caught: unknown) => caught);
+    const error = await connection.connect().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(isA3rError(error, "HOST_KEY_UNKNOWN")).toBe(true);
     expect((error as { hint?: string }).hint).toContain(sshd.hostKeyFingerprint);
     await connection.close();
@@ -172,12 +195,18 @@ describe("ssh launcher against a real sshd", () => {
   it("fails fast and clearly on an unreachable port, an unknown address and a bad key file", async () => {
     const started = Date.now();
     const unreachable = new SshConnection(connectionOptions({ port: 1, reconnectForMs: 500 }));
-    const refused = await unreachable.connect().then(() => undefined, (caught: unknown) => caught);
+    const refused = await unreachable.connect().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(isA3rError(refused, "HOST_UNREACHABLE")).toBe(true);
     expect(Date.now() - started).toBeLessThan(5000);
 
     const nowhere = new SshConnection(connectionOptions({ host: "a3r-no-such-host.invalid" }));
-    const unknown = await nowhere.connect().then(() => undefined, (caught: unknown) => caught);
+    const unknown = await nowhere.connect().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(isA3rError(unknown, "HOST_UNKNOWN")).toBe(true);
     expect((unknown as Error).message).toContain("a3r-no-such-host.invalid");
 
@@ -185,7 +214,10 @@ describe("ssh launcher against a real sshd", () => {
     const badKey = join(folder, "id_bad");
     await writeFile(badKey, "this is not a key\n");
     const bad = new SshConnection(connectionOptions({ identityFiles: [badKey] }));
-    const keyError = await bad.connect().then(() => undefined, (caught: unknown) => caught);
+    const keyError = await bad.connect().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(isA3rError(keyError, "SSH_KEY_INVALID")).toBe(true);
     expect((keyError as { where?: string }).where).toBe(badKey);
     await rm(folder, { recursive: true, force: true });

@@ -98,7 +98,10 @@ export class SshLauncher implements Launcher {
     const age = (path: string) => `$(( $(date +%s) - $(stat -c %Y ${path} 2>/dev/null || date +%s) ))`;
     const abandoned = `[ ! -f ${q}/launch.json ] && [ ! -s ${q}/pgid ] && [ ${age(`${q}/.launched`)} -gt ${graceSeconds} ]`;
     const takeOver = `( if command -v flock >/dev/null 2>&1; then flock -w 10 9 || exit 1; fi; ${abandoned} && mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null ) 9>${q}/.takeover.lock`;
-    const claim = await this.exec(`mkdir -p ${q} && if mkdir ${q}/.launched 2>/dev/null; then echo NEW; elif ${takeOver}; then echo NEW; else echo EXISTS; fi`, false);
+    const claim = await this.exec(
+      `mkdir -p ${q} && if mkdir ${q}/.launched 2>/dev/null; then echo NEW; elif ${takeOver}; then echo NEW; else echo EXISTS; fi`,
+      false,
+    );
     if (claim.code !== 0) throw remoteFailure(this.host, "could not create the run folder", claim.stderr);
     if (claim.stdout.trim() !== "NEW") {
       const marker = parseLaunchMarker((await this.exec(`cat ${q}/launch.json 2>/dev/null`, true)).stdout);
@@ -128,7 +131,12 @@ export class SshLauncher implements Launcher {
       `echo $pg`,
     ].join(" && ");
     const started = await this.exec(start, false);
-    if (started.code !== 0) throw new A3rError("LAUNCH_FAILED", `could not start the worker for ${ref.blueprintId} on ${this.host}: ${started.stderr.trim() || `exit ${started.code}`}`, { hint: `check that "${this.options.a3r}" runs on ${this.host} (a3r hosts check)` });
+    if (started.code !== 0)
+      throw new A3rError(
+        "LAUNCH_FAILED",
+        `could not start the worker for ${ref.blueprintId} on ${this.host}: ${started.stderr.trim() || `exit ${started.code}`}`,
+        { hint: `check that "${this.options.a3r}" runs on ${this.host} (a3r hosts check)` },
+      );
     const pgid = Number(started.stdout.trim().split("\n").pop());
     return { ref, host: this.host, started: true, pgid: Number.isInteger(pgid) && pgid > 0 ? pgid : null };
   }
@@ -181,29 +189,32 @@ export class SshLauncher implements Launcher {
 
   async fetch(ref: RunRef, destination: string): Promise<FetchOutcome> {
     const resultDir = `${await this.runDir(ref)}/result`;
-    return this.options.connection.withSftp(async (sftp) => {
-      const complete = await sftpExists(sftp, `${resultDir}/finish.flag`);
-      const files: string[] = [];
-      if (complete) {
-        for (const relative of await sftpListFiles(sftp, resultDir)) {
-          // Dot files are locks and temp files of atomic writes, not results.
-          if (relative.split("/").some((part) => part.startsWith("."))) continue;
-          const content = await sftpRead(sftp, `${resultDir}/${relative}`).catch(() => undefined);
-          if (content === undefined) continue; // gone since the listing (a temp file renamed)
-          await writeFileAtomic(join(destination, relative), content);
-          files.push(relative);
+    return this.options.connection.withSftp(
+      async (sftp) => {
+        const complete = await sftpExists(sftp, `${resultDir}/finish.flag`);
+        const files: string[] = [];
+        if (complete) {
+          for (const relative of await sftpListFiles(sftp, resultDir)) {
+            // Dot files are locks and temp files of atomic writes, not results.
+            if (relative.split("/").some((part) => part.startsWith("."))) continue;
+            const content = await sftpRead(sftp, `${resultDir}/${relative}`).catch(() => undefined);
+            if (content === undefined) continue; // gone since the listing (a temp file renamed)
+            await writeFileAtomic(join(destination, relative), content);
+            files.push(relative);
+          }
+        } else {
+          await mkdir(destination, { recursive: true });
+          for (const name of liveFiles) {
+            const content = await sftpRead(sftp, `${resultDir}/${name}`).catch(() => undefined);
+            if (content === undefined) continue;
+            await writeFileAtomic(join(destination, name), content);
+            files.push(name);
+          }
         }
-      } else {
-        await mkdir(destination, { recursive: true });
-        for (const name of liveFiles) {
-          const content = await sftpRead(sftp, `${resultDir}/${name}`).catch(() => undefined);
-          if (content === undefined) continue;
-          await writeFileAtomic(join(destination, name), content);
-          files.push(name);
-        }
-      }
-      return { files: files.sort(), complete };
-    }, { idempotent: true });
+        return { files: files.sort(), complete };
+      },
+      { idempotent: true },
+    );
   }
 
   async cancel(ref: RunRef): Promise<boolean> {
@@ -236,7 +247,9 @@ export class SshLauncher implements Launcher {
 }
 
 function remoteFailure(host: string, what: string, stderr: string): A3rError {
-  return new A3rError("REMOTE_COMMAND_FAILED", `${host}: ${what}: ${stderr.trim().slice(0, 300)}`, { hint: "check the workdir in hosts.yaml and its permissions on the host" });
+  return new A3rError("REMOTE_COMMAND_FAILED", `${host}: ${what}: ${stderr.trim().slice(0, 300)}`, {
+    hint: "check the workdir in hosts.yaml and its permissions on the host",
+  });
 }
 
 function splitSections(stdout: string): Partial<Record<(typeof sections)[number], string>> {
@@ -246,7 +259,11 @@ function splitSections(stdout: string): Partial<Record<(typeof sections)[number]
   for (const line of stdout.split("\n")) {
     const header = /^==> .*\/([^/]+) <==$/.exec(line);
     const marker = /^@@(\w+)$/.exec(line);
-    const next = header ? byFile[header[1]!] : marker && (sections as readonly string[]).includes(marker[1]!) ? (marker[1] as (typeof sections)[number]) : undefined;
+    const next = header
+      ? byFile[header[1]!]
+      : marker && (sections as readonly string[]).includes(marker[1]!)
+        ? (marker[1] as (typeof sections)[number])
+        : undefined;
     if (header || marker) {
       current = next;
       if (current) result[current] = "";
@@ -285,4 +302,3 @@ async function sftpListFiles(sftp: SFTPWrapper, root: string, prefix = ""): Prom
   }
   return files;
 }
-

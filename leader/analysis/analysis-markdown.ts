@@ -17,7 +17,9 @@ export function renderAnalysis(analysis: StageAnalysis, topic: Topic, campaignRo
     `# Stage ${analysis.stage} analysis: ${topic.title}`,
     "",
     `Score: ${scoreLabel(metric)} (goal: ${metric.goal}). ${analysis.experiments.length - failed.length} of ${analysis.experiments.length} experiment(s) produced a score.`,
-    analysis.best ? `Best configuration of this stage: **${analysis.best.id}** (mean ${formatNumber(analysis.best.mean)}).` : "No configuration of this stage produced a score.",
+    analysis.best
+      ? `Best configuration of this stage: **${analysis.best.id}** (mean ${formatNumber(analysis.best.mean)}).`
+      : "No configuration of this stage produced a score.",
     "",
     "## Configurations (across seeds)",
     "",
@@ -30,7 +32,9 @@ export function renderAnalysis(analysis: StageAnalysis, topic: Topic, campaignRo
     "",
     "## Predictions",
     "",
-    ...analysis.verdicts.map((verdict) => `- **${verdict.configurationId}**: ${verdict.verdict.toUpperCase()}. Predicted: ${verdict.prediction}. Measured: ${verdict.explanation}.`),
+    ...analysis.verdicts.map(
+      (verdict) => `- **${verdict.configurationId}**: ${verdict.verdict.toUpperCase()}. Predicted: ${verdict.prediction}. Measured: ${verdict.explanation}.`,
+    ),
     "",
     "## Experiments",
     "",
@@ -44,7 +48,12 @@ export function renderAnalysis(analysis: StageAnalysis, topic: Topic, campaignRo
     "",
   ];
   if (failed.length > 0) {
-    lines.push("## Failed or missing", "", ...failed.map((experiment) => `- ${experiment.blueprintId}: ${experiment.state}${experiment.reason ? `: ${experiment.reason}` : ""}`), "");
+    lines.push(
+      "## Failed or missing",
+      "",
+      ...failed.map((experiment) => `- ${experiment.blueprintId}: ${experiment.state}${experiment.reason ? `: ${experiment.reason}` : ""}`),
+      "",
+    );
   }
   return lines.join("\n");
 }

@@ -19,7 +19,13 @@ function firstStage(topic: Topic, history: Parameters<typeof planNext>[0]["histo
 }
 
 /** A result directory as a worker leaves it: status.json, metrics.jsonl, finish.flag. */
-async function fakeRun(paths: CampaignPaths, id: string, state: "succeeded" | "failed" | "running", values: number[], reason: string | null = null): Promise<void> {
+async function fakeRun(
+  paths: CampaignPaths,
+  id: string,
+  state: "succeeded" | "failed" | "running",
+  values: number[],
+  reason: string | null = null,
+): Promise<void> {
   const dir = paths.result(id);
   await mkdir(dir, { recursive: true });
   for (const [step, value] of values.entries()) await appendMetrics(join(dir, "metrics.jsonl"), { step: step + 1, rollout_reward_mean: value });
@@ -72,7 +78,11 @@ describe("analyzeStage", () => {
     ]);
     expect(analysis.verdicts[0]!.explanation).toMatch(/whole interval is past 0\.03/);
 
-    expect(analysis.outcomes.find((item) => item.blueprintId === "s1-lr-0.05-seed2")).toMatchObject({ state: "failed", score: undefined, reason: "host here unreachable: worker lost" });
+    expect(analysis.outcomes.find((item) => item.blueprintId === "s1-lr-0.05-seed2")).toMatchObject({
+      state: "failed",
+      score: undefined,
+      reason: "host here unreachable: worker lost",
+    });
     expect(analysis.outcomes.find((item) => item.blueprintId === "s1-lr-0.5-seed2")).toMatchObject({ state: "missing", reason: "no result directory" });
     expect(analysis.configurations.find((item) => item.id === "lr-0.05")).toMatchObject({ n: 1, failed: 1 });
     expect(analysis.best).toMatchObject({ id: "lr-0.5" });
@@ -101,12 +111,24 @@ describe("analyzeStage", () => {
 
 describe("analyzeStageResults (pure)", () => {
   const record = (step: number, value: number): MetricsRecord => makeMetricsRecord({ step, rollout_reward_mean: value });
-  const flat = (id: string, value: number): RunRead => ({ blueprintId: id, state: "succeeded", reason: undefined, records: [record(1, value), record(2, value)] });
+  const flat = (id: string, value: number): RunRead => ({
+    blueprintId: id,
+    state: "succeeded",
+    reason: undefined,
+    records: [record(1, value), record(2, value)],
+  });
 
   it("judges a refinement against the best of an earlier stage: supported beyond noise, refuted when worse", async () => {
     const { topic } = await loadTopic(topicFile);
     const plan1 = firstStage(topic);
-    const reads1 = [flat("s1-baseline-seed1", 0.5), flat("s1-baseline-seed2", 0.51), flat("s1-lr-0.05-seed1", 0.3), flat("s1-lr-0.05-seed2", 0.6), flat("s1-lr-0.5-seed1", 0.64), flat("s1-lr-0.5-seed2", 0.66)];
+    const reads1 = [
+      flat("s1-baseline-seed1", 0.5),
+      flat("s1-baseline-seed2", 0.51),
+      flat("s1-lr-0.05-seed1", 0.3),
+      flat("s1-lr-0.05-seed2", 0.6),
+      flat("s1-lr-0.5-seed1", 0.64),
+      flat("s1-lr-0.5-seed2", 0.66),
+    ];
     const stage1 = analyzeStageResults(topic, plan1, [], reads1, (id) => `/r/${id}`);
     const history = [{ plan: plan1, outcomes: stage1.outcomes }];
     const plan2 = firstStage(topic, history);

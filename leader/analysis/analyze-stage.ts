@@ -11,9 +11,14 @@ export type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } fr
 import { separatedBeyondNoise, summarizeCurve, type CurveSummary } from "../domain/statistics.ts";
 import type { Topic } from "../domain/topic.ts";
 
-
 /** Pure: the analysis from what was read. `history` holds the stages before this one. */
-export function analyzeStageResults(topic: Topic, plan: StagePlan, history: StageRecord[], reads: RunRead[], resultDirOf: (blueprintId: string) => string): StageAnalysis {
+export function analyzeStageResults(
+  topic: Topic,
+  plan: StagePlan,
+  history: StageRecord[],
+  reads: RunRead[],
+  resultDirOf: (blueprintId: string) => string,
+): StageAnalysis {
   const metric = topic.metric!;
   const experiments: ExperimentAnalysis[] = plan.experiments.map((experiment) => {
     const read = reads.find((item) => item.blueprintId === experiment.blueprintId);
@@ -24,8 +29,23 @@ export function analyzeStageResults(topic: Topic, plan: StagePlan, history: Stag
     const curve = summarizeCurve(points, metric.goal);
     const score = metric.score === "final" ? curve.final : metric.score === "best" ? curve.best : curve.normalizedArea;
     const state = read?.state ?? "missing";
-    const reason = read?.reason ?? (state === "missing" ? "no result directory" : state === "succeeded" && score === undefined ? `no finite value of ${metric.name} was recorded` : undefined);
-    return { blueprintId: experiment.blueprintId, configurationId: experiment.configurationId, seed: experiment.seed, state, reason, curve, score, resultDir: resultDirOf(experiment.blueprintId) };
+    const reason =
+      read?.reason ??
+      (state === "missing"
+        ? "no result directory"
+        : state === "succeeded" && score === undefined
+          ? `no finite value of ${metric.name} was recorded`
+          : undefined);
+    return {
+      blueprintId: experiment.blueprintId,
+      configurationId: experiment.configurationId,
+      seed: experiment.seed,
+      state,
+      reason,
+      curve,
+      score,
+      resultDir: resultDirOf(experiment.blueprintId),
+    };
   });
   const outcomes: ExperimentOutcome[] = experiments.map((experiment) => ({
     blueprintId: experiment.blueprintId,
@@ -39,7 +59,11 @@ export function analyzeStageResults(topic: Topic, plan: StagePlan, history: Stag
   const own = summaries.filter((summary) => plan.configurations.some((configuration) => configuration.id === summary.configuration.id));
   const verdicts = plan.configurations.map((configuration) => {
     const summary = own.find((item) => item.configuration.id === configuration.id)!;
-    return { configurationId: configuration.id, prediction: configuration.prediction.text, ...judge(configuration.prediction, summary, summaries, metric.goal, experiments) };
+    return {
+      configurationId: configuration.id,
+      prediction: configuration.prediction.text,
+      ...judge(configuration.prediction, summary, summaries, metric.goal, experiments),
+    };
   });
   const best = bestConfiguration(own, metric.goal);
   return {
@@ -71,28 +95,43 @@ function outcomeState(state: string): ExperimentOutcome["state"] {
  * Refuted: the mean is not better than the reference at all. Inconclusive: better in the
  * mean but within the noise, or not enough runs to say.
  */
-function judge(prediction: Prediction, summary: ConfigurationSummary, all: ConfigurationSummary[], goal: "maximize" | "minimize", experiments: ExperimentAnalysis[]): Omit<PredictionVerdict, "configurationId" | "prediction"> {
+function judge(
+  prediction: Prediction,
+  summary: ConfigurationSummary,
+  all: ConfigurationSummary[],
+  goal: "maximize" | "minimize",
+  experiments: ExperimentAnalysis[],
+): Omit<PredictionVerdict, "configurationId" | "prediction"> {
   const sample = summary.sample;
   const measured = `mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), 95% interval ${sample.low === undefined ? "n/a" : `[${formatNumber(sample.low)}, ${formatNumber(sample.high)}]`}`;
   if (prediction.kind === "records") {
     const runs = experiments.filter((experiment) => experiment.configurationId === summary.configuration.id);
     if (sample.n > 0) return { verdict: "supported", explanation: `${sample.n} of ${runs.length} run(s) recorded the metric (${measured})` };
     const finished = runs.every((run) => ["succeeded", "failed", "timed_out", "cancelled"].includes(run.state));
-    return finished ? { verdict: "refuted", explanation: `none of ${runs.length} finished run(s) recorded the metric` } : { verdict: "inconclusive", explanation: "no run has recorded the metric yet" };
+    return finished
+      ? { verdict: "refuted", explanation: `none of ${runs.length} finished run(s) recorded the metric` }
+      : { verdict: "inconclusive", explanation: "no run has recorded the metric yet" };
   }
-  if (sample.n === 0) return { verdict: "inconclusive", explanation: `no run of ${summary.configuration.id} recorded a score (${summary.failed} run(s) failed, unfinished or without the metric)` };
+  if (sample.n === 0)
+    return {
+      verdict: "inconclusive",
+      explanation: `no run of ${summary.configuration.id} recorded a score (${summary.failed} run(s) failed, unfinished or without the metric)`,
+    };
   if (prediction.kind === "above-level") {
     const level = prediction.level ?? Number.NaN;
     if (!isBetter(sample.mean, level, goal)) return { verdict: "refuted", explanation: `${measured}: the mean is not past ${formatNumber(level)}` };
     const bound = goal === "maximize" ? sample.low : sample.high;
-    if (bound !== undefined && isBetter(bound, level, goal)) return { verdict: "supported", explanation: `${measured}: the whole interval is past ${formatNumber(level)}` };
+    if (bound !== undefined && isBetter(bound, level, goal))
+      return { verdict: "supported", explanation: `${measured}: the whole interval is past ${formatNumber(level)}` };
     return { verdict: "inconclusive", explanation: `${measured}: the mean is past ${formatNumber(level)} but the interval reaches it` };
   }
   const reference = all.find((item) => item.configuration.id === prediction.configurationId);
-  if (!reference || reference.sample.n === 0) return { verdict: "inconclusive", explanation: `the reference ${prediction.configurationId ?? "(none)"} has no score to compare with` };
+  if (!reference || reference.sample.n === 0)
+    return { verdict: "inconclusive", explanation: `the reference ${prediction.configurationId ?? "(none)"} has no score to compare with` };
   const against = `${reference.configuration.id}'s mean ${formatNumber(reference.sample.mean)}${reference.sample.low === undefined ? "" : ` [${formatNumber(reference.sample.low)}, ${formatNumber(reference.sample.high)}]`}`;
   if (!isBetter(sample.mean, reference.sample.mean, goal)) return { verdict: "refuted", explanation: `${measured} is not better than ${against}` };
-  if (separatedBeyondNoise(sample, reference.sample, goal) === true) return { verdict: "supported", explanation: `${measured} is better than ${against}, beyond seed noise (intervals do not overlap)` };
+  if (separatedBeyondNoise(sample, reference.sample, goal) === true)
+    return { verdict: "supported", explanation: `${measured} is better than ${against}, beyond seed noise (intervals do not overlap)` };
   return { verdict: "inconclusive", explanation: `${measured} is better in the mean than ${against}, but within seed noise` };
 }
 
@@ -104,7 +143,8 @@ export async function readStageRuns(paths: CampaignPaths, plan: StagePlan): Prom
       if (!(await pathExists(dir))) return { blueprintId: experiment.blueprintId, state: "missing", reason: "no result directory", records: [] };
       const snapshot = await readResultDir(dir);
       const state = snapshot.finishFlag?.state ?? snapshot.status?.state ?? "missing";
-      const reason = snapshot.status?.reason ?? (snapshot.status === undefined && snapshot.finishFlag === undefined ? "the result directory has no status.json" : undefined);
+      const reason =
+        snapshot.status?.reason ?? (snapshot.status === undefined && snapshot.finishFlag === undefined ? "the result directory has no status.json" : undefined);
       const unfinished = snapshot.finishFlag?.state === undefined && state !== "missing" ? `not finished (state ${state})` : undefined;
       return { blueprintId: experiment.blueprintId, state, reason: reason ?? unfinished, records: snapshot.metrics.records };
     }),
@@ -116,7 +156,12 @@ export function analysisPath(paths: CampaignPaths, stage: number): string {
 }
 
 /** Reads the stage's results, analyzes them and writes `stages/<n>/analysis.md`. */
-export async function analyzeStage(topic: Topic, plan: StagePlan, history: StageRecord[], paths: CampaignPaths): Promise<{ analysis: StageAnalysis; file: string }> {
+export async function analyzeStage(
+  topic: Topic,
+  plan: StagePlan,
+  history: StageRecord[],
+  paths: CampaignPaths,
+): Promise<{ analysis: StageAnalysis; file: string }> {
   const reads = await readStageRuns(paths, plan);
   const analysis = analyzeStageResults(topic, plan, history, reads, (id) => paths.result(id));
   const file = analysisPath(paths, plan.stage);

@@ -37,12 +37,16 @@ export interface WrittenBlueprint {
 export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths, options: WriteBlueprintsOptions = {}): Blueprint[] {
   const base = topic.base;
   const metric = topic.metric;
-  if (!base || !metric) throw new A3rError("TOPIC_INVALID", "the topic has no base experiment or metric to write blueprints from", { hint: "add `base:` and `metric:` to the topic's front matter" });
+  if (!base || !metric)
+    throw new A3rError("TOPIC_INVALID", "the topic has no base experiment or metric to write blueprints from", {
+      hint: "add `base:` and `metric:` to the topic's front matter",
+    });
   const rewrite = options.rewritePath ?? ((text: string) => text);
   const timeBudgetMs = parseDuration(base.time_budget) ?? Number.NaN;
   return plan.experiments.map((experiment) => {
     const configuration = plan.configurations.find((item) => item.id === experiment.configurationId);
-    if (!configuration) throw new A3rError("INTERNAL", `stage ${plan.stage} plans ${experiment.blueprintId} for an unknown configuration ${experiment.configurationId}`);
+    if (!configuration)
+      throw new A3rError("INTERNAL", `stage ${plan.stage} plans ${experiment.blueprintId} for an unknown configuration ${experiment.configurationId}`);
     const hypothesis = plan.hypotheses.find((item) => item.id === configuration.hypothesis);
     const overrides = { ...base.overrides, ...configuration.settings, [base.seed_key]: experiment.seed };
     const siblings = plan.configurations.filter((item) => item.id !== configuration.id).map((item) => item.id);
@@ -65,7 +69,9 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
       // its command (and its diagnosis) to them on any host.
       ...(topic.commands.rules.length === 0 ? {} : { command_rules: topic.commands.rules }),
     };
-    const settingsText = Object.entries(configuration.settings).map(([name, value]) => `${name}=${String(value)}`).join(", ");
+    const settingsText = Object.entries(configuration.settings)
+      .map(([name, value]) => `${name}=${String(value)}`)
+      .join(", ");
     return {
       id: experiment.blueprintId,
       mode: base.mode,
@@ -84,7 +90,9 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
       timeBudget: String(base.time_budget),
       notes: [
         `- Written by the a3r leader for campaign ${paths.id}: "${topic.title}".`,
-        `- Overrides (the worker applies them to a copy of the config): ${Object.entries(overrides).map(([name, value]) => `${name}=${String(value)}`).join(", ")}.`,
+        `- Overrides (the worker applies them to a copy of the config): ${Object.entries(overrides)
+          .map(([name, value]) => `${name}=${String(value)}`)
+          .join(", ")}.`,
         `- The seed is set through the override \`${base.seed_key}\`.`,
         ...(configuration.prediction.level === undefined ? [] : [`- Reference level: ${formatNumber(configuration.prediction.level)}.`]),
       ].join("\n"),
@@ -105,11 +113,21 @@ export function draftStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
  * Writes the stage's blueprints and audits each written text; returns them with their
  * findings (the caller decides whether an error finding stops the stage).
  */
-export async function writeStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths, options: WriteBlueprintsOptions = {}): Promise<WrittenBlueprint[]> {
+export async function writeStageBlueprints(
+  topic: Topic,
+  plan: StagePlan,
+  paths: CampaignPaths,
+  options: WriteBlueprintsOptions = {},
+): Promise<WrittenBlueprint[]> {
   const blueprints = buildStageBlueprints(topic, plan, paths, options);
   const texts = blueprints.map((blueprint) => ({ blueprintId: blueprint.id, text: renderBlueprint(blueprint) }));
   const files = await writeBlueprintTexts(paths, plan.stage, texts);
-  return blueprints.map((blueprint, index) => ({ blueprintId: blueprint.id, file: files[index]!, blueprint, findings: auditBlueprint(texts[index]!.text, { file: files[index]!, allowedRoots: [paths.results] }) }));
+  return blueprints.map((blueprint, index) => ({
+    blueprintId: blueprint.id,
+    file: files[index]!,
+    blueprint,
+    findings: auditBlueprint(texts[index]!.text, { file: files[index]!, allowedRoots: [paths.results] }),
+  }));
 }
 
 /**

@@ -36,7 +36,10 @@ export function configurationId(delta: Record<string, KnobValue>): string {
   const readable = entries.map(([name, value]) => `${name}-${String(value)}`).join("_");
   if (readable.length <= maxConfigurationIdLength && blueprintIdPattern.test(readable) && readable !== "baseline") return readable;
   const hash = createHash("sha256").update(JSON.stringify(entries)).digest("hex").slice(0, 8);
-  const cleaned = readable.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "");
+  const cleaned = readable
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .replace(/^[^a-z0-9]+/, "");
   return `${cleaned.slice(0, maxConfigurationIdLength - hash.length - 1)}-${hash}`.replace(/^-/, "c-");
 }
 
@@ -55,12 +58,19 @@ export function summarizeConfigurations(history: StageRecord[]): ConfigurationSu
   const byId = new Map<string, { configuration: Configuration; scores: { seed: number; score: number }[]; failed: number; stage: number }>();
   for (const record of history) {
     for (const configuration of record.plan.configurations) {
-      if (!byId.has(configuration.id)) byId.set(configuration.id, { configuration: { id: configuration.id, settings: configuration.settings, delta: configuration.delta }, scores: [], failed: 0, stage: record.plan.stage });
+      if (!byId.has(configuration.id))
+        byId.set(configuration.id, {
+          configuration: { id: configuration.id, settings: configuration.settings, delta: configuration.delta },
+          scores: [],
+          failed: 0,
+          stage: record.plan.stage,
+        });
     }
     for (const outcome of record.outcomes) {
       const entry = byId.get(outcome.configurationId);
       if (!entry) continue;
-      if (outcome.state === "succeeded" && outcome.score !== undefined && Number.isFinite(outcome.score)) entry.scores.push({ seed: outcome.seed, score: outcome.score });
+      if (outcome.state === "succeeded" && outcome.score !== undefined && Number.isFinite(outcome.score))
+        entry.scores.push({ seed: outcome.seed, score: outcome.score });
       else entry.failed += 1;
     }
   }

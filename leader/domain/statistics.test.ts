@@ -17,7 +17,15 @@ describe("summarizeCurve", () => {
   });
 
   it("picks the lowest value when minimizing and copes with empty curves", () => {
-    expect(summarizeCurve([{ step: 1, value: 3 }, { step: 2, value: 1 }], "minimize").best).toBe(1);
+    expect(
+      summarizeCurve(
+        [
+          { step: 1, value: 3 },
+          { step: 2, value: 1 },
+        ],
+        "minimize",
+      ).best,
+    ).toBe(1);
     expect(summarizeCurve([], "maximize").final).toBeUndefined();
   });
 });

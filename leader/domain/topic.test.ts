@@ -67,7 +67,9 @@ describe("parseTopic", () => {
   });
 
   it("refuses relative base paths, unknown fields and bad durations", () => {
-    expect(refusal("---\nmetric: { name: m, goal: maximize }\nbase: { codebase: code, interpreter: /n, command: x }\n---\nq").message).toMatch(/base\.codebase: an absolute path/);
+    expect(refusal("---\nmetric: { name: m, goal: maximize }\nbase: { codebase: code, interpreter: /n, command: x }\n---\nq").message).toMatch(
+      /base\.codebase: an absolute path/,
+    );
     expect(refusal("---\nmetric: { name: m, goal: maximize }\nknob: { lr: [1] }\n---\nq").message).toMatch(/knob/);
     expect(refusal("---\nmetric: { name: m, goal: maximize }\nbudgets: { wall_time: soon }\n---\nq").message).toMatch(/budgets\.wall_time: a duration/);
   });
@@ -96,16 +98,25 @@ describe("parseTopic", () => {
 
   it("reads the campaign's command policy, and refuses a pattern that does not compile or a rule that redefines a default", () => {
     const topicWith = (commands: string) => `---\nmetric: { name: m, goal: maximize }\ncommands:\n${commands}\n---\nq`;
-    const topic = parseTopic(topicWith('  allow: ["python3 train\\\\.py( --[\\\\w.=/:-]+)*"]\n  rules: [{ id: no-git-push, pattern: "git\\\\s+push", reason: runs must not publish, severity: error }]'), { file: "t.md" });
+    const topic = parseTopic(
+      topicWith(
+        '  allow: ["python3 train\\\\.py( --[\\\\w.=/:-]+)*"]\n  rules: [{ id: no-git-push, pattern: "git\\\\s+push", reason: runs must not publish, severity: error }]',
+      ),
+      { file: "t.md" },
+    );
     expect(topic.commands.allow).toEqual(["python3 train\\.py( --[\\w.=/:-]+)*"]);
     expect(topic.commands.rules.map((rule) => rule.id)).toEqual(["no-git-push"]);
     expect(parseTopic(good).commands).toEqual({ allow: [], rules: [] });
     const badPattern = refusal(topicWith('  allow: ["python ("]'));
     expect(badPattern.message).toMatch(/^t\.md:4: commands\.allow\.0: a valid regular expression/);
     expect(badPattern.hint).toMatch(/commands: \{ allow:/);
-    expect(refusal(topicWith('  rules: [{ id: sudo, pattern: "x", reason: y, severity: warning }]')).message).toMatch(/^t\.md:\d+: commands\.rules: command policy extension redefines rule "sudo"/);
+    expect(refusal(topicWith('  rules: [{ id: sudo, pattern: "x", reason: y, severity: warning }]')).message).toMatch(
+      /^t\.md:\d+: commands\.rules: command policy extension redefines rule "sudo"/,
+    );
     // A pattern that compiles only without its flags would throw in every audit: refused here.
-    expect(refusal(topicWith('  rules: [{ id: dash, pattern: "a\\\\-b", flags: u, reason: y, severity: error }]')).message).toMatch(/commands\.rules\.0\.pattern: a valid JavaScript regular expression source with the flags "u"/);
+    expect(refusal(topicWith('  rules: [{ id: dash, pattern: "a\\\\-b", flags: u, reason: y, severity: error }]')).message).toMatch(
+      /commands\.rules\.0\.pattern: a valid JavaScript regular expression source with the flags "u"/,
+    );
     const smuggled = `---\nmetric: { name: m, goal: maximize }\nbase: { codebase: /c, interpreter: /usr/bin/python, command: "python t.py", blueprint: { command_rules: [] } }\n---\nq`;
     expect(refusal(smuggled).message).toMatch(/base\.blueprint\.command_rules: the campaign's command rules belong under commands\.rules/);
   });

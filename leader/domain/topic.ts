@@ -40,11 +40,12 @@ const metricSchema = z.strictObject({
   reference: z.number().optional(),
 });
 
-const durationText = z
-  .union([z.string(), z.number()])
-  .refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
+const durationText = z.union([z.string(), z.number()]).refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
 
-const absolutePath = z.string().min(1).refine((value) => isAbsolute(value), "an absolute path");
+const absolutePath = z
+  .string()
+  .min(1)
+  .refine((value) => isAbsolute(value), "an absolute path");
 
 const baseSchema = z.strictObject({
   mode: z.enum(["swarm", "classic"]).default("classic"),
@@ -69,19 +70,30 @@ const budgetsSchema = z.strictObject({
   gpu_hours: z.number().nonnegative().optional(),
   wall_time: durationText.optional(),
   /** Input plus output tokens of every model call of the campaign (leader and workers). */
-  llm_tokens: z.number("a positive whole number of tokens such as 2000000").int("a positive whole number of tokens such as 2000000").positive("a positive whole number of tokens such as 2000000").optional(),
+  llm_tokens: z
+    .number("a positive whole number of tokens such as 2000000")
+    .int("a positive whole number of tokens such as 2000000")
+    .positive("a positive whole number of tokens such as 2000000")
+    .optional(),
   /** US dollars of every model call of the campaign, priced by llm/prices.ts. */
-  llm_usd: z.number("a positive amount of US dollars such as 20").positive("a positive amount of US dollars such as 20").refine(Number.isFinite, "a positive amount of US dollars such as 20").optional(),
+  llm_usd: z
+    .number("a positive amount of US dollars such as 20")
+    .positive("a positive amount of US dollars such as 20")
+    .refine(Number.isFinite, "a positive amount of US dollars such as 20")
+    .optional(),
 });
 
-const regexSource = z.string().min(1).refine((source) => {
-  try {
-    new RegExp(source);
-    return true;
-  } catch {
-    return false;
-  }
-}, "a valid regular expression (JavaScript syntax), matched against a whole command line");
+const regexSource = z
+  .string()
+  .min(1)
+  .refine((source) => {
+    try {
+      new RegExp(source);
+      return true;
+    } catch {
+      return false;
+    }
+  }, "a valid regular expression (JavaScript syntax), matched against a whole command line");
 
 /**
  * The campaign's command policy. `allow`: command lines a planner may add without a
@@ -98,7 +110,10 @@ const frontMatterSchema = z.strictObject({
   metric: metricSchema,
   base: baseSchema.optional(),
   knobs: z
-    .record(z.string().regex(/^[A-Za-z_][\w.]*$/, "a config key such as lr or optimizer.lr"), z.array(knobValue).min(1, "at least one value (the first is the baseline)"))
+    .record(
+      z.string().regex(/^[A-Za-z_][\w.]*$/, "a config key such as lr or optimizer.lr"),
+      z.array(knobValue).min(1, "at least one value (the first is the baseline)"),
+    )
     .optional(),
   seeds: z.int().min(1).max(30).default(2),
   budgets: budgetsSchema.default({ stages: 3, experiments: 50 }),
@@ -150,7 +165,8 @@ const fieldHints: Record<string, string> = {
 
 /** Hints for single fields, where the field's own advice is sharper than its section's. */
 const budgetFieldHints: Record<string, string> = {
-  "budgets.llm_tokens": "write the campaign's language-model budget in tokens (input plus output, all calls), e.g. `budgets: { llm_tokens: 2000000 }`, or remove it for no token limit",
+  "budgets.llm_tokens":
+    "write the campaign's language-model budget in tokens (input plus output, all calls), e.g. `budgets: { llm_tokens: 2000000 }`, or remove it for no token limit",
   "budgets.llm_usd": "write the campaign's language-model budget in US dollars, e.g. `budgets: { llm_usd: 20 }`, or remove it for no dollar limit",
 };
 
@@ -167,7 +183,18 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
   const question = front.body.trim();
   if (!front.present) {
     if (question === "") throw new A3rError("TOPIC_INVALID", `${file}: the topic is empty`, { where: file, hint: "write the research question in a sentence" });
-    return { title: firstLine(question), question, metric: undefined, base: undefined, knobs: {}, seeds: 2, budgets: toBudgets(budgetsSchema.parse({})), hostsFile: undefined, review: false, commands: { allow: [], rules: [] } };
+    return {
+      title: firstLine(question),
+      question,
+      metric: undefined,
+      base: undefined,
+      knobs: {},
+      seeds: 2,
+      budgets: toBudgets(budgetsSchema.parse({})),
+      hostsFile: undefined,
+      review: false,
+      commands: { allow: [], rules: [] },
+    };
   }
   // reportInput: without it zod leaves `input` out of every issue, and a wrong value would read as "missing".
   const parsed = frontMatterSchema.safeParse(front.data, { reportInput: true });
@@ -177,18 +204,27 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     const top = String(issue.path[0] ?? "");
     const line = front.fieldLines[path] ?? front.fieldLines[top] ?? 1;
     const what = issue.code === "invalid_type" && issue.input === undefined ? `${path} is missing` : `${path === "" ? "front matter" : path}: ${issue.message}`;
-    throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, { where: `${file}:${line}`, hint: budgetFieldHints[path] ?? fieldHints[top] ?? "fix that field (see leader/domain/topic.ts for the topic format)" });
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: ${what}`, {
+      where: `${file}:${line}`,
+      hint: budgetFieldHints[path] ?? fieldHints[top] ?? "fix that field (see leader/domain/topic.ts for the topic format)",
+    });
   }
   const data = parsed.data;
   if (data.base?.blueprint.command_rules !== undefined) {
     const line = front.fieldLines["base.blueprint.command_rules"] ?? front.fieldLines["base.blueprint"] ?? 1;
-    throw new A3rError("TOPIC_INVALID", `${file}:${line}: base.blueprint.command_rules: the campaign's command rules belong under commands.rules`, { where: `${file}:${line}`, hint: fieldHints.commands! });
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: base.blueprint.command_rules: the campaign's command rules belong under commands.rules`, {
+      where: `${file}:${line}`,
+      hint: fieldHints.commands!,
+    });
   }
   try {
     mergeCommandPolicy(defaultCommandRules, data.commands.rules);
   } catch (error) {
     const line = front.fieldLines["commands.rules"] ?? front.fieldLines.commands ?? 1;
-    throw new A3rError("TOPIC_INVALID", `${file}:${line}: commands.rules: ${(error as Error).message}`, { where: `${file}:${line}`, hint: fieldHints.commands! });
+    throw new A3rError("TOPIC_INVALID", `${file}:${line}: commands.rules: ${(error as Error).message}`, {
+      where: `${file}:${line}`,
+      hint: fieldHints.commands!,
+    });
   }
   const baseDir = options.baseDir ?? (options.file ? dirname(resolve(options.file)) : process.cwd());
   return {
@@ -211,12 +247,16 @@ export async function loadTopic(path: string): Promise<{ topic: Topic; text: str
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new A3rError("FILE_NOT_FOUND", `no topic file at ${path}`, { where: path, hint: "give the path of a markdown topic file" });
+    if ((error as NodeJS.ErrnoException).code === "ENOENT")
+      throw new A3rError("FILE_NOT_FOUND", `no topic file at ${path}`, { where: path, hint: "give the path of a markdown topic file" });
     throw error;
   }
   const topic = parseTopic(text, { file: path });
   if (topic.hostsFile !== undefined && !(await pathExists(topic.hostsFile))) {
-    throw new A3rError("TOPIC_INVALID", `${path}: hosts file ${topic.hostsFile} does not exist`, { where: path, hint: "fix `hosts:` (a path relative to the topic file), or remove it to run on this machine" });
+    throw new A3rError("TOPIC_INVALID", `${path}: hosts file ${topic.hostsFile} does not exist`, {
+      where: path,
+      hint: "fix `hosts:` (a path relative to the topic file), or remove it to run on this machine",
+    });
   }
   return { topic, text };
 }
@@ -226,7 +266,8 @@ export function heuristicNeeds(topic: Topic): string[] {
   const needs: string[] = [];
   if (!topic.metric) needs.push(fieldHints.metric!);
   if (!topic.base) needs.push(fieldHints.base!);
-  if (Object.keys(topic.knobs).length === 0) needs.push("add `knobs:` naming the config keys to vary and their candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }`");
+  if (Object.keys(topic.knobs).length === 0)
+    needs.push("add `knobs:` naming the config keys to vary and their candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }`");
   return needs;
 }
 
@@ -243,5 +284,8 @@ function toBudgets(budgets: z.infer<typeof budgetsSchema>): TopicBudgets {
 
 function firstLine(text: string): string {
   const line = text.split("\n").find((candidate) => candidate.trim() !== "") ?? "";
-  return line.replace(/^#+\s*/, "").trim().slice(0, 120);
+  return line
+    .replace(/^#+\s*/, "")
+    .trim()
+    .slice(0, 120);
 }

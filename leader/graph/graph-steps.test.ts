@@ -27,25 +27,37 @@ describe("auditing blueprint texts before they are written", () => {
   it("finds a relative path, a forbidden command, a moved result directory, a wrong id and a missing experiment", () => {
     const [first, second] = drafts;
     const broken = [
-      { blueprintId: first!.blueprintId, text: first!.text.replace(/## Codebase\n\n\S+/, "## Codebase\n\n./code").replace("node trainer.mjs", "rm -rf / && node trainer.mjs") },
+      {
+        blueprintId: first!.blueprintId,
+        text: first!.text.replace(/## Codebase\n\n\S+/, "## Codebase\n\n./code").replace("node trainer.mjs", "rm -rf / && node trainer.mjs"),
+      },
       { blueprintId: second!.blueprintId, text: second!.text.replaceAll(paths.result(second!.blueprintId), paths.result(first!.blueprintId)) },
       { blueprintId: "s1-extra-seed1", text: first!.text },
     ];
     const messages = auditBlueprintTexts(paths, 1, broken, drafts).map((finding) => `${finding.blueprintId}: ${finding.message}`);
     expect(messages.some((text) => text.startsWith(`${first!.blueprintId}:`) && /absolute/i.test(text))).toBe(true);
     expect(messages.some((text) => text.startsWith(`${first!.blueprintId}:`) && /rule rm-recursive-root/.test(text))).toBe(true);
-    expect(messages).toContain(`${second!.blueprintId}: result directory must be ${paths.result(second!.blueprintId)}, not ${paths.result(first!.blueprintId)}`);
+    expect(messages).toContain(
+      `${second!.blueprintId}: result directory must be ${paths.result(second!.blueprintId)}, not ${paths.result(first!.blueprintId)}`,
+    );
     expect(messages.some((text) => text.startsWith("s1-extra-seed1: s1-extra-seed1 is not an experiment of stage 1"))).toBe(true);
   });
 
   it("refuses changes to what runs and what it costs, and lets purpose, command and notes change", () => {
     const [first] = drafts;
-    const costly = first!.text.replace("gpus: 0", "gpus: 8").replace(/## Time Budget\n\n2m/, "## Time Budget\n\n300h").replace("lr: 0.1", "lr: 0.01");
-    const messages = auditBlueprintTexts(paths, 1, [{ blueprintId: first!.blueprintId, text: costly }, ...drafts.slice(1)], drafts).map((finding) => finding.message);
+    const costly = first!.text
+      .replace("gpus: 0", "gpus: 8")
+      .replace(/## Time Budget\n\n2m/, "## Time Budget\n\n300h")
+      .replace("lr: 0.1", "lr: 0.01");
+    const messages = auditBlueprintTexts(paths, 1, [{ blueprintId: first!.blueprintId, text: costly }, ...drafts.slice(1)], drafts).map(
+      (finding) => finding.message,
+    );
     expect(messages).toContain("front matter gpus must stay 0 as planned, not 8");
     expect(messages).toContain('timeBudget must stay "2m" as planned, not "300h" (a planner may change only the purpose, the command and the notes)');
     expect(messages.some((text) => text.startsWith("front matter overrides must stay"))).toBe(true);
-    const allowed = first!.text.replace("node trainer.mjs", "echo start && node trainer.mjs").replace("- Written by the a3r leader", "- Checked by the planner. Written by the a3r leader");
+    const allowed = first!.text
+      .replace("node trainer.mjs", "echo start && node trainer.mjs")
+      .replace("- Written by the a3r leader", "- Checked by the planner. Written by the a3r leader");
     expect(auditBlueprintTexts(paths, 1, [{ blueprintId: first!.blueprintId, text: allowed }, ...drafts.slice(1)], drafts)).toEqual([]);
   });
 });
@@ -58,7 +70,10 @@ describe("commands a planner added", () => {
   });
 
   it("leaves out lines a pattern of the topic's commands.allow matches whole", () => {
-    const changed = drafts.map((draft) => ({ ...draft, text: draft.text.replace("node trainer.mjs", "pip install torch==2.4\npip install torch==2.4 && curl x\nnode trainer.mjs") }));
+    const changed = drafts.map((draft) => ({
+      ...draft,
+      text: draft.text.replace("node trainer.mjs", "pip install torch==2.4\npip install torch==2.4 && curl x\nnode trainer.mjs"),
+    }));
     expect(commandsAddedBy(drafts, changed, ["pip install torch==[\\d.]+"])).toEqual(["pip install torch==2.4 && curl x"]);
   });
 
@@ -71,7 +86,7 @@ describe("commands a planner added", () => {
       "python3 run.py --x>~/.bashrc",
       "python3 run.py --x\\",
       'python3 run.py --tag="',
-      "#\"; git push; python3 run.py --tag=\"",
+      '#"; git push; python3 run.py --tag="',
       `python3 run.py ${"--x ".repeat(200)}`,
     ];
     const changed = drafts.map((draft) => ({ ...draft, text: draft.text.replace("node trainer.mjs", `${lines.join("\n")}\nnode trainer.mjs`) }));
@@ -90,7 +105,9 @@ describe("the budget gate", () => {
     const gpu = { ...topic, base: { ...topic.base!, gpus: 1 }, budgets: { ...topic.budgets, gpuHours: 0.05 } };
     expect(checkStageBudgets(gpu, plan, [], usage)?.explanation).toMatch(/^stage 1 could use 0\.06667 GPU-hours \(its time budgets\), over the 0\.05 left$/);
     const wall = { ...topic, budgets: { ...topic.budgets, wallTimeMs: 3 * 60_000 } };
-    expect(checkStageBudgets(wall, plan, [], { gpuHours: 0, wallTimeMs: 2 * 60_000 })?.explanation).toMatch(/^stage 1 could take 2m, over the wall time left \(1 min\)$/);
+    expect(checkStageBudgets(wall, plan, [], { gpuHours: 0, wallTimeMs: 2 * 60_000 })?.explanation).toMatch(
+      /^stage 1 could take 2m, over the wall time left \(1 min\)$/,
+    );
   });
 });
 

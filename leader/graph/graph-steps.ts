@@ -74,21 +74,34 @@ export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: 
     }
     const { blueprint } = analyzeBlueprint(text, file);
     if (blueprint === undefined) continue;
-    if (blueprint.id !== blueprintId) findings.push({ blueprintId, line: blueprint.lines.id ?? 1, message: `the blueprint's id is ${blueprint.id}, but it is filed as ${blueprintId}` });
+    if (blueprint.id !== blueprintId)
+      findings.push({ blueprintId, line: blueprint.lines.id ?? 1, message: `the blueprint's id is ${blueprint.id}, but it is filed as ${blueprintId}` });
     if (blueprint.resultDir !== paths.result(blueprintId)) {
-      findings.push({ blueprintId, line: blueprint.lines["resultDir.value"] ?? blueprint.lines.resultDir ?? 0, message: `result directory must be ${paths.result(blueprintId)}, not ${blueprint.resultDir}` });
+      findings.push({
+        blueprintId,
+        line: blueprint.lines["resultDir.value"] ?? blueprint.lines.resultDir ?? 0,
+        message: `result directory must be ${paths.result(blueprintId)}, not ${blueprint.resultDir}`,
+      });
     }
     const draft = analyzeBlueprint(drafts.find((item) => item.blueprintId === blueprintId)!.text).blueprint;
     if (draft === undefined) continue;
     for (const field of ["codebase", "venv", "config", "mode", "timeBudget"] as const) {
       if (JSON.stringify(blueprint[field]) !== JSON.stringify(draft[field])) {
-        findings.push({ blueprintId, line: blueprint.lines[`${field}.value`] ?? blueprint.lines[field] ?? 0, message: `${field} must stay ${JSON.stringify(draft[field])} as planned, not ${JSON.stringify(blueprint[field])} (a planner may change only the purpose, the command and the notes)` });
+        findings.push({
+          blueprintId,
+          line: blueprint.lines[`${field}.value`] ?? blueprint.lines[field] ?? 0,
+          message: `${field} must stay ${JSON.stringify(draft[field])} as planned, not ${JSON.stringify(blueprint[field])} (a planner may change only the purpose, the command and the notes)`,
+        });
       }
     }
     const keys = new Set([...Object.keys(draft.frontMatter), ...Object.keys(blueprint.frontMatter)]);
     for (const key of keys) {
       if (JSON.stringify(blueprint.frontMatter[key]) !== JSON.stringify(draft.frontMatter[key])) {
-        findings.push({ blueprintId, line: blueprint.lines[key] ?? 1, message: `front matter ${key} must stay ${JSON.stringify(draft.frontMatter[key]) ?? "absent"} as planned, not ${JSON.stringify(blueprint.frontMatter[key]) ?? "absent"}` });
+        findings.push({
+          blueprintId,
+          line: blueprint.lines[key] ?? 1,
+          message: `front matter ${key} must stay ${JSON.stringify(draft.frontMatter[key]) ?? "absent"} as planned, not ${JSON.stringify(blueprint.frontMatter[key]) ?? "absent"}`,
+        });
       }
     }
   }
@@ -108,7 +121,10 @@ export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonl
   const linesOf = (text: string | undefined): string[] => {
     if (text === undefined) return [];
     const { blueprint } = analyzeBlueprint(text);
-    return (blueprint?.command ?? "").split("\n").map((line) => line.trim()).filter((line) => line !== "");
+    return (blueprint?.command ?? "")
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== "");
   };
   const added = new Set<string>();
   for (const { blueprintId, text } of texts) {
@@ -167,11 +183,17 @@ export interface ReviewKey {
  * after a crash), the wall-time budget and `a3r status` all ask it.
  */
 export function reviewAnswerEvent<E extends ReviewKey & { kind: string }>(events: readonly E[], key: ReviewKey): E | undefined {
-  return events.find((event) => (event.kind === "review.approved" || event.kind === "review.instructed") && event.stage === key.stage && event.at === key.at && event.round === key.round);
+  return events.find(
+    (event) =>
+      (event.kind === "review.approved" || event.kind === "review.instructed") && event.stage === key.stage && event.at === key.at && event.round === key.round,
+  );
 }
 
 /** The answer to a review already in the event log, if any. */
-export async function recordedReviewAnswer(eventsFile: string, key: { stage: number; at: string; round: number }): Promise<{ action: "approve" } | { action: "instruct"; text: string } | undefined> {
+export async function recordedReviewAnswer(
+  eventsFile: string,
+  key: { stage: number; at: string; round: number },
+): Promise<{ action: "approve" } | { action: "instruct"; text: string } | undefined> {
   const answered = reviewAnswerEvent((await readEvents(eventsFile)).events, key);
   if (answered === undefined) return undefined;
   return answered.kind === "review.approved" ? { action: "approve" } : { action: "instruct", text: String(answered.instruction ?? "") };
@@ -209,27 +231,52 @@ export function checkStageBudgets(
 ): { explanation: string; evidence: Record<string, unknown> } | null {
   const budgets = topic.budgets;
   const used = history.reduce((total, record) => total + record.plan.experiments.length, 0);
-  const evidence = { stage: plan.stage, experimentsUsed: used, experimentsPlanned: plan.experiments.length, gpuHoursUsed: usage.gpuHours, wallTimeUsedMs: usage.wallTimeMs, budgets };
+  const evidence = {
+    stage: plan.stage,
+    experimentsUsed: used,
+    experimentsPlanned: plan.experiments.length,
+    gpuHoursUsed: usage.gpuHours,
+    wallTimeUsedMs: usage.wallTimeMs,
+    budgets,
+  };
   if (plan.stage > budgets.stages) return { explanation: `stage ${plan.stage} would exceed the budget of ${budgets.stages} stage(s)`, evidence };
   if (used + plan.experiments.length > budgets.experiments) {
-    return { explanation: `stage ${plan.stage} needs ${plan.experiments.length} experiments but only ${Math.max(0, budgets.experiments - used)} of the budget of ${budgets.experiments} remain`, evidence };
+    return {
+      explanation: `stage ${plan.stage} needs ${plan.experiments.length} experiments but only ${Math.max(0, budgets.experiments - used)} of the budget of ${budgets.experiments} remain`,
+      evidence,
+    };
   }
   const budgetMs = parseDuration(topic.base?.time_budget ?? "") ?? 0;
   if (budgets.gpuHours !== undefined) {
     const estimate = (plan.experiments.length * (topic.base?.gpus ?? 0) * budgetMs) / 3_600_000;
     if (usage.gpuHours + estimate > budgets.gpuHours) {
-      return { explanation: `stage ${plan.stage} could use ${formatNumber(estimate)} GPU-hours (its time budgets), over the ${formatNumber(Math.max(0, budgets.gpuHours - usage.gpuHours))} left`, evidence };
+      return {
+        explanation: `stage ${plan.stage} could use ${formatNumber(estimate)} GPU-hours (its time budgets), over the ${formatNumber(Math.max(0, budgets.gpuHours - usage.gpuHours))} left`,
+        evidence,
+      };
     }
   }
   if (budgets.wallTimeMs !== undefined && usage.wallTimeMs + budgetMs > budgets.wallTimeMs) {
-    return { explanation: `stage ${plan.stage} could take ${topic.base?.time_budget}, over the wall time left (${formatNumber(Math.max(0, budgets.wallTimeMs - usage.wallTimeMs) / 60_000)} min)`, evidence };
+    return {
+      explanation: `stage ${plan.stage} could take ${topic.base?.time_budget}, over the wall time left (${formatNumber(Math.max(0, budgets.wallTimeMs - usage.wallTimeMs) / 60_000)} min)`,
+      evidence,
+    };
   }
   return null;
 }
 
 /** `framing.md`: the planner's framing of the topic, for people. */
 export function renderFraming(framing: FramedQuestion, title: string): string {
-  const lines = [`# Framing: ${title}`, "", `**Question.** ${framing.question}`, "", `**Metric.** ${framing.metric.name} (${framing.metric.goal})`, "", "## Variables", ""];
+  const lines = [
+    `# Framing: ${title}`,
+    "",
+    `**Question.** ${framing.question}`,
+    "",
+    `**Metric.** ${framing.metric.name} (${framing.metric.goal})`,
+    "",
+    "## Variables",
+    "",
+  ];
   for (const variable of framing.variables) lines.push(`- \`${variable.name}\`: ${variable.values.map(String).join(", ")} — ${variable.why}`);
   lines.push("", "## Controls", "", ...framing.controls.map((control) => `- ${control}`), "", "## What would answer it", "", framing.answeredWhen, "");
   return lines.join("\n");

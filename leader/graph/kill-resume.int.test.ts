@@ -141,7 +141,10 @@ describe("a3r resume after the leader was SIGKILLed", () => {
     });
     for (const point of killPoints) {
       const runsDir = newRunsDir();
-      outcomes.set(point.name, queue(() => killAndResume(topic, runsDir, point)));
+      outcomes.set(
+        point.name,
+        queue(() => killAndResume(topic, runsDir, point)),
+      );
     }
     // Every outcome is awaited by its test; an early failure must not surface as unhandled.
     for (const outcome of [reference, ...outcomes.values()]) outcome.catch(() => undefined);
@@ -177,9 +180,14 @@ describe("a3r resume after the leader was SIGKILLed", () => {
       const story = storyOf(killed, resume);
       console.log(`${point.name}: ${landingOf(killed, resume)}`);
       if (!point.mayFinishFirst) expect(killed.killed, `the trigger (${point.trigger.describe}) never fired before the leader ended\n${story}`).toBe(true);
-      if (point.runsLive) expect(Object.values(killed.launchedAtKill).filter((pgid) => pgid !== null).length, `no run was started when the leader was killed\n${story}`).toBeGreaterThan(0);
+      if (point.runsLive)
+        expect(
+          Object.values(killed.launchedAtKill).filter((pgid) => pgid !== null).length,
+          `no run was started when the leader was killed\n${story}`,
+        ).toBeGreaterThan(0);
       expect(afterKillProblem, story).toBeNull();
-      if (point.resumeTrigger) expect(killedResume?.killed, `the resume's trigger (${point.resumeTrigger.describe}) never fired\n${killedResume?.stderr}`).toBe(true);
+      if (point.resumeTrigger)
+        expect(killedResume?.killed, `the resume's trigger (${point.resumeTrigger.describe}) never fired\n${killedResume?.stderr}`).toBe(true);
       if (!point.knownBug) await expectResumedLikeReference(point);
     }, 300_000);
     if (point.knownBug) {

@@ -28,9 +28,14 @@ describe("the leader graph", () => {
 
   beforeEach(async () => {
     runsDir = await mkdtemp(join(tmpdir(), "a3r-leader-graph-"));
-    const parsed = parseHostsText(`hosts:\n  - name: here\n    kind: local\n    gpus: 0\n    max_runs: 2\n    workdir: ${join(runsDir, "host")}\n`, "hosts.yaml");
+    const parsed = parseHostsText(
+      `hosts:\n  - name: here\n    kind: local\n    gpus: 0\n    max_runs: 2\n    workdir: ${join(runsDir, "host")}\n`,
+      "hosts.yaml",
+    );
     const config = { ...parsed.hosts[0]!, a3r } as HostConfig;
-    hosts = [{ config, launcher: new LocalLauncher({ host: "here", workdir: join(runsDir, "host"), a3r }), capacity: { name: "here", gpuIndices: [], maxRuns: 2 } }];
+    hosts = [
+      { config, launcher: new LocalLauncher({ host: "here", workdir: join(runsDir, "host"), a3r }), capacity: { name: "here", gpuIndices: [], maxRuns: 2 } },
+    ];
   });
   afterEach(async () => {
     await rm(runsDir, { recursive: true, force: true });
@@ -103,7 +108,10 @@ describe("the leader graph", () => {
     expect(await readdir(join(runsDir, "smoke-fails", "results"))).toEqual(["s1-baseline-seed1"]);
     const { events } = await readEvents(join(runsDir, "smoke-fails", "events.jsonl"));
     expect(events.filter((event) => event.kind === "run.dispatched").map((event) => event.blueprintId)).toEqual(["s1-baseline-seed1"]);
-    expect(events.find((event) => event.kind === "blueprint.skipped")).toMatchObject({ blueprintId: "s1-lr-0.01-seed1", reason: "not run: the smoke test (s1-baseline-seed1) failed" });
+    expect(events.find((event) => event.kind === "blueprint.skipped")).toMatchObject({
+      blueprintId: "s1-lr-0.01-seed1",
+      reason: "not run: the smoke test (s1-baseline-seed1) failed",
+    });
     // The failure is in the analysis and the report, and the folder passes the audit.
     expect(final.history[0]!.outcomes.map((outcome) => [outcome.blueprintId, outcome.state])).toEqual([
       ["s1-baseline-seed1", "failed"],
@@ -135,7 +143,14 @@ describe("the leader graph", () => {
       .replace("hosts: ../hosts/local-only.yaml\n", "");
     expect(text).toMatch(/max_steps: 3 /);
     await createCampaign(runsDir, "embedded-lr", text);
-    const { state: final } = await runLeader({ runsDir, campaignId: "embedded-lr", planner: new HeuristicPlanner(), hosts, intervalMs: 500, rewritePath: examplePathRewriter() });
+    const { state: final } = await runLeader({
+      runsDir,
+      campaignId: "embedded-lr",
+      planner: new HeuristicPlanner(),
+      hosts,
+      intervalMs: 500,
+      rewritePath: examplePathRewriter(),
+    });
 
     expect(final.history.map((record) => record.plan.kind)).toEqual(["screen", "refine"]);
     expect(final.history[0]!.plan.configurations.map((item) => item.id)).toEqual(["baseline", "lr-0.05", "lr-0.5"]);

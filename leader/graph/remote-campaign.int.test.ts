@@ -36,11 +36,29 @@ describe("a campaign on an ssh host", () => {
   it("gives each remote run its share of the LLM budget and books the runs' own costs in the campaign's ledger once", async () => {
     const runsDir = join(folder, "runs");
     const workdir = join(folder, "box");
-    const topic = fixtureTopicText({ stages: 1 }).replace("budgets: { stages: 1, experiments: 10 }", "budgets: { stages: 1, experiments: 10, llm_tokens: 100000, llm_usd: 4 }");
+    const topic = fixtureTopicText({ stages: 1 }).replace(
+      "budgets: { stages: 1, experiments: 10 }",
+      "budgets: { stages: 1, experiments: 10, llm_tokens: 100000, llm_usd: 4 }",
+    );
     const { paths } = await createCampaign(runsDir, "remote", topic);
-    const config = parseHostsText(`hosts:\n  - { name: box, kind: ssh, host: 127.0.0.1, gpus: 0, max_runs: 2, workdir: ${workdir} }\n`, "hosts.yaml").hosts[0] as HostConfig;
-    const connection = new SshConnection({ name: "box", host: "127.0.0.1", port: sshd.port, username: sshd.user, identityFiles: [sshd.userKeyFile], hostKey: sshd.hostKeyFingerprint, keepaliveIntervalMs: 1000 });
-    const hosts: DispatchHost[] = [{ config, launcher: new SshLauncher({ host: "box", workdir, a3r: fixtureA3rCommand, connection }), capacity: { name: "box", gpuIndices: [], maxRuns: 2 } }];
+    const config = parseHostsText(`hosts:\n  - { name: box, kind: ssh, host: 127.0.0.1, gpus: 0, max_runs: 2, workdir: ${workdir} }\n`, "hosts.yaml")
+      .hosts[0] as HostConfig;
+    const connection = new SshConnection({
+      name: "box",
+      host: "127.0.0.1",
+      port: sshd.port,
+      username: sshd.user,
+      identityFiles: [sshd.userKeyFile],
+      hostKey: sshd.hostKeyFingerprint,
+      keepaliveIntervalMs: 1000,
+    });
+    const hosts: DispatchHost[] = [
+      {
+        config,
+        launcher: new SshLauncher({ host: "box", workdir, a3r: fixtureA3rCommand, connection }),
+        capacity: { name: "box", gpuIndices: [], maxRuns: 2 },
+      },
+    ];
     try {
       const options = { runsDir, campaignId: "remote", planner: new HeuristicPlanner(), hosts, intervalMs: 300 };
       const { state } = await runLeader(options);
@@ -54,7 +72,12 @@ describe("a campaign on an ssh host", () => {
         expect(launched?.llmLimits, id).toEqual({ tokens: 50_000, usd: 2 });
       }
       const entries = (await readLedger(paths.ledger)).entries;
-      expect(entries.filter((entry) => entry.kind === "llm").map((entry) => entry.importedFrom).sort()).toEqual(["s1-baseline-seed1#1", "s1-lr-0.01-seed1#1"]);
+      expect(
+        entries
+          .filter((entry) => entry.kind === "llm")
+          .map((entry) => entry.importedFrom)
+          .sort(),
+      ).toEqual(["s1-baseline-seed1#1", "s1-lr-0.01-seed1#1"]);
       expect(summarizeLedger(entries).llm.byRole.diagnose.calls).toBe(2);
       expect((await readEvents(paths.events)).events.filter((event) => event.kind === "stage.run_ledgers_imported")).toHaveLength(1);
       expect(await readFile(join(paths.root, "report.md"), "utf8")).toMatch(/diagnose/);

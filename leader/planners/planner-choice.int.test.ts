@@ -35,7 +35,18 @@ describe("openLeaderModel", () => {
   it("without a budget, does not limit", async () => {
     folder = await mkdtemp(join(tmpdir(), "a3r-leader-model-"));
     const ledgerFile = join(folder, "ledger.jsonl");
-    await new JsonlLedger(ledgerFile).record({ kind: "llm", role: "plan", provider: "p", model: "m", inputTokens: 9e9, outputTokens: 0, cachedTokens: 0, costUsd: 9e3, durationMs: 1, ok: true });
+    await new JsonlLedger(ledgerFile).record({
+      kind: "llm",
+      role: "plan",
+      provider: "p",
+      model: "m",
+      inputTokens: 9e9,
+      outputTokens: 0,
+      cachedTokens: 0,
+      costUsd: 9e3,
+      durationMs: 1,
+      ok: true,
+    });
     const script = join(folder, "model.yaml");
     await writeFile(script, "- text: fine\n");
     const model = await openLeaderModel({ A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: script }, { ledgerFile, budget: {} });

@@ -14,12 +14,17 @@ function refusal(flag: PlannerFlag, env: NodeJS.ProcessEnv): A3rError {
 
 describe("choosePlanner", () => {
   it("auto picks the llm planner when a key is set, and says which model and why", () => {
-    expect(choosePlanner("auto", { ANTHROPIC_API_KEY: "k" })).toEqual({ planner: "llm", line: "planner: llm (auto: anthropic claude-sonnet-4-6 from ANTHROPIC_API_KEY)" });
+    expect(choosePlanner("auto", { ANTHROPIC_API_KEY: "k" })).toEqual({
+      planner: "llm",
+      line: "planner: llm (auto: anthropic claude-sonnet-4-6 from ANTHROPIC_API_KEY)",
+    });
     expect(choosePlanner("auto", { OPENAI_API_KEY: "k", A3R_LLM_MODEL: "gpt-5" }).line).toBe("planner: llm (auto: openai gpt-5 from OPENAI_API_KEY)");
     expect(choosePlanner("auto", { A3R_LLM_PROVIDER: "openai", A3R_LLM_BASE_URL: "http://localhost:8000/v1", A3R_LLM_MODEL: "qwen3" }).line).toBe(
       "planner: llm (auto: openai qwen3 at http://localhost:8000/v1 from A3R_LLM_PROVIDER)",
     );
-    expect(choosePlanner("auto", { A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: "/s.yaml" }).line).toBe("planner: llm (auto: scripted /s.yaml from A3R_LLM_PROVIDER)");
+    expect(choosePlanner("auto", { A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: "/s.yaml" }).line).toBe(
+      "planner: llm (auto: scripted /s.yaml from A3R_LLM_PROVIDER)",
+    );
   });
 
   it("auto falls back to the heuristic planner without a model, and says what to set", () => {
@@ -33,7 +38,10 @@ describe("choosePlanner", () => {
 
   it("takes --planner heuristic and --planner llm as given", () => {
     expect(choosePlanner("heuristic", { ANTHROPIC_API_KEY: "k" })).toEqual({ planner: "heuristic", line: "planner: heuristic (--planner heuristic)" });
-    expect(choosePlanner("llm", { ANTHROPIC_API_KEY: "k" })).toEqual({ planner: "llm", line: "planner: llm (anthropic claude-sonnet-4-6 from ANTHROPIC_API_KEY)" });
+    expect(choosePlanner("llm", { ANTHROPIC_API_KEY: "k" })).toEqual({
+      planner: "llm",
+      line: "planner: llm (anthropic claude-sonnet-4-6 from ANTHROPIC_API_KEY)",
+    });
   });
 
   it("refuses --planner llm without a model, saying what to set", () => {

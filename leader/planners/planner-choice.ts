@@ -19,8 +19,7 @@ export interface PlannerChoice {
 
 const providers = ["anthropic", "openai", "scripted"];
 
-const whatToSet =
-  "set ANTHROPIC_API_KEY, OPENAI_API_KEY, or A3R_LLM_PROVIDER with A3R_LLM_BASE_URL for a local server";
+const whatToSet = "set ANTHROPIC_API_KEY, OPENAI_API_KEY, or A3R_LLM_PROVIDER with A3R_LLM_BASE_URL for a local server";
 
 /**
  * `heuristic` and `llm` are taken as given (`llm` without a configured model is a user
@@ -71,5 +70,9 @@ export interface LeaderModelOptions {
  */
 export async function openLeaderModel(env: NodeJS.ProcessEnv, options: LeaderModelOptions): Promise<ChatModel> {
   const model = await chatModelFromEnv(env, { ...options.dependencies, sink: new JsonlLedger(options.ledgerFile) });
-  return withBudget(model, { limit: options.budget, spent: () => ledgerSpending(options.ledgerFile), ...(options.hint === undefined ? {} : { hint: options.hint }) });
+  return withBudget(model, {
+    limit: options.budget,
+    spent: () => ledgerSpending(options.ledgerFile),
+    ...(options.hint === undefined ? {} : { hint: options.hint }),
+  });
 }

@@ -29,8 +29,15 @@ describe("re-opening a campaign stopped on a budget", () => {
 
   beforeEach(async () => {
     runsDir = await mkdtemp(join(tmpdir(), "a3r-reopen-"));
-    const config = parseHostsText(`hosts:\n  - { name: here, kind: local, gpus: 0, max_runs: 2, workdir: ${join(runsDir, "host")} }\n`, "hosts.yaml").hosts[0] as HostConfig;
-    hosts = [{ config: { ...config, a3r } as HostConfig, launcher: new LocalLauncher({ host: "here", workdir: join(runsDir, "host"), a3r }), capacity: { name: "here", gpuIndices: [], maxRuns: 2 } }];
+    const config = parseHostsText(`hosts:\n  - { name: here, kind: local, gpus: 0, max_runs: 2, workdir: ${join(runsDir, "host")} }\n`, "hosts.yaml")
+      .hosts[0] as HostConfig;
+    hosts = [
+      {
+        config: { ...config, a3r } as HostConfig,
+        launcher: new LocalLauncher({ host: "here", workdir: join(runsDir, "host"), a3r }),
+        capacity: { name: "here", gpuIndices: [], maxRuns: 2 },
+      },
+    ];
   });
   afterEach(async () => {
     await rm(runsDir, { recursive: true, force: true });
@@ -42,7 +49,10 @@ describe("re-opening a campaign stopped on a budget", () => {
     expect((await loadTopic(paths.topic)).topic.budgets.stages).toBe(stages);
   };
   const refusal = async (promise: Promise<unknown>) => {
-    const error = await promise.then(() => undefined, (caught: unknown) => caught);
+    const error = await promise.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     if (!isA3rError(error)) throw new Error(`expected an A3rError, got ${String(error)}`);
     return error;
   };
@@ -63,18 +73,38 @@ describe("re-opening a campaign stopped on a budget", () => {
     const { state: final } = await runLeader({ ...options, reopen: true });
     expect(final.stop?.reason).toBe("no-improvement");
     expect(final.history.map((record) => record.outcomes.map((outcome) => [outcome.blueprintId, outcome.state]))).toEqual([
-      [["s1-baseline-seed1", "succeeded"], ["s1-lr-0.01-seed1", "succeeded"]],
-      [["s2-lr-0.0316-seed1", "succeeded"], ["s2-lr-1-seed1", "succeeded"]],
+      [
+        ["s1-baseline-seed1", "succeeded"],
+        ["s1-lr-0.01-seed1", "succeeded"],
+      ],
+      [
+        ["s2-lr-0.0316-seed1", "succeeded"],
+        ["s2-lr-1-seed1", "succeeded"],
+      ],
     ]);
 
     const { events } = await readEvents(paths.events);
     const kinds = (kind: string) => events.filter((event) => event.kind === kind);
-    expect(kinds("campaign.reopened").map((event) => [event.openRound, event.at])).toEqual([[1, ["decide"]], [2, ["decide"]]]);
-    expect(kinds("campaign.stop_decided").map((event) => [event.openRound, event.reason])).toEqual([[0, "budget"], [1, "budget"], [2, "no-improvement"]]);
+    expect(kinds("campaign.reopened").map((event) => [event.openRound, event.at])).toEqual([
+      [1, ["decide"]],
+      [2, ["decide"]],
+    ]);
+    expect(kinds("campaign.stop_decided").map((event) => [event.openRound, event.reason])).toEqual([
+      [0, "budget"],
+      [1, "budget"],
+      [2, "no-improvement"],
+    ]);
     expect(kinds("campaign.reported").map((event) => event.openRound)).toEqual([0, 1, 2]);
     // Stage 1's runs were launched once, in the first round; stage 2's once, in the last.
-    expect(kinds("run.dispatched").filter((event) => event.started === true).map((event) => event.blueprintId).sort()).toEqual(["s1-baseline-seed1", "s1-lr-0.01-seed1", "s2-lr-0.0316-seed1", "s2-lr-1-seed1"]);
-    expect((await readdir(join(paths.root, "leader-answers"))).sort()).toEqual(expect.arrayContaining(["decide-1-r0.json", "decide-1-r0-o1.json", "decide-1-r0-o2.json"]));
+    expect(
+      kinds("run.dispatched")
+        .filter((event) => event.started === true)
+        .map((event) => event.blueprintId)
+        .sort(),
+    ).toEqual(["s1-baseline-seed1", "s1-lr-0.01-seed1", "s2-lr-0.0316-seed1", "s2-lr-1-seed1"]);
+    expect((await readdir(join(paths.root, "leader-answers"))).sort()).toEqual(
+      expect.arrayContaining(["decide-1-r0.json", "decide-1-r0-o1.json", "decide-1-r0-o2.json"]),
+    );
 
     // Status, the report and `a3r report` all tell the last round's story.
     const summary = await summarizeCampaign(runsDir, "reopened");
@@ -82,7 +112,9 @@ describe("re-opening a campaign stopped on a budget", () => {
     const report = await readFile(paths.report, "utf8");
     expect(report).toMatch(/Stopped: no-improvement/);
     // The report says the campaign was re-opened, twice, after which stop.
-    expect(report.match(/^Re-opened \(round \d, [\d-]+ [\d:]+ UTC\) after it had stopped on a budget: stage 2 would exceed the budget of 1 stage\(s\)\.$/gm)).toHaveLength(2);
+    expect(
+      report.match(/^Re-opened \(round \d, [\d-]+ [\d:]+ UTC\) after it had stopped on a budget: stage 2 would exceed the budget of 1 stage\(s\)\.$/gm),
+    ).toHaveLength(2);
     expect(await readFile(paths.reportHtml, "utf8")).toContain("Re-opened (round 2");
     const rewritten = await rewriteCampaignReport(paths, (await loadTopic(paths.topic)).topic);
     expect(rewritten.markdown).toMatch(/Stopped: no-improvement/);
@@ -99,7 +131,14 @@ describe("re-opening a campaign stopped on a budget", () => {
     const { paths } = await createCampaign(runsDir, "cut-short", fixtureTopicText({ stages: 1 }));
     const options = { runsDir, campaignId: "cut-short", planner: new HeuristicPlanner(), hosts, intervalMs: 300 };
     // A leader that dies as it enters its first analysis: the campaign has not finished.
-    await expect(runLeader({ ...options, onNode: (node) => { if (node === "analyze") throw new Error("simulated crash"); } })).rejects.toThrow(/simulated crash/);
+    await expect(
+      runLeader({
+        ...options,
+        onNode: (node) => {
+          if (node === "analyze") throw new Error("simulated crash");
+        },
+      }),
+    ).rejects.toThrow(/simulated crash/);
     const early = await refusal(runLeader({ ...options, reopen: true }));
     expect(early.code).toBe("CAMPAIGN_NOT_REOPENABLE");
     expect(early.message).toMatch(/has not finished/);
@@ -107,7 +146,15 @@ describe("re-opening a campaign stopped on a budget", () => {
 
     await raiseStages(paths, 2);
     // The re-opening is logged, then the leader dies in the node it forked to.
-    await expect(runLeader({ ...options, reopen: true, onNode: (node) => { if (node === "decide") throw new Error("simulated crash"); } })).rejects.toThrow(/simulated crash/);
+    await expect(
+      runLeader({
+        ...options,
+        reopen: true,
+        onNode: (node) => {
+          if (node === "decide") throw new Error("simulated crash");
+        },
+      }),
+    ).rejects.toThrow(/simulated crash/);
     expect((await summarizeCampaign(runsDir, "cut-short")).state).not.toBe("finished");
     const { state: final } = await runLeader(options);
     expect(final.history).toHaveLength(2);

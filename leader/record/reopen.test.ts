@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { CampaignEvent } from "../../campaign/index.ts";
 import { answerKeyIn, eventsOfCurrentRound, openRoundOf, pendingReopen, reopenRefusal, stoppedMs } from "./reopen.ts";
 
-const event = (kind: string, time: string, fields: Record<string, unknown> = {}): CampaignEvent => ({ kind, time: `2026-11-29T${time}:00.000Z`, ...fields }) as CampaignEvent;
+const event = (kind: string, time: string, fields: Record<string, unknown> = {}): CampaignEvent =>
+  ({ kind, time: `2026-11-29T${time}:00.000Z`, ...fields }) as CampaignEvent;
 
 describe("open rounds of a re-opened campaign", () => {
   const log = [
@@ -30,7 +31,9 @@ describe("open rounds of a re-opened campaign", () => {
   it("leaves the time the campaign lay stopped out of its wall time", () => {
     // Reported at 10:31, re-opened at 12:31: two hours stopped; the second round still runs.
     expect(stoppedMs(log)).toBe(2 * 3_600_000);
-    expect(stoppedMs([...log, event("campaign.reported", "13:00", { openRound: 1 }), event("campaign.reopened", "13:30", { openRound: 2, checkpoint: "c2" })])).toBe(2.5 * 3_600_000);
+    expect(
+      stoppedMs([...log, event("campaign.reported", "13:00", { openRound: 1 }), event("campaign.reopened", "13:30", { openRound: 2, checkpoint: "c2" })]),
+    ).toBe(2.5 * 3_600_000);
     // A clock that started at 12:00 (framing was refused in round 0) loses only the 31 minutes after it.
     expect(stoppedMs(log, Date.parse("2026-11-29T12:00:00.000Z"))).toBe(31 * 60_000);
     expect(stoppedMs(log, Date.parse("2026-11-29T12:40:00.000Z"))).toBe(0);

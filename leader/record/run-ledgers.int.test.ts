@@ -35,7 +35,19 @@ describe("the costs of runs away from the campaign ledger", () => {
   let runsDir: string;
   let paths: CampaignPaths;
   let files: string[];
-  const diagnose = (tokens: number) => ({ time: "2026-11-29T10:05:00.000Z", kind: "llm", role: "diagnose", provider: "anthropic", model: "claude-sonnet-4-6", inputTokens: tokens, outputTokens: 10, cachedTokens: 0, costUsd: 0.01, durationMs: 900, ok: true });
+  const diagnose = (tokens: number) => ({
+    time: "2026-11-29T10:05:00.000Z",
+    kind: "llm",
+    role: "diagnose",
+    provider: "anthropic",
+    model: "claude-sonnet-4-6",
+    inputTokens: tokens,
+    outputTokens: 10,
+    cachedTokens: 0,
+    costUsd: 0.01,
+    durationMs: 900,
+    ok: true,
+  });
   const gpu = { time: "2026-11-29T11:00:00.000Z", kind: "gpu", blueprintId: "s1-baseline-seed1", host: "gpu-box", gpus: 2, hours: 0.75 };
   const line = (value: unknown) => `${JSON.stringify(value)}\n`;
 
@@ -75,7 +87,13 @@ describe("the costs of runs away from the campaign ledger", () => {
 
   const writeStatus = async (blueprintId: string, state: "succeeded" | "running", minutes: number) => {
     await mkdir(paths.result(blueprintId), { recursive: true });
-    const status = newRunStatus({ state, attempt: 1, host: "gpu-box", startedAt: "2026-11-29T10:00:00.000Z", heartbeatAt: new Date(Date.parse("2026-11-29T10:00:00.000Z") + minutes * 60_000).toISOString() });
+    const status = newRunStatus({
+      state,
+      attempt: 1,
+      host: "gpu-box",
+      startedAt: "2026-11-29T10:00:00.000Z",
+      heartbeatAt: new Date(Date.parse("2026-11-29T10:00:00.000Z") + minutes * 60_000).toISOString(),
+    });
     await writeFile(join(paths.result(blueprintId), "status.json"), JSON.stringify(status));
   };
 
@@ -96,7 +114,13 @@ describe("the costs of runs away from the campaign ledger", () => {
   it("makes the worker's own GPU-hours the ones counted: the estimate from status.json is left for runs that booked none", async () => {
     for (const id of ["s1-baseline-seed1", "s1-lr-0.01-seed1"]) {
       await mkdir(paths.result(id), { recursive: true });
-      const status = newRunStatus({ state: "succeeded", attempt: 1, host: "gpu-box", startedAt: "2026-11-29T10:00:00.000Z", heartbeatAt: "2026-11-29T10:30:00.000Z" });
+      const status = newRunStatus({
+        state: "succeeded",
+        attempt: 1,
+        host: "gpu-box",
+        startedAt: "2026-11-29T10:00:00.000Z",
+        heartbeatAt: "2026-11-29T10:30:00.000Z",
+      });
       await writeFile(join(paths.result(id), "status.json"), JSON.stringify(status));
     }
     await writeFile(join(paths.result("s1-baseline-seed1"), "ledger.jsonl"), line(gpu));

@@ -27,8 +27,14 @@ export function renderStagePlan(plan: StagePlan, title: string): string {
     "| configuration | delta from baseline | hypothesis | prediction | blueprints |",
     "| --- | --- | --- | --- | --- |",
     ...plan.configurations.map((configuration) => {
-      const delta = Object.entries(configuration.delta).map(([name, value]) => `${name}=${String(value)}`).join(", ") || "(baseline)";
-      const ids = plan.experiments.filter((experiment) => experiment.configurationId === configuration.id).map((experiment) => `\`${experiment.blueprintId}\``).join(" ");
+      const delta =
+        Object.entries(configuration.delta)
+          .map(([name, value]) => `${name}=${String(value)}`)
+          .join(", ") || "(baseline)";
+      const ids = plan.experiments
+        .filter((experiment) => experiment.configurationId === configuration.id)
+        .map((experiment) => `\`${experiment.blueprintId}\``)
+        .join(" ");
       return `| ${configuration.id} | ${delta} | ${configuration.hypothesis} | ${configuration.prediction.text.replaceAll("|", "\\|")} | ${ids} |`;
     }),
     "",
@@ -56,17 +62,27 @@ const stagePlanSchema = z.looseObject({
 export function parseStagePlan(text: string, file: string): StagePlan {
   const start = text.indexOf(marker);
   const block = start === -1 ? undefined : /```json\n([\s\S]*?)\n```/.exec(text.slice(start))?.[1];
-  if (block === undefined) throw new A3rError("SCHEMA_INVALID", `${file} holds no stage plan JSON block`, { where: file, hint: "plan.md is written by the leader; plan the stage again" });
+  if (block === undefined)
+    throw new A3rError("SCHEMA_INVALID", `${file} holds no stage plan JSON block`, {
+      where: file,
+      hint: "plan.md is written by the leader; plan the stage again",
+    });
   let data: unknown;
   try {
     data = JSON.parse(block);
   } catch (error) {
-    throw new A3rError("SCHEMA_INVALID", `${file}: the stage plan JSON is not valid: ${(error as Error).message}`, { where: file, hint: "restore plan.md or plan the stage again" });
+    throw new A3rError("SCHEMA_INVALID", `${file}: the stage plan JSON is not valid: ${(error as Error).message}`, {
+      where: file,
+      hint: "restore plan.md or plan the stage again",
+    });
   }
   const checked = stagePlanSchema.safeParse(data);
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
-    throw new A3rError("SCHEMA_INVALID", `${file}: stage plan field ${issue.path.join(".")}: ${issue.message}`, { where: file, hint: "restore plan.md or plan the stage again" });
+    throw new A3rError("SCHEMA_INVALID", `${file}: stage plan field ${issue.path.join(".")}: ${issue.message}`, {
+      where: file,
+      hint: "restore plan.md or plan the stage again",
+    });
   }
   return data as StagePlan;
 }

@@ -18,7 +18,15 @@ describe("stopFromEvents", () => {
   });
 
   it("reads a failed blueprint audit as the stop, naming the first finding", () => {
-    const events = [makeEvent("stage.audit_failed", { stage: 3, findings: [{ blueprintId: "s3-a-seed1", line: 7, message: "Command is empty" }, { blueprintId: "s3-b-seed1", line: 1, message: "x" }] })];
+    const events = [
+      makeEvent("stage.audit_failed", {
+        stage: 3,
+        findings: [
+          { blueprintId: "s3-a-seed1", line: 7, message: "Command is empty" },
+          { blueprintId: "s3-b-seed1", line: 1, message: "x" },
+        ],
+      }),
+    ];
     expect(stopFromEvents(events)).toEqual({ reason: "audit-failed", explanation: "stage 3: 2 blueprint error(s), first: s3-a-seed1:7 Command is empty" });
   });
 

@@ -86,7 +86,14 @@ export async function historyFromFiles(paths: CampaignPaths, topic: Topic): Prom
       : reads.map((read) => {
           const experiment = plan.experiments.find((item) => item.blueprintId === read.blueprintId)!;
           const state = ["succeeded", "failed", "timed_out", "cancelled"].includes(read.state) ? (read.state as ExperimentOutcome["state"]) : "missing";
-          return { blueprintId: read.blueprintId, configurationId: experiment.configurationId, seed: experiment.seed, state, score: undefined, ...(read.reason === undefined ? {} : { reason: read.reason }) };
+          return {
+            blueprintId: read.blueprintId,
+            configurationId: experiment.configurationId,
+            seed: experiment.seed,
+            state,
+            score: undefined,
+            ...(read.reason === undefined ? {} : { reason: read.reason }),
+          };
         });
     history.push({ plan, outcomes });
   }
@@ -128,7 +135,10 @@ export function stopFromEvents(allEvents: CampaignEvent[]): CampaignStop {
       const findings = Array.isArray(event.findings) ? (event.findings as { blueprintId?: unknown; line?: unknown; message?: unknown }[]) : [];
       const first = findings[0];
       const where = first ? `, first: ${String(first.blueprintId)}:${String(first.line)} ${String(first.message)}` : "";
-      return { reason: "audit-failed", explanation: `stage ${String(event.stage)}: ${findings.length}${findings.length >= 20 ? " or more" : ""} blueprint error(s)${where}` };
+      return {
+        reason: "audit-failed",
+        explanation: `stage ${String(event.stage)}: ${findings.length}${findings.length >= 20 ? " or more" : ""} blueprint error(s)${where}`,
+      };
     }
   }
   return null;

@@ -38,32 +38,45 @@ export function reportCaveats(inputs: CaveatInputs): string[] {
   const scored = inputs.summaries.filter((summary) => summary.sample.n > 0);
   const thin = inputs.summaries.filter((summary) => summary.sample.n < 2);
   if (thin.length > 0) {
-    caveats.push(`${thin.length} of ${inputs.summaries.length} configuration(s) have fewer than two scored seeds, so no 95% interval and no comparison beyond seed noise: ${thin.map((summary) => `${summary.configuration.id} (${summary.sample.n})`).join(", ")}.`);
+    caveats.push(
+      `${thin.length} of ${inputs.summaries.length} configuration(s) have fewer than two scored seeds, so no 95% interval and no comparison beyond seed noise: ${thin.map((summary) => `${summary.configuration.id} (${summary.sample.n})`).join(", ")}.`,
+    );
   }
   const smallest = Math.min(...scored.filter((summary) => summary.sample.n >= 2).map((summary) => summary.sample.n));
   if (Number.isFinite(smallest) && smallest in smallSampleT) {
-    caveats.push(`Few seeds: with ${smallest} scored seed(s) a 95% interval is the mean ± ${smallSampleT[smallest]} standard errors, so only large differences separate.`);
+    caveats.push(
+      `Few seeds: with ${smallest} scored seed(s) a 95% interval is the mean ± ${smallSampleT[smallest]} standard errors, so only large differences separate.`,
+    );
   }
   if (inputs.best) {
     const overlapping = scored.filter((other) => other !== inputs.best && separatedBeyondNoise(inputs.best!.sample, other.sample, goal) === false);
     if (overlapping.length > 0) {
-      caveats.push(`The 95% interval of ${inputs.best.configuration.id} overlaps that of ${overlapping.map((other) => `${other.configuration.id} (mean ${formatNumber(other.sample.mean)})`).join(", ")}: their order is within seed noise.`);
+      caveats.push(
+        `The 95% interval of ${inputs.best.configuration.id} overlaps that of ${overlapping.map((other) => `${other.configuration.id} (mean ${formatNumber(other.sample.mean)})`).join(", ")}: their order is within seed noise.`,
+      );
     }
   }
 
   const unscored = inputs.experiments.filter((experiment) => experiment.state !== "succeeded" || experiment.score === undefined);
   if (unscored.length > 0) {
-    caveats.push(`${unscored.length} of ${inputs.experiments.length} experiment(s) are not counted in the scores: ${unscored.map((experiment) => `${experiment.blueprintId} (${experiment.state}${experiment.reason ? `: ${experiment.reason}` : ""})`).join("; ")}.`);
+    caveats.push(
+      `${unscored.length} of ${inputs.experiments.length} experiment(s) are not counted in the scores: ${unscored.map((experiment) => `${experiment.blueprintId} (${experiment.state}${experiment.reason ? `: ${experiment.reason}` : ""})`).join("; ")}.`,
+    );
   }
   for (const run of inputs.rescored) {
-    caveats.push(`The result directory of ${run.blueprintId} changed after its stage was analyzed: the analysis scored it ${formatNumber(run.recorded)}, its files now give ${formatNumber(run.now)}; the figures here use the analysis.`);
+    caveats.push(
+      `The result directory of ${run.blueprintId} changed after its stage was analyzed: the analysis scored it ${formatNumber(run.recorded)}, its files now give ${formatNumber(run.now)}; the figures here use the analysis.`,
+    );
   }
   const analyzed = new Set(inputs.history.map((record) => record.plan.stage));
   const unanalyzed = inputs.plannedStages.filter((stage) => !analyzed.has(stage));
   if (unanalyzed.length > 0) {
-    caveats.push(`Stage(s) ${unanalyzed.join(", ")} were planned (stages/<n>/plan.md) but are not in this analysis: they did not run to the end of their stage.`);
+    caveats.push(
+      `Stage(s) ${unanalyzed.join(", ")} were planned (stages/<n>/plan.md) but are not in this analysis: they did not run to the end of their stage.`,
+    );
   }
-  if (inputs.flaggedClaims > 0) caveats.push(`${inputs.flaggedClaims} claim(s) of the model-written conclusion are not supported by any experiment of this campaign (flagged below).`);
+  if (inputs.flaggedClaims > 0)
+    caveats.push(`${inputs.flaggedClaims} claim(s) of the model-written conclusion are not supported by any experiment of this campaign (flagged below).`);
   return [...caveats, ...costCaveats(inputs)];
 }
 

@@ -33,7 +33,8 @@ export function checkConclusion(conclusion: Conclusion, knownExperimentIds: Iter
     const unknownIds = cited.filter((id) => !known.has(id));
     let problem: string | undefined;
     if (cited.length === 0) problem = "cites no experiment";
-    else if (unknownIds.length > 0) problem = `cites ${unknownIds.join(", ")}, which ${unknownIds.length === 1 ? "is not an experiment" : "are not experiments"} of this campaign`;
+    else if (unknownIds.length > 0)
+      problem = `cites ${unknownIds.join(", ")}, which ${unknownIds.length === 1 ? "is not an experiment" : "are not experiments"} of this campaign`;
     return { text: claim.text, experimentIds: cited, status: problem === undefined ? "grounded" : "flagged", unknownIds, problem };
   });
   const flagged = claims.filter((claim) => claim.status === "flagged").length;

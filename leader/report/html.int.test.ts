@@ -46,7 +46,11 @@ async function buildCampaign(runsDir: string): Promise<CampaignPaths> {
   const plans = reportFixturePlans();
   for (const plan of plans) await writeStagePlan(paths, plan, title);
   // A third stage was planned but never dispatched: the report must say so, not drop it silently.
-  const third: StagePlan = { ...plans[1]!, stage: 3, experiments: plans[1]!.experiments.map((experiment) => ({ ...experiment, blueprintId: experiment.blueprintId.replace(/^s2-/, "s3-") })) };
+  const third: StagePlan = {
+    ...plans[1]!,
+    stage: 3,
+    experiments: plans[1]!.experiments.map((experiment) => ({ ...experiment, blueprintId: experiment.blueprintId.replace(/^s2-/, "s3-") })),
+  };
   await writeStagePlan(paths, third, title);
   for (const run of reportFixtureRuns()) if (run.blueprintId !== missingRun) await writeRun(paths, run);
 
@@ -57,10 +61,36 @@ async function buildCampaign(runsDir: string): Promise<CampaignPaths> {
     history.push({ plan, outcomes: analysis.outcomes });
     await appendEvent(paths.events, "stage.analyzed", { stage: plan.stage });
   }
-  await appendEvent(paths.events, "campaign.stop_decided", { stage: 2, reason: "no-improvement", explanation: "no configuration of stage 2 beats lr-0.03's mean" });
+  await appendEvent(paths.events, "campaign.stop_decided", {
+    stage: 2,
+    reason: "no-improvement",
+    explanation: "no configuration of stage 2 beats lr-0.03's mean",
+  });
   const ledger = new JsonlLedger(paths.ledger);
-  await ledger.record({ kind: "llm", role: "plan", provider: "scripted", model: "m", inputTokens: 1200, outputTokens: 300, cachedTokens: 0, costUsd: 0.02, durationMs: 800, ok: true });
-  await ledger.record({ kind: "llm", role: "analyze", provider: "scripted", model: "m", inputTokens: 400, outputTokens: 100, cachedTokens: 0, costUsd: 0.005, durationMs: 300, ok: true });
+  await ledger.record({
+    kind: "llm",
+    role: "plan",
+    provider: "scripted",
+    model: "m",
+    inputTokens: 1200,
+    outputTokens: 300,
+    cachedTokens: 0,
+    costUsd: 0.02,
+    durationMs: 800,
+    ok: true,
+  });
+  await ledger.record({
+    kind: "llm",
+    role: "analyze",
+    provider: "scripted",
+    model: "m",
+    inputTokens: 400,
+    outputTokens: 100,
+    cachedTokens: 0,
+    costUsd: 0.005,
+    durationMs: 300,
+    ok: true,
+  });
   await ledger.record({ kind: "gpu", blueprintId: "s1-baseline-seed1", host: "here", gpus: 1, hours: 0.5 });
   return paths;
 }
@@ -92,7 +122,10 @@ describe("report.html in a browser", () => {
         caveats: ["only two seeds of lr 0.03 finished"],
       },
     });
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"] });
+    browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"],
+    });
     page = await browser.newPage();
     page.on("request", (request) => requests.push(request.url()));
     page.on("console", (message) => {
@@ -126,7 +159,9 @@ describe("report.html in a browser", () => {
   });
 
   it("draws the curves of each stage: one line per configuration with one point per recorded step", async () => {
-    const figures = await page.$$eval("figure.chart svg", (svgs) => svgs.map((svg) => svg.getBoundingClientRect()).map((box) => ({ width: box.width, height: box.height })));
+    const figures = await page.$$eval("figure.chart svg", (svgs) =>
+      svgs.map((svg) => svg.getBoundingClientRect()).map((box) => ({ width: box.width, height: box.height })),
+    );
     expect(figures).toHaveLength(3);
     for (const box of figures) {
       expect(box.width).toBeGreaterThan(100);
@@ -135,7 +170,11 @@ describe("report.html in a browser", () => {
     const curves = await page.$$eval('figure[data-chart="curves"] path.series', (elements) =>
       elements.map((element) => {
         const path = element as SVGPathElement;
-        return { name: path.dataset.name, length: path.getTotalLength(), points: (path.getAttribute("d") ?? "").split(/[ML]/).filter((part) => part.trim() !== "").length };
+        return {
+          name: path.dataset.name,
+          length: path.getTotalLength(),
+          points: (path.getAttribute("d") ?? "").split(/[ML]/).filter((part) => part.trim() !== "").length,
+        };
       }),
     );
     // What the files hold: per configuration, the distinct steps its succeeded runs recorded.
@@ -149,7 +188,12 @@ describe("report.html in a browser", () => {
     expect(curves.map(({ name, points }) => ({ name, points }))).toEqual(expected.map(({ name, points }) => ({ name, points })));
     for (const curve of curves) expect(curve.length).toBeGreaterThan(50);
     const captions = await page.$$eval('figure[data-chart="curves"] figcaption', (elements) => elements.map((element) => element.textContent ?? ""));
-    expect(captions[0]).toContain(`runs per line: ${expected.slice(0, 3).map((item) => `${item.name} ${item.runs}`).join(", ")}`);
+    expect(captions[0]).toContain(
+      `runs per line: ${expected
+        .slice(0, 3)
+        .map((item) => `${item.name} ${item.runs}`)
+        .join(", ")}`,
+    );
   });
 
   it("draws the score of each configuration as a dot with its interval, the best furthest right", async () => {
@@ -161,7 +205,9 @@ describe("report.html in a browser", () => {
     );
     expect(dots.map((dot) => dot.label)).toEqual(["baseline", "lr-0.01", "lr-1", "lr-0.03"]);
     for (const dot of dots) expect(dot.width).toBeGreaterThan(0);
-    expect(dots.map((dot) => dot.x).sort((a, b) => a - b)).toEqual(["lr-0.01", "baseline", "lr-1", "lr-0.03"].map((label) => dots.find((dot) => dot.label === label)!.x));
+    expect(dots.map((dot) => dot.x).sort((a, b) => a - b)).toEqual(
+      ["lr-0.01", "baseline", "lr-1", "lr-0.03"].map((label) => dots.find((dot) => dot.label === label)!.x),
+    );
     // Every configuration has at least two scored seeds, so every one has a bar of some width.
     const bars = await page.$$eval('figure[data-chart="scores"] g.interval', (groups) => groups.map((group) => group.getBoundingClientRect().width));
     expect(bars).toHaveLength(4);
@@ -169,7 +215,9 @@ describe("report.html in a browser", () => {
   });
 
   it("links every experiment that has files to a file that exists, and every other link too", async () => {
-    const tableLinks = await page.$$eval("table.experiments a", (anchors) => anchors.map((anchor) => ({ text: anchor.textContent, href: (anchor as HTMLAnchorElement).href })));
+    const tableLinks = await page.$$eval("table.experiments a", (anchors) =>
+      anchors.map((anchor) => ({ text: anchor.textContent, href: (anchor as HTMLAnchorElement).href })),
+    );
     expect(tableLinks).toHaveLength(11);
     expect(tableLinks.find((link) => link.text === failedRun)!.href).toMatch(/results\/s2-lr-0\.03-seed3\/status\.json$/);
     expect(tableLinks.some((link) => link.text === missingRun)).toBe(false);

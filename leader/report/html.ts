@@ -14,8 +14,16 @@ export function renderReportHtml(model: CampaignReportModel): string {
   const body: string[] = [
     `<header><h1>Report: ${escapeHtml(model.title)}</h1><p class="meta">Campaign <code>${escapeHtml(model.campaignId)}</code> · markdown version: <a href="report.md">report.md</a></p></header>`,
     section("question", "Question", [`<blockquote class="question">${paragraphsOf(model.question)}</blockquote>`, framingHtml(model)]),
-    section("answer", "Answer", model.answer.map((paragraph) => `<p>${paragraph.map(inlineRun).join("")}</p>`)),
-    section("caveats", "Caveats", [model.caveats.length === 0 ? "<p>None found in the computed figures.</p>" : `<ul>${model.caveats.map((caveat) => `<li>${escapeHtml(caveat)}</li>`).join("")}</ul>`]),
+    section(
+      "answer",
+      "Answer",
+      model.answer.map((paragraph) => `<p>${paragraph.map(inlineRun).join("")}</p>`),
+    ),
+    section("caveats", "Caveats", [
+      model.caveats.length === 0
+        ? "<p>None found in the computed figures.</p>"
+        : `<ul>${model.caveats.map((caveat) => `<li>${escapeHtml(caveat)}</li>`).join("")}</ul>`,
+    ]),
   ];
   if (model.metric) {
     body.push(section("charts", "Charts", [scoreFigure(model), ...model.curves.map((curves) => curveFigure(model, curves))]));
@@ -31,7 +39,9 @@ export function renderReportHtml(model: CampaignReportModel): string {
   body.push(section("experiments", "Experiments", [experimentTable(model)]));
   body.push(section("costs", "Costs", costsHtml(model)));
   if (model.conclusion) body.push(section("conclusion", "Conclusion (model-written)", conclusionHtml(model.conclusion)));
-  body.push(`<footer><p>Stage analyses: ${model.stages.map((stage) => `<a href="stages/${stage}/analysis.md">stage ${stage}</a>`).join(", ") || "none"}.</p></footer>`);
+  body.push(
+    `<footer><p>Stage analyses: ${model.stages.map((stage) => `<a href="stages/${stage}/analysis.md">stage ${stage}</a>`).join(", ") || "none"}.</p></footer>`,
+  );
   return [
     "<!doctype html>",
     '<html lang="en">',
@@ -83,7 +93,10 @@ function framingHtml(model: CampaignReportModel): string {
   const framing = model.framing;
   if (!framing) return "";
   const items = [
-    ...framing.variables.map((variable) => `<li>variable <strong>${escapeHtml(variable.name)}</strong>: ${variable.values.map((value) => escapeHtml(String(value))).join(", ")} (${escapeHtml(variable.why)})</li>`),
+    ...framing.variables.map(
+      (variable) =>
+        `<li>variable <strong>${escapeHtml(variable.name)}</strong>: ${variable.values.map((value) => escapeHtml(String(value))).join(", ")} (${escapeHtml(variable.why)})</li>`,
+    ),
     ...framing.controls.map((control) => `<li>control: ${escapeHtml(control)}</li>`),
     `<li>answered when: ${escapeHtml(framing.answeredWhen)}</li>`,
   ];
@@ -94,7 +107,11 @@ function scoreFigure(model: CampaignReportModel): string {
   const metric = model.metric!;
   const svg = renderIntervalChart(
     model.configurations.map((row) => ({ label: row.id, value: row.mean, low: row.low, high: row.high, highlight: row.isBest, note: `n=${row.n}` })),
-    { title: `${metric.label} per configuration`, valueLabel: `${metric.label} (${metric.goal === "maximize" ? "higher" : "lower"} is better)`, ...(metric.reference === undefined ? {} : { reference: { value: metric.reference, label: `reference ${formatNumber(metric.reference)}` } }) },
+    {
+      title: `${metric.label} per configuration`,
+      valueLabel: `${metric.label} (${metric.goal === "maximize" ? "higher" : "lower"} is better)`,
+      ...(metric.reference === undefined ? {} : { reference: { value: metric.reference, label: `reference ${formatNumber(metric.reference)}` } }),
+    },
   );
   return `<figure class="chart" data-chart="scores">${svg}<figcaption>Mean score of each configuration (dot) with its 95% interval across seeds (bar); no bar with fewer than two scored seeds; the best configuration in red.</figcaption></figure>`;
 }
@@ -138,7 +155,9 @@ function costsHtml(model: CampaignReportModel): string[] {
       (row) =>
         `<tr${row.role === "total" ? ' class="best"' : ""}><td>${escapeHtml(row.role)}</td><td class="number">${row.calls}</td><td class="number">${row.failedCalls}</td><td class="number">${row.inputTokens}</td><td class="number">${row.outputTokens}</td><td class="number">${row.cachedTokens}</td><td class="number">${row.costUsd.toFixed(4)}</td></tr>`,
     );
-    parts.push(`<table class="costs"><thead><tr><th>role</th><th>calls</th><th>failed</th><th>input tokens</th><th>output tokens</th><th>cached tokens</th><th>cost (USD)</th></tr></thead><tbody>${rows.join("")}</tbody></table>`);
+    parts.push(
+      `<table class="costs"><thead><tr><th>role</th><th>calls</th><th>failed</th><th>input tokens</th><th>output tokens</th><th>cached tokens</th><th>cost (USD)</th></tr></thead><tbody>${rows.join("")}</tbody></table>`,
+    );
   }
   return parts;
 }
@@ -153,7 +172,9 @@ function conclusionHtml(conclusion: NonNullable<CampaignReportModel["conclusion"
     "<p><em>Interpretation by the planner's language model; the numbers above are computed and take precedence.</em></p>",
     `<p>${escapeHtml(conclusion.answer)}</p>`,
     claims.length > 0 ? `<ul class="claims">${claims.join("")}</ul>` : "",
-    conclusion.caveats.length > 0 ? `<p>Caveats the model adds:</p><ul>${conclusion.caveats.map((caveat) => `<li>${escapeHtml(caveat)}</li>`).join("")}</ul>` : "",
+    conclusion.caveats.length > 0
+      ? `<p>Caveats the model adds:</p><ul>${conclusion.caveats.map((caveat) => `<li>${escapeHtml(caveat)}</li>`).join("")}</ul>`
+      : "",
   ];
 }
 

@@ -14,7 +14,8 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
   if (model.framing) {
     const framing = model.framing;
     lines.push(`Framed as: ${inline(framing.question)}`, "");
-    for (const variable of framing.variables) lines.push(`- variable **${inline(variable.name)}**: ${variable.values.map(String).map(inline).join(", ")} (${inline(variable.why)})`);
+    for (const variable of framing.variables)
+      lines.push(`- variable **${inline(variable.name)}**: ${variable.values.map(String).map(inline).join(", ")} (${inline(variable.why)})`);
     for (const control of framing.controls) lines.push(`- control: ${inline(control)}`);
     lines.push(`- answered when: ${inline(framing.answeredWhen)}`, "");
   }
@@ -43,7 +44,15 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
   }
 
   if (model.verdicts.length > 0) {
-    lines.push("## Predictions", "", ...model.verdicts.map((verdict) => `- stage ${verdict.stage}, **${inline(verdict.configurationId)}**: ${verdict.verdict.toUpperCase()}. Predicted: ${inline(verdict.prediction)}. Measured: ${inline(verdict.explanation)}.`), "");
+    lines.push(
+      "## Predictions",
+      "",
+      ...model.verdicts.map(
+        (verdict) =>
+          `- stage ${verdict.stage}, **${inline(verdict.configurationId)}**: ${verdict.verdict.toUpperCase()}. Predicted: ${inline(verdict.prediction)}. Measured: ${inline(verdict.explanation)}.`,
+      ),
+      "",
+    );
   }
 
   lines.push(
@@ -59,19 +68,33 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
     "",
   );
 
-  lines.push("## Costs", "", `GPU-hours: ${formatNumber(model.costs.gpuHours)} (${model.costs.gpuEntries} ledger entr${model.costs.gpuEntries === 1 ? "y" : "ies"})${model.costs.byHost.length > 0 ? `; by host: ${model.costs.byHost.map((item) => `${inline(item.host)} ${formatNumber(item.gpuHours)}`).join(", ")}` : ""}.`, "");
+  lines.push(
+    "## Costs",
+    "",
+    `GPU-hours: ${formatNumber(model.costs.gpuHours)} (${model.costs.gpuEntries} ledger entr${model.costs.gpuEntries === 1 ? "y" : "ies"})${model.costs.byHost.length > 0 ? `; by host: ${model.costs.byHost.map((item) => `${inline(item.host)} ${formatNumber(item.gpuHours)}`).join(", ")}` : ""}.`,
+    "",
+  );
   if (model.costs.llmByRole.length === 0) lines.push("Language models: no calls recorded in the ledger.", "");
   else {
     lines.push("| role | calls | failed | input tokens | output tokens | cached tokens | cost (USD) |", "| --- | --- | --- | --- | --- | --- | --- |");
     for (const row of [...model.costs.llmByRole, model.costs.llmTotal]) {
-      lines.push(`| ${row.role === "total" ? "**total**" : cell(row.role)} | ${row.calls} | ${row.failedCalls} | ${row.inputTokens} | ${row.outputTokens} | ${row.cachedTokens} | ${row.costUsd.toFixed(4)} |`);
+      lines.push(
+        `| ${row.role === "total" ? "**total**" : cell(row.role)} | ${row.calls} | ${row.failedCalls} | ${row.inputTokens} | ${row.outputTokens} | ${row.cachedTokens} | ${row.costUsd.toFixed(4)} |`,
+      );
     }
     lines.push("");
   }
 
   if (model.conclusion) {
     const conclusion = model.conclusion;
-    lines.push("## Conclusion (model-written)", "", "Interpretation by the planner's language model; the numbers above are computed and take precedence.", "", inline(conclusion.answer), "");
+    lines.push(
+      "## Conclusion (model-written)",
+      "",
+      "Interpretation by the planner's language model; the numbers above are computed and take precedence.",
+      "",
+      inline(conclusion.answer),
+      "",
+    );
     for (const claim of conclusion.claims) {
       lines.push(
         claim.status === "grounded"

@@ -13,7 +13,12 @@ const time = "2026-11-29T10:00:00.000Z";
 function runsOf(): Record<string, ReportRunFiles> {
   return Object.fromEntries(
     reportFixtureRuns().map((run) => {
-      const read: RunRead = { blueprintId: run.blueprintId, state: run.state, reason: run.reason, records: run.records.map((record) => makeMetricsRecord({ ...record, time })) };
+      const read: RunRead = {
+        blueprintId: run.blueprintId,
+        state: run.state,
+        reason: run.reason,
+        records: run.records.map((record) => makeMetricsRecord({ ...record, time })),
+      };
       return [run.blueprintId, { read, link: `results/${run.blueprintId}/result.md` }];
     }),
   );
@@ -31,9 +36,46 @@ function historyOf(topicText: string, runs: Record<string, ReportRunFiles>): Sta
 }
 
 const ledgerEntries: LedgerEntry[] = [
-  { time, kind: "llm", role: "plan", provider: "scripted", model: "m", inputTokens: 1000, outputTokens: 200, cachedTokens: 100, costUsd: 0.012, durationMs: 900, ok: true },
-  { time, kind: "llm", role: "plan", provider: "scripted", model: "m", inputTokens: 500, outputTokens: 0, cachedTokens: 0, costUsd: 0, durationMs: 50, ok: false, errorCode: "LLM_TIMEOUT" },
-  { time, kind: "llm", role: "analyze", provider: "scripted", model: "m", inputTokens: 300, outputTokens: 100, cachedTokens: 0, costUsd: 0.003, durationMs: 400, ok: true },
+  {
+    time,
+    kind: "llm",
+    role: "plan",
+    provider: "scripted",
+    model: "m",
+    inputTokens: 1000,
+    outputTokens: 200,
+    cachedTokens: 100,
+    costUsd: 0.012,
+    durationMs: 900,
+    ok: true,
+  },
+  {
+    time,
+    kind: "llm",
+    role: "plan",
+    provider: "scripted",
+    model: "m",
+    inputTokens: 500,
+    outputTokens: 0,
+    cachedTokens: 0,
+    costUsd: 0,
+    durationMs: 50,
+    ok: false,
+    errorCode: "LLM_TIMEOUT",
+  },
+  {
+    time,
+    kind: "llm",
+    role: "analyze",
+    provider: "scripted",
+    model: "m",
+    inputTokens: 300,
+    outputTokens: 100,
+    cachedTokens: 0,
+    costUsd: 0.003,
+    durationMs: 400,
+    ok: true,
+  },
   { time, kind: "gpu", blueprintId: "s1-baseline-seed1", host: "gpu-a", gpus: 2, hours: 0.5 },
   { time, kind: "gpu", blueprintId: "s1-lr-1-seed1", host: "gpu-b", gpus: 1, hours: 0.25 },
 ];
@@ -64,7 +106,9 @@ describe("buildReportModel", () => {
     expect(best.mean).toBeCloseTo(0.79, 9);
     expect(best.low).toBeCloseTo(0.79 - 0.12706, 6);
     const answer = model.answer.map((paragraph) => paragraph.map((run) => (typeof run === "string" ? run : `**${run.strong}**`)).join("")).join("\n");
-    expect(answer).toContain("The best configuration measured is **lr-0.03** (lr=0.03): final reward_mean mean 0.79 over 2 seed(s), 95% interval [0.6629, 0.9171].");
+    expect(answer).toContain(
+      "The best configuration measured is **lr-0.03** (lr=0.03): final reward_mean mean 0.79 over 2 seed(s), 95% interval [0.6629, 0.9171].",
+    );
     expect(answer).toContain("Against the baseline (mean 0.5, 95% interval [0.4503, 0.5497]), its mean differs by 0.29 (58%), beyond seed noise");
     expect(answer).toContain("better than each of the 3 other scored configuration(s) beyond seed noise");
     expect(answer).toContain("Stopped: no-improvement: no configuration of stage 2 beats lr-0.03's mean.");
@@ -73,7 +117,9 @@ describe("buildReportModel", () => {
   it("computes the caveats: the failed run with its reason, few seeds, the stop reason, stages not analyzed", () => {
     const model = buildReportModel(inputs({ plannedStages: [1, 2, 3] }));
     const text = model.caveats.join("\n");
-    expect(text).toContain("1 of 12 experiment(s) are not counted in the scores: s2-lr-0.03-seed3 (failed: out of memory: CUDA out of memory <tried to allocate 2 GiB>)");
+    expect(text).toContain(
+      "1 of 12 experiment(s) are not counted in the scores: s2-lr-0.03-seed3 (failed: out of memory: CUDA out of memory <tried to allocate 2 GiB>)",
+    );
     expect(text).toContain("Few seeds: with 2 scored seed(s) a 95% interval is the mean ± 12.706 standard errors");
     expect(text).toContain("the answer is the best configuration measured, not a proven optimum");
     expect(text).toContain("Stage(s) 3 were planned");
@@ -83,7 +129,12 @@ describe("buildReportModel", () => {
   it("names the configurations whose intervals overlap the best's, and a budget stop", () => {
     const base = inputs();
     // Only stage 1: baseline (0.5) is best-but-one, lr-1 (0.52) best, and their intervals overlap.
-    const model = buildReportModel({ ...base, history: base.history.slice(0, 1), plannedStages: [1], stop: { reason: "budget", explanation: "stage 2 would exceed the budget of 1 stage(s)" } });
+    const model = buildReportModel({
+      ...base,
+      history: base.history.slice(0, 1),
+      plannedStages: [1],
+      stop: { reason: "budget", explanation: "stage 2 would exceed the budget of 1 stage(s)" },
+    });
     expect(model.bestId).toBe("lr-1");
     const text = model.caveats.join("\n");
     expect(text).toMatch(/The 95% interval of lr-1 overlaps that of baseline \(mean 0\.5\)/);
@@ -95,18 +146,20 @@ describe("buildReportModel", () => {
     const base = inputs();
     const runs = { ...base.runs };
     const changed = runs["s1-baseline-seed1"]!;
-    runs["s1-baseline-seed1"] = { ...changed, read: { ...changed.read, records: [...changed.read.records, makeMetricsRecord({ step: 5, time, reward_mean: 0.9 })] } };
+    runs["s1-baseline-seed1"] = {
+      ...changed,
+      read: { ...changed.read, records: [...changed.read.records, makeMetricsRecord({ step: 5, time, reward_mean: 0.9 })] },
+    };
     const model = buildReportModel({ ...base, runs });
-    expect(model.caveats.join("\n")).toContain("The result directory of s1-baseline-seed1 changed after its stage was analyzed: the analysis scored it 0.48, its files now give 0.9");
+    expect(model.caveats.join("\n")).toContain(
+      "The result directory of s1-baseline-seed1 changed after its stage was analyzed: the analysis scored it 0.48, its files now give 0.9",
+    );
     expect(model.experiments.find((row) => row.blueprintId === "s1-baseline-seed1")!.score).toBe(0.48);
   });
 
   it("draws one curve per configuration per stage, the mean over its succeeded runs at each step", () => {
     const model = buildReportModel(inputs());
-    expect(model.curves.map((curves) => curves.series.map((series) => series.name))).toEqual([
-      ["baseline", "lr-0.01", "lr-1"],
-      ["lr-0.03"],
-    ]);
+    expect(model.curves.map((curves) => curves.series.map((series) => series.name))).toEqual([["baseline", "lr-0.01", "lr-1"], ["lr-0.03"]]);
     expect(model.curves.map((curves) => curves.runs)).toEqual([[3, 3, 3], [2]]);
     const baseline = model.curves[0]!.series[0]!;
     expect(baseline.points.map((point) => point.x)).toEqual([0, 1, 2, 3, 4]);
@@ -120,7 +173,10 @@ describe("buildReportModel", () => {
   it("totals GPU-hours and LLM spending per role from the ledger", () => {
     const model = buildReportModel(inputs());
     expect(model.costs.gpuHours).toBeCloseTo(1.25, 9);
-    expect(model.costs.byHost).toEqual([{ host: "gpu-a", gpuHours: 1 }, { host: "gpu-b", gpuHours: 0.25 }]);
+    expect(model.costs.byHost).toEqual([
+      { host: "gpu-a", gpuHours: 1 },
+      { host: "gpu-b", gpuHours: 0.25 },
+    ]);
     expect(model.costs.llmByRole.map((row) => [row.role, row.calls, row.failedCalls, row.inputTokens])).toEqual([
       ["plan", 2, 1, 1500],
       ["analyze", 1, 0, 300],
@@ -143,7 +199,9 @@ describe("buildReportModel", () => {
     expect(model.conclusion!.claims.map((claim) => claim.status)).toEqual(["grounded", "flagged", "flagged"]);
     expect(model.caveats.join("\n")).toContain("2 claim(s) of the model-written conclusion are not supported by any experiment of this campaign");
     const markdown = renderReportMarkdown(model);
-    expect(markdown).toContain("- **FLAGGED: not supported by any experiment of this campaign** (cites s3-lr-3-seed1, which is not an experiment of this campaign): lr 3 would be even better");
+    expect(markdown).toContain(
+      "- **FLAGGED: not supported by any experiment of this campaign** (cites s3-lr-3-seed1, which is not an experiment of this campaign): lr 3 would be even better",
+    );
     const html = renderReportHtml(model);
     expect(html.match(/<li class="claim flagged">/g)).toHaveLength(2);
     expect(html).toContain("Flagged: not supported by any experiment of this campaign</span> (cites no experiment): the GPU was warm");
@@ -187,7 +245,10 @@ describe("the rendered report", () => {
 
   it("says plainly when nothing was scored", () => {
     const base = inputs();
-    const history = base.history.map((record) => ({ ...record, outcomes: record.outcomes.map((outcome) => ({ ...outcome, state: "failed" as const, score: undefined, reason: "killed" })) }));
+    const history = base.history.map((record) => ({
+      ...record,
+      outcomes: record.outcomes.map((outcome) => ({ ...outcome, state: "failed" as const, score: undefined, reason: "killed" })),
+    }));
     const model = buildReportModel({ ...base, history, stop: { reason: "stage-failed", explanation: "no experiment of stage 1 recorded a score" } });
     expect(model.bestId).toBeUndefined();
     expect(renderReportMarkdown(model)).toContain("No configuration produced a score, so the question is not answered.");
@@ -197,7 +258,20 @@ describe("the rendered report", () => {
 
 describe("meanCurve", () => {
   it("averages each step over the runs that recorded it", () => {
-    const curves = [new Map([[0, 1], [1, 2]]), new Map([[0, 3], [2, 5]])];
-    expect(meanCurve(curves)).toEqual([{ x: 0, y: 2 }, { x: 1, y: 2 }, { x: 2, y: 5 }]);
+    const curves = [
+      new Map([
+        [0, 1],
+        [1, 2],
+      ]),
+      new Map([
+        [0, 3],
+        [2, 5],
+      ]),
+    ];
+    expect(meanCurve(curves)).toEqual([
+      { x: 0, y: 2 },
+      { x: 1, y: 2 },
+      { x: 2, y: 5 },
+    ]);
   });
 });

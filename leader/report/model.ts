@@ -113,7 +113,9 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
   const summaries = summarizeConfigurations(history);
   const best = metric ? bestConfiguration(summaries, metric.goal) : undefined;
   // The stages judged again from the files, each with the stages before it (as in the graph).
-  const analyses = metric ? history.map((record, index) => analyzeStageResults(topic, record.plan, history.slice(0, index), readsOf(record, inputs.runs), () => "")) : undefined;
+  const analyses = metric
+    ? history.map((record, index) => analyzeStageResults(topic, record.plan, history.slice(0, index), readsOf(record, inputs.runs), () => ""))
+    : undefined;
   const experiments = experimentRows(inputs, analyses);
   const verdicts = analyses ? analyses.flatMap((analysis) => analysis.verdicts.map((verdict) => ({ stage: analysis.stage, ...verdict }))) : [];
   const knownIds = history.flatMap((record) => record.plan.experiments.map((experiment) => experiment.blueprintId));
@@ -144,15 +146,32 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
     curves: metric ? history.map((record) => stageCurves(record, inputs.runs, metric.name)) : [],
     caveats: [],
     costs: costsOf(inputs.ledger),
-    conclusion: checked && inputs.conclusion ? { answer: inputs.conclusion.answer, claims: checked.claims, caveats: inputs.conclusion.caveats, flagged: checked.flagged } : undefined,
+    conclusion:
+      checked && inputs.conclusion
+        ? { answer: inputs.conclusion.answer, claims: checked.claims, caveats: inputs.conclusion.caveats, flagged: checked.flagged }
+        : undefined,
     stages: history.map((record) => record.plan.stage),
   };
-  model.caveats = reportCaveats({ topic, summaries, best, experiments, stop: inputs.stop, history, plannedStages: inputs.plannedStages, ledger: inputs.ledger, ledgerProblems: inputs.ledgerProblems, flaggedClaims: checked?.flagged ?? 0, rescored: analyses ? rescoredRuns(history, analyses) : [] });
+  model.caveats = reportCaveats({
+    topic,
+    summaries,
+    best,
+    experiments,
+    stop: inputs.stop,
+    history,
+    plannedStages: inputs.plannedStages,
+    ledger: inputs.ledger,
+    ledgerProblems: inputs.ledgerProblems,
+    flaggedClaims: checked?.flagged ?? 0,
+    rescored: analyses ? rescoredRuns(history, analyses) : [],
+  });
   return model;
 }
 
 export function settingsText(settings: Record<string, KnobValue>): string {
-  return Object.entries(settings).map(([name, value]) => `${name}=${String(value)}`).join(", ");
+  return Object.entries(settings)
+    .map(([name, value]) => `${name}=${String(value)}`)
+    .join(", ");
 }
 
 export function intervalText(low: number | undefined, high: number | undefined): string {
@@ -161,7 +180,9 @@ export function intervalText(low: number | undefined, high: number | undefined):
 
 /** One line per re-opening, so a reader sees that an earlier stop was lifted and why. */
 function reopeningParagraphs(reopenings: NonNullable<ReportInputs["reopenings"]>): Paragraph[] {
-  return reopenings.map((reopening, index) => [`Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget${reopening.after === undefined ? "" : `: ${reopening.after.replace(/[.\s]+$/, "")}`}.`]);
+  return reopenings.map((reopening, index) => [
+    `Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget${reopening.after === undefined ? "" : `: ${reopening.after.replace(/[.\s]+$/, "")}`}.`,
+  ]);
 }
 
 function answerParagraphs(topic: Topic, summaries: ConfigurationSummary[], best: ConfigurationSummary | undefined, stop: ReportInputs["stop"]): Paragraph[] {
@@ -172,22 +193,34 @@ function answerParagraphs(topic: Topic, summaries: ConfigurationSummary[], best:
   const sample = best.sample;
   const interval = sample.low === undefined ? "no interval (one seed)" : `95% interval ${intervalText(sample.low, sample.high)}`;
   const paragraphs: Paragraph[] = [
-    ["The best configuration measured is ", { strong: best.configuration.id }, ` (${settingsText(best.configuration.settings) || "no knobs"}): ${scoreLabel(metric)} mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), ${interval}.`],
+    [
+      "The best configuration measured is ",
+      { strong: best.configuration.id },
+      ` (${settingsText(best.configuration.settings) || "no knobs"}): ${scoreLabel(metric)} mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), ${interval}.`,
+    ],
   ];
   const baseline = summaries.find((summary) => summary.configuration.id === "baseline");
   if (baseline && baseline !== best && baseline.sample.n > 0) {
     const difference = sample.mean - baseline.sample.mean;
     const relative = baseline.sample.mean !== 0 ? ` (${formatNumber((Math.abs(difference) / Math.abs(baseline.sample.mean)) * 100)}%)` : "";
     const separated = separatedBeyondNoise(sample, baseline.sample, metric.goal);
-    const noise = separated === true ? "beyond seed noise (the 95% intervals do not overlap)" : separated === false ? "within seed noise (the 95% intervals overlap)" : "with too few seeds to compare against seed noise (fewer than two on a side)";
-    paragraphs.push([`Against the baseline (mean ${formatNumber(baseline.sample.mean)}, 95% interval ${intervalText(baseline.sample.low, baseline.sample.high)}), its mean differs by ${formatNumber(difference)}${relative}, ${noise}.`]);
+    const noise =
+      separated === true
+        ? "beyond seed noise (the 95% intervals do not overlap)"
+        : separated === false
+          ? "within seed noise (the 95% intervals overlap)"
+          : "with too few seeds to compare against seed noise (fewer than two on a side)";
+    paragraphs.push([
+      `Against the baseline (mean ${formatNumber(baseline.sample.mean)}, 95% interval ${intervalText(baseline.sample.low, baseline.sample.high)}), its mean differs by ${formatNumber(difference)}${relative}, ${noise}.`,
+    ]);
   } else if (baseline === best && summaries.filter((summary) => summary.sample.n > 0).length > 1) {
     paragraphs.push(["No other configuration has a better mean than the baseline."]);
   }
   const others = summaries.filter((summary) => summary !== best && summary.sample.n > 0);
   const overlapping = others.filter((other) => separatedBeyondNoise(sample, other.sample, metric.goal) === false).map((other) => other.configuration.id);
   const undecidable = others.filter((other) => separatedBeyondNoise(sample, other.sample, metric.goal) === undefined).map((other) => other.configuration.id);
-  if (others.length > 0 && overlapping.length === 0 && undecidable.length === 0) paragraphs.push([`It is better than each of the ${others.length} other scored configuration(s) beyond seed noise.`]);
+  if (others.length > 0 && overlapping.length === 0 && undecidable.length === 0)
+    paragraphs.push([`It is better than each of the ${others.length} other scored configuration(s) beyond seed noise.`]);
   else if (others.length > 0) {
     const parts: string[] = [];
     if (overlapping.length > 0) parts.push(`its 95% interval overlaps that of ${overlapping.join(", ")}`);
@@ -233,7 +266,8 @@ function rescoredRuns(history: StageRecord[], analyses: StageAnalysis[]): { blue
     const analysis = analyses[index]!;
     return record.outcomes.flatMap((outcome) => {
       const now = analysis.experiments.find((experiment) => experiment.blueprintId === outcome.blueprintId)?.score;
-      const same = now === outcome.score || (now !== undefined && outcome.score !== undefined && Math.abs(now - outcome.score) <= 1e-9 * Math.max(1, Math.abs(now)));
+      const same =
+        now === outcome.score || (now !== undefined && outcome.score !== undefined && Math.abs(now - outcome.score) <= 1e-9 * Math.max(1, Math.abs(now)));
       return same ? [] : [{ blueprintId: outcome.blueprintId, recorded: outcome.score, now }];
     });
   });

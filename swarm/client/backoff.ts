@@ -30,6 +30,21 @@ export function isConnectionError(error: unknown): boolean {
   if (error.name === "TimeoutError") return true;
   const cause = (error as { cause?: { code?: string } }).cause;
   const code = cause?.code ?? (error as { code?: string }).code;
-  if (code && ["ECONNREFUSED", "ECONNRESET", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT"].includes(code)) return true;
+  if (
+    code &&
+    [
+      "ECONNREFUSED",
+      "ECONNRESET",
+      "EPIPE",
+      "ENOTFOUND",
+      "EAI_AGAIN",
+      "ETIMEDOUT",
+      "EHOSTUNREACH",
+      "UND_ERR_SOCKET",
+      "UND_ERR_CONNECT_TIMEOUT",
+      "UND_ERR_HEADERS_TIMEOUT",
+    ].includes(code)
+  )
+    return true;
   return error instanceof TypeError && error.message === "fetch failed";
 }

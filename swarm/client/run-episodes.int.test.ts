@@ -23,7 +23,9 @@ describe("runEpisodes", () => {
   it("aborts failed episodes, groups tasks by num_repeat, and stops when training finishes", async () => {
     directory = await temporaryDirectory("swarm-runner");
     server = await startSwarmServer({
-      config: parseSwarmConfig(["port: 0", "train_batch_size: 2", "num_repeat: 3", "max_steps: 3", "save_freq: 0"].join("\n"), { baseDirectory: directory.path }),
+      config: parseSwarmConfig(["port: 0", "train_batch_size: 2", "num_repeat: 3", "max_steps: 3", "save_freq: 0"].join("\n"), {
+        baseDirectory: directory.path,
+      }),
       logger: silentLogger,
     });
     const client = new SwarmClient({ url: server.url });

@@ -79,14 +79,30 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
     let episodeUuid = "";
     let outcome: EpisodeOutcome;
     try {
-      const handle = await client.beginEpisode({ type: options.episodeType ?? "train", discardEpisodeTimeout: options.discardEpisodeTimeout ?? 600, ...(options.signal ? { signal: options.signal } : {}) });
+      const handle = await client.beginEpisode({
+        type: options.episodeType ?? "train",
+        discardEpisodeTimeout: options.discardEpisodeTimeout ?? 600,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
       episodeUuid = handle.episodeUuid;
       running += 1;
       try {
         const openai = new (await openAiClass())({ baseURL: handle.baseUrl, apiKey: handle.apiKey, maxRetries: 1 });
         const result = await task.runEpisode(openai, sampled);
-        await client.endEpisode(sampled.taskId, episodeUuid, { reward: result.reward, isSuccess: result.isSuccess, ...(result.logMetrics ? { logMetrics: result.logMetrics } : {}) });
-        outcome = { index, taskId: sampled.taskId, episodeUuid, ok: true, reward: result.reward, isSuccess: result.isSuccess, durationMs: Date.now() - started };
+        await client.endEpisode(sampled.taskId, episodeUuid, {
+          reward: result.reward,
+          isSuccess: result.isSuccess,
+          ...(result.logMetrics ? { logMetrics: result.logMetrics } : {}),
+        });
+        outcome = {
+          index,
+          taskId: sampled.taskId,
+          episodeUuid,
+          ok: true,
+          reward: result.reward,
+          isSuccess: result.isSuccess,
+          durationMs: Date.now() - started,
+        };
       } finally {
         running -= 1;
       }
@@ -101,10 +117,24 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
         return;
       }
       if (episodeUuid) await client.abortEpisode(episodeUuid, sampled.taskId).catch(() => undefined);
-      outcome = { index, taskId: sampled.taskId, episodeUuid, ok: false, error: error instanceof Error ? error.message : String(error), durationMs: Date.now() - started };
+      outcome = {
+        index,
+        taskId: sampled.taskId,
+        episodeUuid,
+        ok: false,
+        error: error instanceof Error ? error.message : String(error),
+        durationMs: Date.now() - started,
+      };
     }
     outcomes.push(outcome);
-    options.onProgress?.({ done: outcomes.length, total: options.episodes, failed: outcomes.filter((entry) => !entry.ok).length, running, rewardMean: rewardMean(outcomes), last: outcome });
+    options.onProgress?.({
+      done: outcomes.length,
+      total: options.episodes,
+      failed: outcomes.filter((entry) => !entry.ok).length,
+      running,
+      rewardMean: rewardMean(outcomes),
+      last: outcome,
+    });
   };
 
   const lane = async (): Promise<void> => {

@@ -49,7 +49,11 @@ export interface EndEpisodeOptions {
 }
 
 export class SwarmRequestError extends Error {
-  constructor(readonly status: number, readonly endpoint: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly endpoint: string,
+    message: string,
+  ) {
     super(`${endpoint}: ${message} (HTTP ${status})`);
     this.name = "SwarmRequestError";
   }
@@ -92,7 +96,9 @@ export class SwarmClient {
    * concurrency cap is reached, or the server is unreachable. Throws SwarmFinishedError
    * when training has finished, the signal's reason when it aborts.
    */
-  async beginEpisode(options: { type?: "train" | "eval"; discardEpisodeTimeout?: number; signal?: AbortSignal; maxWaitMs?: number } = {}): Promise<EpisodeHandle> {
+  async beginEpisode(
+    options: { type?: "train" | "eval"; discardEpisodeTimeout?: number; signal?: AbortSignal; maxWaitMs?: number } = {},
+  ): Promise<EpisodeHandle> {
     const started = Date.now();
     for (let attempt = 0; ; attempt += 1) {
       let cause: unknown;
@@ -106,7 +112,12 @@ export class SwarmClient {
           return { episodeUuid: String(answer.episode_uuid), baseUrl: String(answer.openai_base_url), apiKey: String(answer.openai_api_key) };
         }
         cause = String(answer.fail_cause ?? "claim refused");
-        if (/^ENGINE\.OFFLINE: finished/.test(String(cause))) throw new SwarmFinishedError(String(cause).replace(/^ENGINE\.OFFLINE: /, "").split(";")[0]!);
+        if (/^ENGINE\.OFFLINE: finished/.test(String(cause)))
+          throw new SwarmFinishedError(
+            String(cause)
+              .replace(/^ENGINE\.OFFLINE: /, "")
+              .split(";")[0]!,
+          );
       } catch (error) {
         if (!isConnectionError(error)) throw error;
         cause = error;
@@ -177,7 +188,11 @@ export class SwarmClient {
       return (await this.#once("GET", "/get_engine_status")) as EngineStatus;
     } catch (error) {
       if (!isConnectionError(error)) throw error;
-      return { engine_status: "ENGINE.CANNOT_CONNECT", engine_status_detail: error instanceof Error ? `${error.message}${causeText(error)}` : String(error), global_step: -1 };
+      return {
+        engine_status: "ENGINE.CANNOT_CONNECT",
+        engine_status_detail: error instanceof Error ? `${error.message}${causeText(error)}` : String(error),
+        global_step: -1,
+      };
     }
   }
 

@@ -28,9 +28,25 @@ async function sampledBatch(engine: Engine, seedBase: number): Promise<TrainingS
   for (let index = 0; index < 8; index++) {
     const messages = conversation.slice(0, 2);
     const result = await engine.generate({ messages, maxTokens: 3, seed: seedBase + index });
-    const call: RecordedCall = { callIndex: 0, messages, promptTokenIds: result.promptTokenIds, completionTokenIds: result.completionTokenIds, completionText: result.text, ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}), time: Date.now() };
+    const call: RecordedCall = {
+      callIndex: 0,
+      messages,
+      promptTokenIds: result.promptTokenIds,
+      completionTokenIds: result.completionTokenIds,
+      completionText: result.text,
+      ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}),
+      time: Date.now(),
+    };
     const reward = index % 2 === 0 ? 1 : 0;
-    batch.push(...buildTrainingSamples([call], { compareLevel: "token", taskId: "banana", episodeUuid: `episode-${index}`, reward, encodeChat: (m, o) => engine.encodeChat(m, o) }).samples);
+    batch.push(
+      ...buildTrainingSamples([call], {
+        compareLevel: "token",
+        taskId: "banana",
+        episodeUuid: `episode-${index}`,
+        reward,
+        encodeChat: (m, o) => engine.encodeChat(m, o),
+      }).samples,
+    );
   }
   return batch;
 }

@@ -4,7 +4,15 @@ import { EmbeddedEngine } from "./embedded/embedded-engine.ts";
 import { OpenAiCompatibleEngine } from "./openai-compatible/openai-compatible-engine.ts";
 
 export type * from "./engine.ts";
-export { engineConfigSchema, optimizerConfigSchema, embeddedModelOptionsSchema, type EngineConfig, type EmbeddedEngineConfig, type OpenAiCompatibleEngineConfig, type OptimizerConfig } from "./engine-config.ts";
+export {
+  engineConfigSchema,
+  optimizerConfigSchema,
+  embeddedModelOptionsSchema,
+  type EngineConfig,
+  type EmbeddedEngineConfig,
+  type OpenAiCompatibleEngineConfig,
+  type OptimizerConfig,
+} from "./engine-config.ts";
 export { EngineError, type EngineErrorCode } from "./engine-error.ts";
 export { EmbeddedEngine } from "./embedded/embedded-engine.ts";
 export { OpenAiCompatibleEngine } from "./openai-compatible/openai-compatible-engine.ts";

@@ -25,12 +25,17 @@ describe("C1 rollout_until_finish_enough_episodes", () => {
 
 describe("C2 rollout_until_finish_enough_tasks", () => {
   it("counts only tasks with N episodes and selects exactly N of each of the first B", () => {
-    const a1 = episode("a", 1), b1 = episode("b", 0), a2 = episode("a", 0), a3 = episode("a", 1), c1 = episode("c", 1);
+    const a1 = episode("a", 1),
+      b1 = episode("b", 0),
+      a2 = episode("a", 0),
+      a3 = episode("a", 1),
+      c1 = episode("c", 1);
     let decision = decideBatch(input("rollout_until_finish_enough_tasks", [a1, b1, a2, a3, c1]));
     expect(decision.ready).toBe(false);
     expect(decision.progress.completed_tasks).toBe(1);
     expect(decision.progress.fraction).toBe(0.5);
-    const c2 = episode("c", 1), b2 = episode("b", 1);
+    const c2 = episode("c", 1),
+      b2 = episode("b", 1);
     decision = decideBatch(input("rollout_until_finish_enough_tasks", [a1, b1, a2, a3, c1, c2, b2]));
     expect(decision.ready).toBe(true);
     // a completed first, then c (its 2nd episode came before b's): a3 and b* are leftovers.

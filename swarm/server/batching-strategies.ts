@@ -136,7 +136,9 @@ const notReady = (progress: PoolProgress): StrategyDecision => ({ ready: false, 
 export function enoughEpisodes(input: StrategyInput, progress: PoolProgress): StrategyDecision {
   const target = input.trainBatchSize * input.numRepeat;
   if (input.episodes.length < target) return notReady(progress);
-  const selected = inCompletionOrder(input.episodes).slice(0, target).map((episode) => episode.episodeUuid);
+  const selected = inCompletionOrder(input.episodes)
+    .slice(0, target)
+    .map((episode) => episode.episodeUuid);
   return { ready: true, selected, discarded: [], progress };
 }
 

@@ -68,7 +68,10 @@ export class CheckpointStore {
       throw error;
     }
     const parsed = stateSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new Error(`${file}: not a swarm checkpoint record (${parsed.error.issues[0]?.message ?? "invalid"}); delete it or point resume at another checkpoint`);
+    if (!parsed.success)
+      throw new Error(
+        `${file}: not a swarm checkpoint record (${parsed.error.issues[0]?.message ?? "invalid"}); delete it or point resume at another checkpoint`,
+      );
     return parsed.data;
   }
 }

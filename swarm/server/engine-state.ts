@@ -54,7 +54,10 @@ export function episodesMayBeOpen(state: EngineState): boolean {
 }
 
 export class IllegalTransitionError extends Error {
-  constructor(readonly from: EngineState, readonly to: EngineState) {
+  constructor(
+    readonly from: EngineState,
+    readonly to: EngineState,
+  ) {
     super(`illegal engine transition ${from} → ${to} (allowed from ${from}: ${legalTransitions[from].join(", ") || "none"})`);
     this.name = "IllegalTransitionError";
   }

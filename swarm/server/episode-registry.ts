@@ -141,7 +141,12 @@ export class EpisodeRegistry {
       if (episode.inFlight > 0) continue;
       const idleMs = now - episode.lastActivityAt;
       if (idleMs > episode.discardTimeoutMs) {
-        this.finish(episode.episodeUuid, "reclaimed", `idle for ${Math.round(idleMs / 1000)} s (discard_episode_timeout ${episode.discardTimeoutMs / 1000} s)`, now);
+        this.finish(
+          episode.episodeUuid,
+          "reclaimed",
+          `idle for ${Math.round(idleMs / 1000)} s (discard_episode_timeout ${episode.discardTimeoutMs / 1000} s)`,
+          now,
+        );
         reclaimed.push(episode);
       }
     }

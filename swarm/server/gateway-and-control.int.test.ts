@@ -54,7 +54,11 @@ describe("the OpenAI-compatible gateway", () => {
     const episode = await client.beginEpisode();
     expect(episode.baseUrl).toBe(`${server.url}/v1`);
     const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: "anything-goes", messages: [{ role: "user", content: "What colour is the sky?" }], max_tokens: 3 });
+    const completion = await openai.chat.completions.create({
+      model: "anything-goes",
+      messages: [{ role: "user", content: "What colour is the sky?" }],
+      max_tokens: 3,
+    });
     expect(completion.object).toBe("chat.completion");
     expect(completion.model).toBe("anything-goes");
     expect(typeof completion.choices[0]!.message.content).toBe("string");
@@ -109,7 +113,16 @@ describe("the OpenAI-compatible gateway", () => {
     const episode = await client.beginEpisode();
     const response = await rawRequest(`${episode.baseUrl}/chat/completions`, {
       headers: { authorization: `Bearer ${episode.apiKey}` },
-      body: JSON.stringify({ model: "m", messages: [{ role: "developer", content: "be brief" }, { role: "user", content: [{ type: "text", text: "hi" }] }], frequency_penalty: 0.5, logit_bias: {}, max_tokens: 2 }),
+      body: JSON.stringify({
+        model: "m",
+        messages: [
+          { role: "developer", content: "be brief" },
+          { role: "user", content: [{ type: "text", text: "hi" }] },
+        ],
+        frequency_penalty: 0.5,
+        logit_bias: {},
+        max_tokens: 2,
+      }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get("x-swarm-warnings")).toContain("frequency_penalty");
@@ -182,7 +195,9 @@ describe("the episode protocol under bad input", () => {
     const episode = await owner.beginEpisode();
     const base = { client_uuid: owner.clientUuid, episode_uuid: episode.episodeUuid, task_id: "a" };
 
-    const mismatch = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: 1, metadata: { task_id: "b" } } }) });
+    const mismatch = await rawRequest(`${server.url}/end_episode`, {
+      body: JSON.stringify({ ...base, workflow_output: { reward: 1, metadata: { task_id: "b" } } }),
+    });
     expect(mismatch.status).toBe(400);
     expect(mismatch.body.success).toBe(false);
     expect(String(mismatch.body.error)).toContain("metadata.task_id");
@@ -190,21 +205,29 @@ describe("the episode protocol under bad input", () => {
     const unknown = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, episode_uuid: "nope", workflow_output: { reward: 1 } }) });
     expect(unknown.status).toBe(404);
 
-    const stranger = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, client_uuid: "someone-else", workflow_output: { reward: 1 } }) });
+    const stranger = await rawRequest(`${server.url}/end_episode`, {
+      body: JSON.stringify({ ...base, client_uuid: "someone-else", workflow_output: { reward: 1 } }),
+    });
     expect(stranger.status).toBe(403);
 
     const badReward = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: "high" } }) });
     expect(badReward.status).toBe(400);
     expect(String(badReward.body.error)).toContain("workflow_output.reward");
 
-    const noReward = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: null, metadata: { task_id: "a" } } }) });
+    const noReward = await rawRequest(`${server.url}/end_episode`, {
+      body: JSON.stringify({ ...base, workflow_output: { reward: null, metadata: { task_id: "a" } } }),
+    });
     expect(noReward.status).toBe(400);
     // Huge rewards would overflow GRPO's group sums into NaN weights.
-    const huge = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: [1e308, 1e308], metadata: { task_id: "a" } } }) });
+    const huge = await rawRequest(`${server.url}/end_episode`, {
+      body: JSON.stringify({ ...base, workflow_output: { reward: [1e308, 1e308], metadata: { task_id: "a" } } }),
+    });
     expect(huge.status).toBe(400);
     expect(String(huge.body.error)).toContain("within");
     // AgentJet clients may send a list of rewards: their mean counts.
-    const listed = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: [0, 1], metadata: { task_id: "a" }, log_metrics: { turns: [1, 3] } } }) });
+    const listed = await rawRequest(`${server.url}/end_episode`, {
+      body: JSON.stringify({ ...base, workflow_output: { reward: [0, 1], metadata: { task_id: "a" }, log_metrics: { turns: [1, 3] } } }),
+    });
     expect(listed.status).toBe(200);
     expect((await owner.episodeBuffer()).find((entry) => entry.episode_uuid === episode.episodeUuid)?.reward).toBe(0.5);
     const twice = await owner.endEpisode("a", episode.episodeUuid, { reward: 0.5 }).catch((error: unknown) => error);
@@ -220,7 +243,9 @@ describe("the episode protocol under bad input", () => {
   it("caps concurrent episodes and says why", async () => {
     const client = new SwarmClient({ url: server.url });
     const claims = [await client.beginEpisode(), await client.beginEpisode(), await client.beginEpisode()];
-    const refused = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "x", episode_type: "train", discard_episode_timeout: 60 }) });
+    const refused = await rawRequest(`${server.url}/claim_episode`, {
+      body: JSON.stringify({ client_uuid: "x", episode_type: "train", discard_episode_timeout: 60 }),
+    });
     expect(refused.body.success).toBe(false);
     expect(String(refused.body.fail_cause)).toContain("max_env_worker");
     // The phrase AgentJet's client matches to retry soon.
@@ -251,14 +276,20 @@ describe("the episode protocol under bad input", () => {
     const started = await rawRequest(`${server.url}/start_engine`, { headers: { "x-admin-token": adminToken } });
     expect(started.status).toBe(409);
     expect(String(started.body.error)).toContain("only while ENGINE.OFFLINE");
-    const synced = await rawRequest(`${server.url}/sync_train_config`, { body: JSON.stringify({ yaml_as_string: "num_repeat: 3" }), headers: { "x-admin-token": adminToken } });
+    const synced = await rawRequest(`${server.url}/sync_train_config`, {
+      body: JSON.stringify({ yaml_as_string: "num_repeat: 3" }),
+      headers: { "x-admin-token": adminToken },
+    });
     expect(synced.status).toBe(409);
 
     await admin.stop();
     const claim = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "late" }) });
     expect(claim.body.success).toBe(false);
     expect(String(claim.body.fail_cause)).toContain("ENGINE.OFFLINE");
-    const badConfig = await rawRequest(`${server.url}/sync_train_config`, { body: JSON.stringify({ yaml_as_string: "optimizer:\n  lrr: 1\n" }), headers: { "x-admin-token": adminToken } });
+    const badConfig = await rawRequest(`${server.url}/sync_train_config`, {
+      body: JSON.stringify({ yaml_as_string: "optimizer:\n  lrr: 1\n" }),
+      headers: { "x-admin-token": adminToken },
+    });
     expect(badConfig.status).toBe(400);
     expect(String(badConfig.body.error)).toContain('did you mean "lr"');
     await admin.syncTrainConfig("train_batch_size: 1000\nnum_repeat: 3\nmax_env_worker: 3\n");
@@ -271,27 +302,58 @@ describe("the episode protocol under bad input", () => {
 describe("garbage on every endpoint", () => {
   it("never answers 5xx and stays healthy", async () => {
     let seed = 12345;
-    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
     const value = (depth: number): unknown => {
       const kind = pick(["string", "number", "null", "bool", "array", "object", "huge-number"] as const);
       if (depth > 2 && (kind === "array" || kind === "object")) return "leaf";
       switch (kind) {
-        case "string": return pick(["", "x", "train", "eval", "ENGINE.ROLLING", "\u0000", "💥".repeat(20)]);
-        case "number": return pick([0, -1, 1.5, 1e308, Number.MAX_SAFE_INTEGER]);
-        case "huge-number": return 1e400;
-        case "null": return null;
-        case "bool": return random() < 0.5;
-        case "array": return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
+        case "string":
+          return pick(["", "x", "train", "eval", "ENGINE.ROLLING", "\u0000", "💥".repeat(20)]);
+        case "number":
+          return pick([0, -1, 1.5, 1e308, Number.MAX_SAFE_INTEGER]);
+        case "huge-number":
+          return 1e400;
+        case "null":
+          return null;
+        case "bool":
+          return random() < 0.5;
+        case "array":
+          return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
         case "object": {
-          const keys = ["client_uuid", "episode_uuid", "task_id", "workflow_output", "reward", "metadata", "messages", "role", "content", "episode_type", "discard_episode_timeout", "yaml_as_string", "path", "stream"];
+          const keys = [
+            "client_uuid",
+            "episode_uuid",
+            "task_id",
+            "workflow_output",
+            "reward",
+            "metadata",
+            "messages",
+            "role",
+            "content",
+            "episode_type",
+            "discard_episode_timeout",
+            "yaml_as_string",
+            "path",
+            "stream",
+          ];
           return Object.fromEntries(Array.from({ length: Math.floor(random() * 5) }, () => [pick(keys), value(depth + 1)]));
         }
       }
     };
     const client = new SwarmClient({ url: server.url });
     const episode = await client.beginEpisode();
-    const paths = ["/claim_episode", "/end_episode", "/abort_episode", "/can_continue_episode", "/agree_sync_weight", "/get_episode_buffer", "/sync_train_config", "/save_checkpoint", "/v1/chat/completions"];
+    const paths = [
+      "/claim_episode",
+      "/end_episode",
+      "/abort_episode",
+      "/can_continue_episode",
+      "/agree_sync_weight",
+      "/get_episode_buffer",
+      "/sync_train_config",
+      "/save_checkpoint",
+      "/v1/chat/completions",
+    ];
     for (let round = 0; round < 300; round += 1) {
       const path = pick(paths);
       const body = random() < 0.15 ? JSON.stringify(value(0)).slice(0, Math.floor(random() * 20)) : JSON.stringify(value(0));
@@ -301,7 +363,8 @@ describe("garbage on every endpoint", () => {
     }
     const buffer = await client.episodeBuffer();
     for (const entry of buffer) {
-      if (entry.status === "running") await rawRequest(`${server.url}/abort_episode`, { body: JSON.stringify({ client_uuid: entry.client_uuid, episode_uuid: entry.episode_uuid }) });
+      if (entry.status === "running")
+        await rawRequest(`${server.url}/abort_episode`, { body: JSON.stringify({ client_uuid: entry.client_uuid, episode_uuid: entry.episode_uuid }) });
     }
     await healthy();
     expect((await admin.poolInformation()).running_episodes).toBe(0);

@@ -35,14 +35,30 @@ const chatRequestSchema = z.looseObject({
   top_p: z.number().gt(0).max(1).nullable().optional(),
   max_tokens: positiveTokens,
   max_completion_tokens: positiveTokens,
-  stop: z.union([z.string(), z.array(z.string())]).nullable().optional(),
+  stop: z
+    .union([z.string(), z.array(z.string())])
+    .nullable()
+    .optional(),
   seed: z.number().int().nullable().optional(),
   tools: z.array(z.unknown()).nullable().optional(),
   n: z.number().int().positive().nullable().optional(),
 });
 type ChatRequest = z.output<typeof chatRequestSchema>;
 
-const honouredFields = new Set(["model", "messages", "stream", "stream_options", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "tools", "n"]);
+const honouredFields = new Set([
+  "model",
+  "messages",
+  "stream",
+  "stream_options",
+  "temperature",
+  "top_p",
+  "max_tokens",
+  "max_completion_tokens",
+  "stop",
+  "seed",
+  "tools",
+  "n",
+]);
 /** A hard ceiling so one request cannot ask for unbounded generation. */
 const maxTokensCeiling = 8192;
 const idPrefix = randomBytes(6).toString("hex");
@@ -51,7 +67,10 @@ let idCounter = 0;
 export class Gateway {
   readonly #warnedFields = new Set<string>();
 
-  constructor(private readonly coordinator: TrainingCoordinator, private readonly logger: SwarmLogger) {}
+  constructor(
+    private readonly coordinator: TrainingCoordinator,
+    private readonly logger: SwarmLogger,
+  ) {}
 
   modelName(): string {
     const model = this.coordinator.config.model;
@@ -69,7 +88,10 @@ export class Gateway {
     const text = await readBody(request, config.limits.max_request_body_bytes);
     episode.receivedBytes += text.length;
     if (episode.receivedBytes > config.limits.max_episode_bytes) {
-      throw new HttpError(413, `episode ${episode.episodeUuid} has sent more than limits.max_episode_bytes (${config.limits.max_episode_bytes}) in requests; end it`);
+      throw new HttpError(
+        413,
+        `episode ${episode.episodeUuid} has sent more than limits.max_episode_bytes (${config.limits.max_episode_bytes}) in requests; end it`,
+      );
     }
     const body = parseBody(text, chatRequestSchema, "chat/completions");
     if (body.messages.length > config.limits.max_messages_per_request) {
@@ -107,7 +129,10 @@ export class Gateway {
     }
     if (controller.signal.aborted) return;
     if (episode.status !== "running") {
-      throw new HttpError(401, `episode ${episode.episodeUuid} was ${episode.status} while this completion was generated (${episode.closeReason ?? ""}); the completion is dropped`);
+      throw new HttpError(
+        401,
+        `episode ${episode.episodeUuid} was ${episode.status} while this completion was generated (${episode.closeReason ?? ""}); the completion is dropped`,
+      );
     }
     const agentName = request.headers["x-swarm-agent-name"];
     episode.calls.push({
@@ -128,7 +153,11 @@ export class Gateway {
       created: Math.floor(Date.now() / 1000),
       model: body.model ?? this.modelName(),
     };
-    const usage = { prompt_tokens: result.promptTokenIds.length, completion_tokens: result.completionTokenIds.length, total_tokens: result.promptTokenIds.length + result.completionTokenIds.length };
+    const usage = {
+      prompt_tokens: result.promptTokenIds.length,
+      completion_tokens: result.completionTokenIds.length,
+      total_tokens: result.promptTokenIds.length + result.completionTokenIds.length,
+    };
     if (body.stream) {
       response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", ...headers });
       response.end(streamOf(answer, result, body.stream_options?.include_usage ? usage : undefined));
@@ -151,7 +180,8 @@ export class Gateway {
     const key = bearerToken(request);
     if (!key) throw new HttpError(401, "missing API key: send the openai_api_key of your claimed episode as a Bearer token");
     const episode = this.coordinator.registry.byApiKey(key);
-    if (!episode) throw new HttpError(401, "invalid or revoked API key: its episode has ended, aborted, been reclaimed, or was never claimed; claim a new episode");
+    if (!episode)
+      throw new HttpError(401, "invalid or revoked API key: its episode has ended, aborted, been reclaimed, or was never claimed; claim a new episode");
     return episode;
   }
 
@@ -185,7 +215,8 @@ function toChatMessage(message: z.output<typeof messageSchema>): ChatMessage {
 
 /** The whole answer as server-sent events in OpenAI's chunk format, ending with [DONE]. */
 function streamOf(answer: { id: string; created: number; model: string }, result: GenerateResult, usage: object | undefined): string {
-  const chunk = (choices: unknown[], extra: object = {}): string => `data: ${JSON.stringify({ ...answer, object: "chat.completion.chunk", choices, ...extra })}\n\n`;
+  const chunk = (choices: unknown[], extra: object = {}): string =>
+    `data: ${JSON.stringify({ ...answer, object: "chat.completion.chunk", choices, ...extra })}\n\n`;
   const events = [chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }])];
   for (const piece of result.text.match(/\s*\S+\s*/g) ?? (result.text ? [result.text] : [])) {
     events.push(chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]));

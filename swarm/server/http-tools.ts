@@ -7,7 +7,11 @@ import type { z } from "zod";
  * under /v1, `{success: false, error}` elsewhere).
  */
 export class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly type = errorTypeOf(status)) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type = errorTypeOf(status),
+  ) {
     super(message);
     this.name = "HttpError";
   }

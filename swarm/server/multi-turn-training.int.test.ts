@@ -30,10 +30,14 @@ describe("multi-turn training end to end", () => {
       directory.path,
       ["train_batch_size: 8", "num_repeat: 8", "save_freq: 0", "max_steps: 70", `experiment_dir: ${experimentDir}`].join("\n"),
     );
-    const { stdout } = await run(process.execPath, [cli, "swarm", "client", "compass-walk", "--url", server.url, "--episodes", "20000", "--concurrency", "16", "--json"], {
-      env: { ...process.env, NO_COLOR: "1" },
-      timeout: 180_000,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [cli, "swarm", "client", "compass-walk", "--url", server.url, "--episodes", "20000", "--concurrency", "16", "--json"],
+      {
+        env: { ...process.env, NO_COLOR: "1" },
+        timeout: 180_000,
+      },
+    );
     const summary = JSON.parse(stdout) as { failed: number; stoppedEarly?: string };
     expect(summary.failed).toBe(0);
     expect(summary.stoppedEarly).toContain("max_steps (70)");

@@ -58,7 +58,8 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
     sendJson(response, 200, { success: true });
   });
   add("POST /save_checkpoint", "control", async (_request, response) => {
-    if (coordinator.state.state === "ENGINE.WEIGHT_SYNCING") throw new RequestRefused(409, "the weights are changing (ENGINE.WEIGHT_SYNCING); retry when the step is done");
+    if (coordinator.state.state === "ENGINE.WEIGHT_SYNCING")
+      throw new RequestRefused(409, "the weights are changing (ENGINE.WEIGHT_SYNCING); retry when the step is done");
     const path = await coordinator.saveCheckpoint();
     sendJson(response, 200, { success: true, path, global_step: coordinator.globalStep });
   });
@@ -70,7 +71,11 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
 
   add("POST /claim_episode", "open", async (request, response) => {
     const claim = await body(request, claimEpisodeSchema, "claim_episode");
-    const result = coordinator.claim({ clientUuid: claim.client_uuid, type: claim.episode_type, discardTimeoutSeconds: claim.discard_episode_timeout ?? undefined });
+    const result = coordinator.claim({
+      clientUuid: claim.client_uuid,
+      type: claim.episode_type,
+      discardTimeoutSeconds: claim.discard_episode_timeout ?? undefined,
+    });
     const base = { client_uuid: claim.client_uuid };
     if (!result.ok) {
       sendJson(response, 200, { ...base, success: false, episode_uuid: "", openai_base_url: "", openai_api_key: "", fail_cause: result.failCause });
@@ -89,7 +94,10 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
     const end = await body(request, endEpisodeSchema, "end_episode");
     const metadataTaskId = end.workflow_output.metadata?.task_id;
     if (metadataTaskId !== undefined && metadataTaskId !== end.task_id) {
-      throw new HttpError(400, `end_episode: workflow_output.metadata.task_id ("${metadataTaskId}") differs from task_id ("${end.task_id}"); send the same task id in both`);
+      throw new HttpError(
+        400,
+        `end_episode: workflow_output.metadata.task_id ("${metadataTaskId}") differs from task_id ("${end.task_id}"); send the same task id in both`,
+      );
     }
     coordinator.end({
       clientUuid: end.client_uuid,
@@ -125,7 +133,13 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
   coordinator.state.onTransition((record) => {
     if (record.to === "ENGINE.BOOTING") bootingStartedAt = record.at;
   });
-  add("GET /get_current_batch_rollout_pool_information", "open", (_request, response) => sendJson(response, 200, poolInformation(coordinator, () => bootingStartedAt)));
+  add("GET /get_current_batch_rollout_pool_information", "open", (_request, response) =>
+    sendJson(
+      response,
+      200,
+      poolInformation(coordinator, () => bootingStartedAt),
+    ),
+  );
   add("GET /metrics", "open", (_request, response) => sendJson(response, 200, coordinator.metrics));
   add("GET /metrics/prometheus", "open", (_request, response) =>
     sendText(

@@ -10,15 +10,25 @@ const uuid = z.string().min(1, "must be a non-empty string").max(200);
 export const claimEpisodeSchema = z.looseObject({
   client_uuid: uuid,
   episode_type: z.enum(["train", "eval"]).default("train"),
-  discard_episode_timeout: z.number().positive().max(7 * 24 * 3600).nullable().optional(),
+  discard_episode_timeout: z
+    .number()
+    .positive()
+    .max(7 * 24 * 3600)
+    .nullable()
+    .optional(),
   throttle_policy: z.unknown().optional(),
 });
 
 /** Rewards and metrics beyond this are bugs in a client, and would overflow GRPO's sums. */
 export const maxRewardMagnitude = 1e6;
-const finite = z.number().refine(Number.isFinite, "must be a finite number").refine((value) => Math.abs(value) <= maxRewardMagnitude, `must be within ±${maxRewardMagnitude}`);
+const finite = z
+  .number()
+  .refine(Number.isFinite, "must be a finite number")
+  .refine((value) => Math.abs(value) <= maxRewardMagnitude, `must be within ±${maxRewardMagnitude}`);
 /** AgentJet allows a list of numbers where a number is expected; a3r takes their mean. */
-const numberOrList = z.union([finite, z.array(finite).min(1, "give at least one number")]).transform((value) => (Array.isArray(value) ? value.reduce((sum, item) => sum + item, 0) / value.length : value));
+const numberOrList = z
+  .union([finite, z.array(finite).min(1, "give at least one number")])
+  .transform((value) => (Array.isArray(value) ? value.reduce((sum, item) => sum + item, 0) / value.length : value));
 
 export const workflowOutputSchema = z.looseObject({
   reward: numberOrList,

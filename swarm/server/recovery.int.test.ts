@@ -15,7 +15,15 @@ import { startServerProcess, temporaryDirectory, waitFor, waitForState, type Ser
  */
 const fixture = fileURLToPath(new URL("./__fixtures__/hanging-client.ts", import.meta.url));
 const config = (experimentDir: string): string =>
-  ["port: 0", "train_batch_size: 2", "num_repeat: 2", "save_freq: 2", "max_env_worker: 16", `experiment_dir: ${experimentDir}`, "episode_idle_timeout: 30"].join("\n");
+  [
+    "port: 0",
+    "train_batch_size: 2",
+    "num_repeat: 2",
+    "save_freq: 2",
+    "max_env_worker: 16",
+    `experiment_dir: ${experimentDir}`,
+    "episode_idle_timeout: 30",
+  ].join("\n");
 
 /** A one-call task defined here, so swarm/ stays free of the rest of a3r. */
 const itemColor: EpisodeTask<{ taskId: string; item: string }> = {
@@ -25,7 +33,11 @@ const itemColor: EpisodeTask<{ taskId: string; item: string }> = {
     return { taskId: `colour-${item}`, item };
   },
   async runEpisode(openai, task) {
-    const answer = await openai.chat.completions.create({ model: "m", messages: [{ role: "user", content: `What colour is the ${task.item}?` }], max_tokens: 3 });
+    const answer = await openai.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: `What colour is the ${task.item}?` }],
+      max_tokens: 3,
+    });
     const reward = (answer.choices[0]?.message.content ?? "").length % 3 === 0 ? 1 : 0;
     return { reward, isSuccess: reward === 1 };
   },
@@ -36,7 +48,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
 
-function startHangingClient(url: string, discardTimeoutSeconds: number): Promise<{ child: ReturnType<typeof spawn>; episode: { episodeUuid: string; apiKey: string; baseUrl: string; clientUuid: string } }> {
+function startHangingClient(
+  url: string,
+  discardTimeoutSeconds: number,
+): Promise<{ child: ReturnType<typeof spawn>; episode: { episodeUuid: string; apiKey: string; baseUrl: string; clientUuid: string } }> {
   const child = spawn(process.execPath, ["--import", "tsx", fixture, url, String(discardTimeoutSeconds)], { stdio: ["ignore", "pipe", "pipe"] });
   cleanups.push(async () => child.kill("SIGKILL"));
   let output = "";
@@ -77,10 +92,14 @@ describe("swarm recovery", () => {
         if (progress.last.ok) firstServedAt ??= Date.now();
       },
     });
-    await waitFor("the dead episode to be reclaimed", async () => {
-      const buffer = await client.episodeBuffer();
-      return buffer.find((entry) => entry.episode_uuid === episode.episodeUuid && entry.status === "reclaimed");
-    }, 10_000);
+    await waitFor(
+      "the dead episode to be reclaimed",
+      async () => {
+        const buffer = await client.episodeBuffer();
+        return buffer.find((entry) => entry.episode_uuid === episode.episodeUuid && entry.status === "reclaimed");
+      },
+      10_000,
+    );
     const refused = await deadKey.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
 

@@ -90,8 +90,15 @@ export function waitForState(client: SwarmClient, state: string, timeoutMs = 30_
 }
 
 /** POSTs raw text (for malformed-input tests); returns status, parsed body and headers. */
-export async function rawRequest(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
-  const response = await fetch(url, { method: init.method ?? "POST", headers: { "content-type": "application/json", ...init.headers }, ...(init.body === undefined ? {} : { body: init.body }) });
+export async function rawRequest(
+  url: string,
+  init: { method?: string; body?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
+  const response = await fetch(url, {
+    method: init.method ?? "POST",
+    headers: { "content-type": "application/json", ...init.headers },
+    ...(init.body === undefined ? {} : { body: init.body }),
+  });
   const text = await response.text();
   let body: Record<string, unknown> = {};
   try {

@@ -4,8 +4,16 @@ import { renderPrometheus, summarizeStep } from "./step-metrics.ts";
 
 function pooled(reward: number, isSuccess: boolean, tokens: [number, number], logMetrics: Record<string, number> = {}): PooledEpisode {
   return {
-    episodeUuid: `e${reward}`, taskId: "t", reward, sequence: 1, clientUuid: "c", isSuccess, samples: [],
-    stats: { calls: 2, samples: 1, tokensWithoutMerge: tokens[0], tokensWithMerge: tokens[1] }, logMetrics, completedAt: 0,
+    episodeUuid: `e${reward}`,
+    taskId: "t",
+    reward,
+    sequence: 1,
+    clientUuid: "c",
+    isSuccess,
+    samples: [],
+    stats: { calls: 2, samples: 1, tokensWithoutMerge: tokens[0], tokensWithMerge: tokens[1] },
+    logMetrics,
+    completedAt: 0,
   };
 }
 
@@ -19,13 +27,36 @@ describe("summarizeStep", () => {
       trainTimeMs: 500,
       now: 10_000,
     });
-    expect(metrics).toMatchObject({ step: 4, time: 10, reward_mean: 0.5, reward_std: 0.5, success_rate: 0.5, episodes: 2, samples: 2, tokens: 100, merge_ratio: 0.5, step_time_s: 2, train_time_s: 0.5, loss: 0.5, kl: 0.01, "log/turns": 2 });
+    expect(metrics).toMatchObject({
+      step: 4,
+      time: 10,
+      reward_mean: 0.5,
+      reward_std: 0.5,
+      success_rate: 0.5,
+      episodes: 2,
+      samples: 2,
+      tokens: 100,
+      merge_ratio: 0.5,
+      step_time_s: 2,
+      train_time_s: 0.5,
+      loss: 0.5,
+      kl: 0.01,
+      "log/turns": 2,
+    });
   });
 });
 
 describe("renderPrometheus", () => {
   it("marks the current state and exposes counters", () => {
-    const text = renderPrometheus({ state: "ENGINE.ROLLING", states: ["ENGINE.OFFLINE", "ENGINE.ROLLING"], globalStep: 3, runningEpisodes: 2, poolEpisodes: 5, counters: { episodes_claimed: 9 }, last: undefined });
+    const text = renderPrometheus({
+      state: "ENGINE.ROLLING",
+      states: ["ENGINE.OFFLINE", "ENGINE.ROLLING"],
+      globalStep: 3,
+      runningEpisodes: 2,
+      poolEpisodes: 5,
+      counters: { episodes_claimed: 9 },
+      last: undefined,
+    });
     expect(text).toContain('swarm_engine_state{state="ENGINE.ROLLING"} 1');
     expect(text).toContain('swarm_engine_state{state="ENGINE.OFFLINE"} 0');
     expect(text).toContain("swarm_global_step 3");

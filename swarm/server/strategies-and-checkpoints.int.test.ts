@@ -19,7 +19,10 @@ afterEach(async () => {
 async function serve(lines: string[]): Promise<{ server: SwarmServer; client: SwarmClient }> {
   const directory = await temporaryDirectory("swarm-strategies");
   cleanups.push(directory.remove);
-  const server = await startSwarmServer({ config: parseSwarmConfig(["port: 0", ...lines].join("\n"), { baseDirectory: directory.path }), logger: silentLogger });
+  const server = await startSwarmServer({
+    config: parseSwarmConfig(["port: 0", ...lines].join("\n"), { baseDirectory: directory.path }),
+    logger: silentLogger,
+  });
   cleanups.push(() => server.close());
   const client = new SwarmClient({ url: server.url });
   await waitForState(client, "ENGINE.ROLLING");
@@ -104,7 +107,10 @@ describe("multi-turn episodes", () => {
     for (const reward of [1, 0]) {
       const episode = await client.beginEpisode();
       const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
-      const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "system", content: "You walk on a compass." }, { role: "user", content: "You face north. Turn right." }];
+      const messages: OpenAI.ChatCompletionMessageParam[] = [
+        { role: "system", content: "You walk on a compass." },
+        { role: "user", content: "You face north. Turn right." },
+      ];
       for (let turn = 0; turn < 3; turn += 1) {
         const answer = await openai.chat.completions.create({ model: "m", messages, max_tokens: 2 });
         messages.push({ role: "assistant", content: answer.choices[0]!.message.content ?? "" }, { role: "user", content: "Turn right again." });

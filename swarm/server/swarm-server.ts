@@ -86,14 +86,22 @@ export async function startSwarmServer(options: SwarmServerOptions): Promise<Swa
   };
 }
 
-async function handle(request: IncomingMessage, response: ServerResponse, routes: Map<string, Route>, adminToken: string | undefined, logger: SwarmLogger): Promise<void> {
+async function handle(
+  request: IncomingMessage,
+  response: ServerResponse,
+  routes: Map<string, Route>,
+  adminToken: string | undefined,
+  logger: SwarmLogger,
+): Promise<void> {
   const path = (request.url ?? "/").split("?")[0]!.replace(/\/+$/, "") || "/";
   const route = routes.get(`${request.method} ${path}`);
   const openai = path.startsWith("/v1/");
   try {
     if (!route) {
       const known = [...routes.keys()].filter((key) => key.endsWith(` ${path}`));
-      throw known.length > 0 ? new HttpError(405, `${request.method} is not allowed on ${path}; use ${known.map((key) => key.split(" ")[0]).join(" or ")}`) : new HttpError(404, `no endpoint ${request.method} ${path}`);
+      throw known.length > 0
+        ? new HttpError(405, `${request.method} is not allowed on ${path}; use ${known.map((key) => key.split(" ")[0]).join(" or ")}`)
+        : new HttpError(404, `no endpoint ${request.method} ${path}`);
     }
     if (route.kind === "control" && adminToken !== undefined) checkAdmin(request, adminToken);
     await route.handle(request, response);

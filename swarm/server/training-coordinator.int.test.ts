@@ -35,7 +35,12 @@ const end = (instance: TrainingCoordinator, episodeUuid: string, taskId: string,
 
 describe("TrainingCoordinator", () => {
   it("fixes the batch at ROLLING_POST, refuses claims while draining, and carries late episodes to the next step", async () => {
-    const instance = await coordinator(["train_batch_size: 1", "num_repeat: 2", "swarm_mode_sample_collection_method: rollout_until_finish_enough_episodes", "save_freq: 0"]);
+    const instance = await coordinator([
+      "train_batch_size: 1",
+      "num_repeat: 2",
+      "swarm_mode_sample_collection_method: rollout_until_finish_enough_episodes",
+      "save_freq: 0",
+    ]);
     const [first, second, late] = [claim(instance), claim(instance), claim(instance)];
     end(instance, first.episodeUuid, "a", 1);
     expect(instance.state.state).toBe("ENGINE.ROLLING");

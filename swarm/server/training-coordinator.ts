@@ -14,7 +14,10 @@ import { summarizeStep, type StepMetrics } from "./step-metrics.ts";
 
 /** A refusal the HTTP layer turns into a 4xx answer. */
 export class RequestRefused extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
     this.name = "RequestRefused";
   }
@@ -82,7 +85,8 @@ export class TrainingCoordinator {
 
   /** Replaces the configuration (sync_train_config); only while OFFLINE. */
   replaceConfig(config: SwarmConfig): void {
-    if (this.state.state !== "ENGINE.OFFLINE") throw new RequestRefused(409, `sync_train_config works only while ENGINE.OFFLINE (engine is ${this.state.state}); call stop_engine first`);
+    if (this.state.state !== "ENGINE.OFFLINE")
+      throw new RequestRefused(409, `sync_train_config works only while ENGINE.OFFLINE (engine is ${this.state.state}); call stop_engine first`);
     this.config = config;
     this.#applyConfig();
   }
@@ -159,7 +163,8 @@ export class TrainingCoordinator {
     await this.#work.catch(() => undefined);
     const engine = this.engine;
     if (!engine) return;
-    if (options.checkpoint && this.globalStep > Math.max(0, this.#lastCheckpointStep)) await this.saveCheckpoint().catch((error: unknown) => this.logger.error({ error: String(error) }, "checkpoint on stop failed"));
+    if (options.checkpoint && this.globalStep > Math.max(0, this.#lastCheckpointStep))
+      await this.saveCheckpoint().catch((error: unknown) => this.logger.error({ error: String(error) }, "checkpoint on stop failed"));
     this.engine = undefined;
     this.#batch = [];
     await engine.close();
@@ -167,9 +172,11 @@ export class TrainingCoordinator {
 
   /** stop, then start from a checkpoint ("latest" when no path is given). */
   async resume(path: string | undefined): Promise<void> {
-    if (!path && !(await this.checkpoints.latest())) throw new RequestRefused(409, `no checkpoint under ${this.checkpoints.checkpointDirectory}; nothing to resume`);
+    if (!path && !(await this.checkpoints.latest()))
+      throw new RequestRefused(409, `no checkpoint under ${this.checkpoints.checkpointDirectory}; nothing to resume`);
     // Refuse before stopping anything: a typo in the path must not take a healthy run offline.
-    if (path && !existsSync(path)) throw new RequestRefused(400, `no checkpoint at ${path}; give a path returned by save_checkpoint, or omit it for the latest`);
+    if (path && !existsSync(path))
+      throw new RequestRefused(400, `no checkpoint at ${path}; give a path returned by save_checkpoint, or omit it for the latest`);
     await this.stop("resuming from a checkpoint", { checkpoint: false });
     this.start(path ?? "latest");
     await this.idle();
@@ -193,11 +200,20 @@ export class TrainingCoordinator {
     return saving;
   }
 
-  claim(request: { clientUuid: string; type: EpisodeType; discardTimeoutSeconds: number | undefined }): { ok: true; episode: Episode } | { ok: false; failCause: string } {
+  claim(request: {
+    clientUuid: string;
+    type: EpisodeType;
+    discardTimeoutSeconds: number | undefined;
+  }): { ok: true; episode: Episode } | { ok: false; failCause: string } {
     this.clients.seen(request.clientUuid);
     if (this.state.state !== "ENGINE.ROLLING") {
       // The phrases after the state are the ones AgentJet's client matches to pick its retry delay.
-      const phrase = this.state.state === "ENGINE.ROLLING_POST" ? "Engine is in post-rolling phase. " : this.state.state === "ENGINE.WEIGHT_SYNCING" ? "Engine is syncing weights. " : "";
+      const phrase =
+        this.state.state === "ENGINE.ROLLING_POST"
+          ? "Engine is in post-rolling phase. "
+          : this.state.state === "ENGINE.WEIGHT_SYNCING"
+            ? "Engine is syncing weights. "
+            : "";
       return { ok: false, failCause: `${this.state.state}: ${phrase}${this.state.detail}; claims are accepted only while ENGINE.ROLLING, retry later` };
     }
     const discardTimeoutMs = (request.discardTimeoutSeconds ?? this.config.episode_idle_timeout) * 1000;
@@ -208,7 +224,8 @@ export class TrainingCoordinator {
   /** Ends a running episode with its reward; train episodes go to the pool as samples. */
   end(request: EndEpisodeRequest): void {
     const episode = this.#ownedEpisode(request.clientUuid, request.episodeUuid);
-    if (episode.status !== "running") throw new RequestRefused(409, `episode ${request.episodeUuid} is already ${episode.status} (${episode.closeReason ?? ""}); its reward is not recorded`);
+    if (episode.status !== "running")
+      throw new RequestRefused(409, `episode ${request.episodeUuid} is already ${episode.status} (${episode.closeReason ?? ""}); its reward is not recorded`);
     this.clients.rewarded(request.clientUuid);
     const calls = episode.calls;
     if (episode.type === "eval") {
@@ -254,7 +271,8 @@ export class TrainingCoordinator {
   abort(clientUuid: string, episodeUuid: string): void {
     const episode = this.registry.find(episodeUuid);
     if (!episode || episode.status !== "running") return;
-    if (episode.clientUuid !== clientUuid) throw new RequestRefused(403, `episode ${episodeUuid} belongs to another client; client_uuid ${clientUuid} may not abort it`);
+    if (episode.clientUuid !== clientUuid)
+      throw new RequestRefused(403, `episode ${episodeUuid} belongs to another client; client_uuid ${clientUuid} may not abort it`);
     this.clients.seen(clientUuid);
     this.registry.finish(episodeUuid, "aborted", "aborted by its client");
     this.#maybeDrain();
@@ -267,7 +285,8 @@ export class TrainingCoordinator {
   }
 
   agreeSyncWeight(clientUuid: string): void {
-    if (this.state.state !== "ENGINE.ROLLING") throw new RequestRefused(409, `agree_sync_weight counts only while ENGINE.ROLLING (engine is ${this.state.state})`);
+    if (this.state.state !== "ENGINE.ROLLING")
+      throw new RequestRefused(409, `agree_sync_weight counts only while ENGINE.ROLLING (engine is ${this.state.state})`);
     this.clients.agree(clientUuid);
     this.#considerBatch();
   }
@@ -275,7 +294,8 @@ export class TrainingCoordinator {
   /** Periodic housekeeping: reclaim idle episodes, re-check agreement strategies. */
   tick(): void {
     const reclaimed = this.registry.reclaimIdle();
-    for (const episode of reclaimed) this.logger.warn({ episodeUuid: episode.episodeUuid, clientUuid: episode.clientUuid }, `episode reclaimed: ${episode.closeReason}`);
+    for (const episode of reclaimed)
+      this.logger.warn({ episodeUuid: episode.episodeUuid, clientUuid: episode.clientUuid }, `episode reclaimed: ${episode.closeReason}`);
     this.#considerBatch();
     this.#maybeDrain();
   }
@@ -294,7 +314,8 @@ export class TrainingCoordinator {
   #ownedEpisode(clientUuid: string, episodeUuid: string): Episode {
     const episode = this.registry.find(episodeUuid);
     if (!episode) throw new RequestRefused(404, `unknown episode_uuid ${episodeUuid} (never claimed here, or forgotten past max_cached_episodes)`);
-    if (episode.clientUuid !== clientUuid) throw new RequestRefused(403, `episode ${episodeUuid} was claimed by another client; client_uuid ${clientUuid} may not end it`);
+    if (episode.clientUuid !== clientUuid)
+      throw new RequestRefused(403, `episode ${episodeUuid} was claimed by another client; client_uuid ${clientUuid} may not end it`);
     return episode;
   }
 
@@ -328,7 +349,14 @@ export class TrainingCoordinator {
       // The weights have changed even if the engine was stopped meanwhile: count the step.
       this.globalStep += 1;
       const now = Date.now();
-      const metrics = summarizeStep({ step: this.globalStep, batch, engineMetrics: result.metrics, stepTimeMs: now - this.#stepStartedAt, trainTimeMs: now - trainStartedAt, now });
+      const metrics = summarizeStep({
+        step: this.globalStep,
+        batch,
+        engineMetrics: result.metrics,
+        stepTimeMs: now - this.#stepStartedAt,
+        trainTimeMs: now - trainStartedAt,
+        now,
+      });
       // Zero when the whole batch came from leftovers of the previous step.
       metrics.rollout_episodes = this.#rolloutRewards.length;
       if (this.#rolloutRewards.length > 0) {

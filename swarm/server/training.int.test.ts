@@ -31,13 +31,24 @@ describe("swarm training end to end", () => {
       // C2 with 8 groups of 8: the in-process learning test reaches 0.8 in about 30 steps
       // with these numbers, so ~40 steps (2,600 episodes) leave a wide margin for the
       // nondeterministic episode order of two concurrent clients.
-      ["port: 0", "train_batch_size: 8", "num_repeat: 8", "swarm_mode_sample_collection_method: rollout_until_finish_enough_tasks", "save_freq: 0", `experiment_dir: ${experimentDir}`].join("\n"),
+      [
+        "port: 0",
+        "train_batch_size: 8",
+        "num_repeat: 8",
+        "swarm_mode_sample_collection_method: rollout_until_finish_enough_tasks",
+        "save_freq: 0",
+        `experiment_dir: ${experimentDir}`,
+      ].join("\n"),
     );
     const client = new SwarmClient({ url: server.url });
     await waitForState(client, "ENGINE.ROLLING");
 
     const clients = [1, 2].map((seed) =>
-      run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "1300", "--concurrency", "8", "--seed", String(seed * 1000), "--json"], { env: { ...process.env, NO_COLOR: "1" } }),
+      run(
+        process.execPath,
+        [cli, "swarm", "client", "item-color", "--url", server!.url, "--episodes", "1300", "--concurrency", "8", "--seed", String(seed * 1000), "--json"],
+        { env: { ...process.env, NO_COLOR: "1" } },
+      ),
     );
     // The optimizer step runs off the event loop: status keeps answering during training.
     let polling = true;
@@ -65,7 +76,22 @@ describe("swarm training end to end", () => {
     const metrics = await client.metrics();
     expect(metrics.length).toBeGreaterThanOrEqual(35);
     // Measure the trained policy on eval episodes (answered, never trained on).
-    const evaluation = await run(process.execPath, [cli, "swarm", "client", "item-color", "--url", server.url, "--episodes", "96", "--concurrency", "8", "--seed", "99", "--eval", "--json"]);
+    const evaluation = await run(process.execPath, [
+      cli,
+      "swarm",
+      "client",
+      "item-color",
+      "--url",
+      server.url,
+      "--episodes",
+      "96",
+      "--concurrency",
+      "8",
+      "--seed",
+      "99",
+      "--eval",
+      "--json",
+    ]);
     const evalSummary = JSON.parse(evaluation.stdout) as { completed: number; rewardMean: number };
     expect(evalSummary.completed).toBe(96);
     expect(evalSummary.rewardMean).toBeGreaterThan(0.5); // chance is about 0.03

@@ -45,8 +45,7 @@ export function extendsCall(later: RecordedCall, earlier: RecordedCall, compareL
     const prefixLength = earlier.promptTokenIds.length + earlier.completionTokenIds.length;
     if (later.promptTokenIds.length < prefixLength) return false;
     return (
-      startsWith(later.promptTokenIds, earlier.promptTokenIds, 0) &&
-      startsWith(later.promptTokenIds, earlier.completionTokenIds, earlier.promptTokenIds.length)
+      startsWith(later.promptTokenIds, earlier.promptTokenIds, 0) && startsWith(later.promptTokenIds, earlier.completionTokenIds, earlier.promptTokenIds.length)
     );
   }
   // Real chat templates render tool schemas into the prompt: other tools, other prompt.

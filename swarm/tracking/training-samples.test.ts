@@ -5,7 +5,16 @@ import { buildTrainingSamples, mergeTimelines, type CompareLevel, type RecordedC
 
 // Ids: system 0, user 1, assistant 2, tool 3, end 4, yes 5, no 6, a 7, b 8, c 9.
 const tokenizer = createWordTokenizer(["yes", "no", "a", "b", "c"]);
-const S = 0, U = 1, A = 2, T = 3, E = 4, yes = 5, no = 6, a = 7, b = 8, c = 9;
+const S = 0,
+  U = 1,
+  A = 2,
+  T = 3,
+  E = 4,
+  yes = 5,
+  no = 6,
+  a = 7,
+  b = 8,
+  c = 9;
 
 let nextIndex = 0;
 function call(messages: ChatMessage[], completionText: string, options: { agentName?: string; finishedByLength?: boolean } = {}): RecordedCall {

@@ -23,10 +23,7 @@ export interface BuildSamplesStats {
  * timeline, the loss mask 1 exactly on tokens the policy generated (the absorbed calls'
  * completions and the last call's own), with their sampling log-probs kept.
  */
-export function buildTrainingSamples(
-  calls: RecordedCall[],
-  options: BuildSamplesOptions,
-): { samples: TrainingSample[]; stats: BuildSamplesStats } {
+export function buildTrainingSamples(calls: RecordedCall[], options: BuildSamplesOptions): { samples: TrainingSample[]; stats: BuildSamplesStats } {
   const timelines = mergeTimelines(calls, options.compareLevel);
   const samples = timelines.map((timeline) => sampleOf(timeline, options));
   let tokensWithoutMerge = 0;

@@ -22,7 +22,11 @@ export interface FixtureBlueprintOptions {
 }
 
 /** A temp folder with blueprints for the fixtures; `cleanup` removes it. */
-export async function fixtureFolder(): Promise<{ dir: string; write(options: FixtureBlueprintOptions): Promise<{ path: string; resultDir: string }>; cleanup(): Promise<void> }> {
+export async function fixtureFolder(): Promise<{
+  dir: string;
+  write(options: FixtureBlueprintOptions): Promise<{ path: string; resultDir: string }>;
+  cleanup(): Promise<void>;
+}> {
   const dir = await mkdtemp(join(tmpdir(), "a3r-worker-"));
   return {
     dir,

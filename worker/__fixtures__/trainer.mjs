@@ -24,7 +24,7 @@ import { join } from "node:path";
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
   const index = args.indexOf(`--${name}`);
-  return index < 0 ? fallback : args[index + 1] ?? "true";
+  return index < 0 ? fallback : (args[index + 1] ?? "true");
 };
 const flag = (name) => args.includes(`--${name}`);
 const attempt = Number(process.env.A3R_ATTEMPT ?? 1);

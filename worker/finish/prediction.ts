@@ -32,8 +32,14 @@ const metricName = String.raw`[A-Za-z_][\w/.@-]*`;
 const aggregateWords: Record<string, Aggregate> = { last: "last", final: "last", best: "best", max: "best", min: "best", mean: "mean", average: "mean" };
 
 const forms: RegExp[] = [
-  new RegExp(String.raw`^\s*(?<aggregate>final|last|best|max|min|mean|average)\s+(?<metric>${metricName})\s*(?<comparator>>=|<=|==|=|>|<|≥|≤)\s*(?<threshold>${number})`, "i"),
-  new RegExp(String.raw`^\s*(?<metric>${metricName})\s+at\s+(?:the\s+)?(?<aggregate>last|final|best)(?:\s+step)?\s*(?<comparator>>=|<=|==|=|>|<|≥|≤)\s*(?<threshold>${number})`, "i"),
+  new RegExp(
+    String.raw`^\s*(?<aggregate>final|last|best|max|min|mean|average)\s+(?<metric>${metricName})\s*(?<comparator>>=|<=|==|=|>|<|≥|≤)\s*(?<threshold>${number})`,
+    "i",
+  ),
+  new RegExp(
+    String.raw`^\s*(?<metric>${metricName})\s+at\s+(?:the\s+)?(?<aggregate>last|final|best)(?:\s+step)?\s*(?<comparator>>=|<=|==|=|>|<|≥|≤)\s*(?<threshold>${number})`,
+    "i",
+  ),
   new RegExp(String.raw`^\s*(?<metric>${metricName})\s*(?<comparator>>=|<=|==|=|>|<|≥|≤)\s*(?<threshold>${number})`, "i"),
 ];
 
@@ -48,7 +54,7 @@ export function parsePrediction(text: string): ParsedPrediction | undefined {
   for (const form of forms) {
     const groups = form.exec(text)?.groups;
     if (!groups?.metric || !groups.comparator || groups.threshold === undefined) continue;
-    const aggregate = groups.aggregate ? aggregateWords[groups.aggregate.toLowerCase()] ?? "last" : "last";
+    const aggregate = groups.aggregate ? (aggregateWords[groups.aggregate.toLowerCase()] ?? "last") : "last";
     return { metric: groups.metric, aggregate, comparator: normalizeComparator(groups.comparator), threshold: Number(groups.threshold) };
   }
   return undefined;
@@ -56,11 +62,16 @@ export function parsePrediction(text: string): ParsedPrediction | undefined {
 
 function holds(value: number, comparator: Comparator, threshold: number): boolean {
   switch (comparator) {
-    case ">=": return value >= threshold;
-    case "<=": return value <= threshold;
-    case ">": return value > threshold;
-    case "<": return value < threshold;
-    case "==": return Math.abs(value - threshold) <= 1e-9 * Math.max(1, Math.abs(threshold));
+    case ">=":
+      return value >= threshold;
+    case "<=":
+      return value <= threshold;
+    case ">":
+      return value > threshold;
+    case "<":
+      return value < threshold;
+    case "==":
+      return Math.abs(value - threshold) <= 1e-9 * Math.max(1, Math.abs(threshold));
   }
 }
 
@@ -69,7 +80,11 @@ export interface MetricSeriesPoint {
   value: number;
 }
 
-export function aggregateSeries(series: MetricSeriesPoint[], aggregate: Aggregate, goal: "maximize" | "minimize" = "maximize"): { value: number; step?: number } | undefined {
+export function aggregateSeries(
+  series: MetricSeriesPoint[],
+  aggregate: Aggregate,
+  goal: "maximize" | "minimize" = "maximize",
+): { value: number; step?: number } | undefined {
   const finite = series.filter((point) => Number.isFinite(point.value));
   if (finite.length === 0) return undefined;
   if (aggregate === "last") {
@@ -81,7 +96,8 @@ export function aggregateSeries(series: MetricSeriesPoint[], aggregate: Aggregat
   return { value: best.value, step: best.step };
 }
 
-const format = (value: number): string => (Math.abs(value) >= 1e4 || (Math.abs(value) < 1e-3 && value !== 0) ? value.toExponential(3) : String(Number(value.toPrecision(4))));
+const format = (value: number): string =>
+  Math.abs(value) >= 1e4 || (Math.abs(value) < 1e-3 && value !== 0) ? value.toExponential(3) : String(Number(value.toPrecision(4)));
 
 /**
  * Judges a prediction. A run that did not finish can still refute or support it, but a
@@ -94,7 +110,11 @@ export function judgePrediction(
 ): Verdict {
   if (!prediction) return { verdict: "inconclusive", explanation: "the blueprint states no prediction" };
   const parsed = parsePrediction(prediction);
-  if (!parsed) return { verdict: "inconclusive", explanation: `the prediction "${prediction}" is not a simple comparison such as "reward_mean at the last step >= 0.60"; judge it by hand` };
+  if (!parsed)
+    return {
+      verdict: "inconclusive",
+      explanation: `the prediction "${prediction}" is not a simple comparison such as "reward_mean at the last step >= 0.60"; judge it by hand`,
+    };
   const observed = aggregateSeries(seriesOf(parsed.metric), parsed.aggregate, options.goal);
   if (!observed) return { verdict: "inconclusive", explanation: `no finite value of ${parsed.metric} was recorded` };
   const where = observed.step === undefined ? `(${parsed.aggregate} over all steps)` : `(${parsed.aggregate}, step ${observed.step})`;
@@ -102,7 +122,11 @@ export function judgePrediction(
   const ok = holds(observed.value, parsed.comparator, parsed.threshold);
   if (options.finished === false && parsed.aggregate === "last") {
     // The last value of an unfinished run is not the final one: only say what it showed.
-    return { verdict: "inconclusive", observed: observed.value, explanation: `${comparison}; the run did not finish, so its last value is not final (it ${ok ? "met" : "did not meet"} the threshold when it stopped)` };
+    return {
+      verdict: "inconclusive",
+      observed: observed.value,
+      explanation: `${comparison}; the run did not finish, so its last value is not final (it ${ok ? "met" : "did not meet"} the threshold when it stopped)`,
+    };
   }
   return { verdict: ok ? "supported" : "refuted", observed: observed.value, explanation: `${comparison}: ${ok ? "holds" : "does not hold"}` };
 }

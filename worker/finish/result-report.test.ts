@@ -3,12 +3,25 @@ import { makeMetricsRecord } from "../../campaign/index.ts";
 import { renderCurves, renderResultMarkdown, type ResultReportInput } from "./result-report.ts";
 import { formatProgress, budgetBar } from "../supervise/progress-reporter.ts";
 
-const records = [1, 2, 3].map((step) => makeMetricsRecord({ step, time: "2026-11-29T10:00:00.000Z", attempt: step < 3 ? 1 : 2, reward_mean: 0.2 * step, loss: step === 2 ? null : 1 / step }));
+const records = [1, 2, 3].map((step) =>
+  makeMetricsRecord({ step, time: "2026-11-29T10:00:00.000Z", attempt: step < 3 ? 1 : 2, reward_mean: 0.2 * step, loss: step === 2 ? null : 1 / step }),
+);
 
 const input: ResultReportInput = {
-  blueprintId: "b1", state: "succeeded", reason: null, hypothesis: "H2", prediction: "reward_mean at the last step >= 0.5",
-  metric: { name: "reward_mean", goal: "maximize" }, records, elapsedMs: 90_000, budgetMs: 3_600_000, finalOverrides: { lr: 0.0005 },
-  attempts: [{ attempt: 1, ending: "nan loss: metric loss was not finite at step 2", change: "lr 0.001 → 0.0005, resume from checkpoint" }, { attempt: 2, ending: "succeeded" }],
+  blueprintId: "b1",
+  state: "succeeded",
+  reason: null,
+  hypothesis: "H2",
+  prediction: "reward_mean at the last step >= 0.5",
+  metric: { name: "reward_mean", goal: "maximize" },
+  records,
+  elapsedMs: 90_000,
+  budgetMs: 3_600_000,
+  finalOverrides: { lr: 0.0005 },
+  attempts: [
+    { attempt: 1, ending: "nan loss: metric loss was not finite at step 2", change: "lr 0.001 → 0.0005, resume from checkpoint" },
+    { attempt: 2, ending: "succeeded" },
+  ],
 };
 
 describe("result.md", () => {
@@ -33,7 +46,9 @@ describe("result.md", () => {
 describe("progress line", () => {
   it("shows attempt, step, metric and the budget as a bar", () => {
     expect(budgetBar(30, 120, 8)).toBe("[##------]");
-    expect(formatProgress({ attempt: 2, step: 40, metricName: "reward_mean", metricValue: 0.51234, elapsedMs: 1_800_000, budgetMs: 3_600_000 })).toBe("attempt 2 step 40 reward_mean=0.5123 [##########----------] 30m/1h");
+    expect(formatProgress({ attempt: 2, step: 40, metricName: "reward_mean", metricValue: 0.51234, elapsedMs: 1_800_000, budgetMs: 3_600_000 })).toBe(
+      "attempt 2 step 40 reward_mean=0.5123 [##########----------] 30m/1h",
+    );
     expect(formatProgress({ attempt: 1, step: null, elapsedMs: 0, budgetMs: 60_000 })).toContain("waiting for the first step");
   });
 });

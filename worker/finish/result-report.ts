@@ -48,7 +48,8 @@ export function seriesOf(records: MetricsRecord[], name: string): MetricSeriesPo
   return points;
 }
 
-const show = (value: number | undefined): string => (value === undefined ? "—" : Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(5))));
+const show = (value: number | undefined): string =>
+  value === undefined ? "—" : Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(5)));
 
 export function judgeResult(input: ResultReportInput): Verdict {
   return judgePrediction(input.prediction, (name) => seriesOf(input.records, name), {

@@ -26,17 +26,26 @@ export async function readConfigFile(path: string): Promise<ConfigObject> {
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
-    throw new A3rError("FILE_NOT_FOUND", `cannot read the configuration ${path}: ${(error as Error).message}`, { where: path, hint: "fix the Configuration section of the blueprint (an absolute path, or none)" });
+    throw new A3rError("FILE_NOT_FOUND", `cannot read the configuration ${path}: ${(error as Error).message}`, {
+      where: path,
+      hint: "fix the Configuration section of the blueprint (an absolute path, or none)",
+    });
   }
   let value: unknown;
   try {
     value = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    throw new A3rError("CONFIG_INVALID", `the configuration ${path} does not parse: ${(error as Error).message}`, { where: path, hint: "the worker merges overrides into a YAML or JSON mapping; fix the file" });
+    throw new A3rError("CONFIG_INVALID", `the configuration ${path} does not parse: ${(error as Error).message}`, {
+      where: path,
+      hint: "the worker merges overrides into a YAML or JSON mapping; fix the file",
+    });
   }
   if (value === null || value === undefined) return {};
   if (typeof value !== "object" || Array.isArray(value)) {
-    throw new A3rError("CONFIG_INVALID", `the configuration ${path} is not a mapping`, { where: path, hint: "the top level of the config must be key: value pairs" });
+    throw new A3rError("CONFIG_INVALID", `the configuration ${path} is not a mapping`, {
+      where: path,
+      hint: "the top level of the config must be key: value pairs",
+    });
   }
   return value as ConfigObject;
 }
@@ -130,7 +139,9 @@ export async function launchAttempt(
   const processes: LaunchedProcessRecord[] = [server];
   for (const [index, command] of plan.commands.entries()) {
     const clientLog = join(logs, `attempt-${attempt}-client-${index + 1}.log`);
-    processes.push(await launchRecorded({ role: `client-${index + 1}`, command, cwd: plan.cwd, env, logFile: clientLog, exitFile: clientLog.replace(/\.log$/, ".exit") }));
+    processes.push(
+      await launchRecorded({ role: `client-${index + 1}`, command, cwd: plan.cwd, env, logFile: clientLog, exitFile: clientLog.replace(/\.log$/, ".exit") }),
+    );
   }
   await options.onProcesses(processes);
   return { plan, processes, swarm: swarmHooks(url, clientRelauncher(attempt, logs, plan.cwd, env)) };

@@ -13,10 +13,18 @@ import type { WorkerSettings } from "../worker-settings.ts";
  * `a3r worker run --dry-run`: what the worker would do, from the same plan a real run
  * uses, without writing anything or starting a process.
  */
-export async function describeRun(blueprint: Blueprint, settings: WorkerSettings, resultDir: string, options: { gpus?: string; model?: string } = {}): Promise<string> {
+export async function describeRun(
+  blueprint: Blueprint,
+  settings: WorkerSettings,
+  resultDir: string,
+  options: { gpus?: string; model?: string } = {},
+): Promise<string> {
   const paths = resultDirPaths(resultDir);
   const lines = [`Blueprint ${blueprint.id} (${blueprint.mode} mode) from ${blueprint.file ?? "<text>"}`, `Result directory: ${resultDir}`];
-  const finished = await readFile(paths.finishFlag, "utf8").then((text) => text.trim(), () => undefined);
+  const finished = await readFile(paths.finishFlag, "utf8").then(
+    (text) => text.trim(),
+    () => undefined,
+  );
   const status = (await readRunStatus(paths.status).catch(() => ({ status: undefined }))).status;
   if (finished) {
     lines.push(`State: finished (${finished}); the worker would do nothing (a finished run is never run again).`);
@@ -25,9 +33,11 @@ export async function describeRun(blueprint: Blueprint, settings: WorkerSettings
   if (status && (status.state === "running" || status.state === "recovering")) {
     const memory = memoryFromStatus(status, settings.overrides);
     const live = memory.processes[0] ? await isRecordRunning(memory.processes[0]) : false;
-    lines.push(live
-      ? `State: ${status.state}, attempt ${status.attempt}, pid ${status.pid} alive: the worker would re-attach and supervise it (no new launch).`
-      : `State: ${status.state}, attempt ${status.attempt}, no live process: the worker would judge how it ended and recover.`);
+    lines.push(
+      live
+        ? `State: ${status.state}, attempt ${status.attempt}, pid ${status.pid} alive: the worker would re-attach and supervise it (no new launch).`
+        : `State: ${status.state}, attempt ${status.attempt}, no live process: the worker would judge how it ended and recover.`,
+    );
   } else {
     lines.push(`State: ${status?.state ?? "new"}: the worker would prepare and launch attempt 1.`);
   }
@@ -38,13 +48,25 @@ export async function describeRun(blueprint: Blueprint, settings: WorkerSettings
   ] as const;
   lines.push("", "Prepare:");
   for (const [label, path] of checks) {
-    const ok = await access(path).then(() => true, () => false);
+    const ok = await access(path).then(
+      () => true,
+      () => false,
+    );
     lines.push(`  ${ok ? "ok     " : "MISSING"} ${label}`);
   }
   const configCopy = configCopyPath(resultDir, 1, blueprint.config);
   const plan = planAttempt({
-    blueprint, resultDir, settings, attempt: 1, overrides: settings.overrides, command: blueprint.command, resume: false, configCopy,
-    ...(options.gpus === undefined ? {} : { gpus: options.gpus }), a3rBin, nodeExecutable: process.execPath,
+    blueprint,
+    resultDir,
+    settings,
+    attempt: 1,
+    overrides: settings.overrides,
+    command: blueprint.command,
+    resume: false,
+    configCopy,
+    ...(options.gpus === undefined ? {} : { gpus: options.gpus }),
+    a3rBin,
+    nodeExecutable: process.execPath,
   });
   lines.push("", `Launch attempt 1 in ${plan.cwd} (own process group, log ${resolve(paths.logs, "attempt-1.log")}):`);
   if (plan.serverCommand) lines.push(`  server: ${plan.serverCommand}`, "  then, once it prints its URL, one client per line:");

@@ -36,7 +36,14 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
-export async function launchRecorded(options: { role: string; command: string; cwd: string; env: NodeJS.ProcessEnv; logFile: string; exitFile: string }): Promise<LaunchedProcessRecord> {
+export async function launchRecorded(options: {
+  role: string;
+  command: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  logFile: string;
+  exitFile: string;
+}): Promise<LaunchedProcessRecord> {
   const launched = await launchProcessGroup(options);
   return {
     role: options.role,

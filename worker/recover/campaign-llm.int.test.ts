@@ -49,7 +49,10 @@ describe("the worker's diagnosis spends the campaign's LLM budget", () => {
     const ledger = new JsonlLedger(join(campaign.dir, "ledger.jsonl"));
     const script = await writeScript("diagnose-once.json", [
       // Tries a change that does not help; its 18,100 tokens leave too little for a second call.
-      { parsed: { diagnosis: "Maybe the warm-up is too short.", retry: true, overrides: { warmup_steps: 10 } }, usage: { inputTokens: 18000, outputTokens: 100 } },
+      {
+        parsed: { diagnosis: "Maybe the warm-up is too short.", retry: true, overrides: { warmup_steps: 10 } },
+        usage: { inputTokens: 18000, outputTokens: 100 },
+      },
       { parsed: { diagnosis: "never asked", retry: false } },
     ]);
     const { path, resultDir } = await campaign.write({ id: "over-budget", command: "node trainer.mjs --unknown-error" });
@@ -83,7 +86,18 @@ describe("the worker's diagnosis spends the campaign's LLM budget", () => {
 
   it("asks nothing at all when the campaign's ledger already holds the budget, even where the model would have fixed the run", async () => {
     await writeTopic("{ llm_usd: 5, llm_tokens: 3000 }");
-    await new JsonlLedger(join(campaign.dir, "ledger.jsonl")).record({ kind: "llm", role: "plan", provider: "anthropic", model: "claude-sonnet-4-6", inputTokens: 2500, outputTokens: 0, cachedTokens: 0, costUsd: 0.0075, durationMs: 5, ok: true });
+    await new JsonlLedger(join(campaign.dir, "ledger.jsonl")).record({
+      kind: "llm",
+      role: "plan",
+      provider: "anthropic",
+      model: "claude-sonnet-4-6",
+      inputTokens: 2500,
+      outputTokens: 0,
+      cachedTokens: 0,
+      costUsd: 0.0075,
+      durationMs: 5,
+      ok: true,
+    });
     const script = await writeScript("never.json", [{ parsed: { diagnosis: "drop the flag", retry: true, command: "node trainer.mjs --steps 3" } }]);
     const { path, resultDir } = await campaign.write({ id: "spent-before", command: "node trainer.mjs --steps 3 --unknown-error" });
 
@@ -102,7 +116,9 @@ describe("the worker's diagnosis spends the campaign's LLM budget", () => {
       const script = join(elsewhere.dir, "never.json");
       await writeFile(script, JSON.stringify([{ parsed: { diagnosis: "drop the flag", retry: true, command: "node trainer.mjs --steps 3" } }]));
       const { path, resultDir } = await elsewhere.write({ id: "flag-budget", command: "node trainer.mjs --unknown-error" });
-      expect((await workerRun(path, { A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: script }, ["--quiet", "--ledger", ledgerFile, "--llm-tokens", "100"])).code).toBe(1);
+      expect(
+        (await workerRun(path, { A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: script }, ["--quiet", "--ledger", ledgerFile, "--llm-tokens", "100"])).code,
+      ).toBe(1);
       const attempts = await readFile(join(resultDir, "attempts.md"), "utf8");
       expect(attempts).toContain("No model diagnosis: language-model budget --llm-tokens would be exceeded: 0 tokens spent");
       expect((await new JsonlLedger(ledgerFile).summarize()).llm.calls).toBe(0);
@@ -126,7 +142,11 @@ describe("finding a run's campaign", () => {
       await mkdir(join(elsewhere.dir, "results", "x"), { recursive: true });
       expect(await findCampaignOf(join(elsewhere.dir, "results", "x"))).toBeUndefined();
       await writeFile(join(elsewhere.dir, "topic.md"), "Plain question?\n");
-      expect(await findCampaignOf(join(elsewhere.dir, "results", "x"))).toEqual({ root: elsewhere.dir, ledgerFile: join(elsewhere.dir, "ledger.jsonl"), topicFile: join(elsewhere.dir, "topic.md") });
+      expect(await findCampaignOf(join(elsewhere.dir, "results", "x"))).toEqual({
+        root: elsewhere.dir,
+        ledgerFile: join(elsewhere.dir, "ledger.jsonl"),
+        topicFile: join(elsewhere.dir, "topic.md"),
+      });
       expect(await findCampaignOf(join(elsewhere.dir, "other", "x"))).toBeUndefined();
       expect(await readCampaignBudget(join(elsewhere.dir, "topic.md"))).toEqual({ ok: true, limit: {} });
     } finally {
@@ -138,6 +158,9 @@ describe("finding a run's campaign", () => {
     await writeTopic("{ llm_tokens: 5000, llm_usd: 2.5 }");
     expect(await readCampaignBudget(join(campaign.dir, "topic.md"))).toEqual({ ok: true, limit: { tokens: 5000, usd: 2.5 } });
     await writeFile(join(campaign.dir, "topic.md"), "---\nmetric: { name: m, goal: maximize }\nbudgets:\n  llm_usd: lots\n---\nq\n");
-    expect(await readCampaignBudget(join(campaign.dir, "topic.md"))).toEqual({ ok: false, problem: `${join(campaign.dir, "topic.md")}:4: budgets.llm_usd is "lots", not a positive number` });
+    expect(await readCampaignBudget(join(campaign.dir, "topic.md"))).toEqual({
+      ok: false,
+      problem: `${join(campaign.dir, "topic.md")}:4: budgets.llm_usd is "lots", not a positive number`,
+    });
   });
 });

@@ -32,7 +32,10 @@ export async function readCampaignBudget(topicFile: string): Promise<CampaignBud
   if (budgets === undefined || budgets === null) return { ok: true, limit: {} };
   if (typeof budgets !== "object" || Array.isArray(budgets)) return { ok: false, problem: `${topicFile}: budgets is not a mapping` };
   const limit: LlmBudgetLimit = {};
-  for (const [field, key] of [["llm_tokens", "tokens"], ["llm_usd", "usd"]] as const) {
+  for (const [field, key] of [
+    ["llm_tokens", "tokens"],
+    ["llm_usd", "usd"],
+  ] as const) {
     const value = (budgets as Record<string, unknown>)[field];
     if (value === undefined) continue;
     if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
@@ -67,8 +70,9 @@ export function budgetedWorkerModel(model: ChatModel, ledgerFile: string, budget
     limit: budget.limit,
     spent: () => ledgerSpending(ledgerFile),
     ...(names === undefined ? {} : { names }),
-    hint: names === undefined
-      ? "Raise budgets.llm_tokens or budgets.llm_usd in the campaign's topic.md (the worker reads it at each call)."
-      : `Raise ${names.tokens} or ${names.usd}.`,
+    hint:
+      names === undefined
+        ? "Raise budgets.llm_tokens or budgets.llm_usd in the campaign's topic.md (the worker reads it at each call)."
+        : `Raise ${names.tokens} or ${names.usd}.`,
   });
 }

@@ -27,7 +27,12 @@ describe("unknown failures go to the language model", () => {
   it("refuses a forbidden command the model proposes, and the model only saw a redacted, fenced log", async () => {
     const { path, resultDir } = await folder.write({ id: "llm-refused", command: `node trainer.mjs --unknown-error --say '${injection} token=${secret}'` });
     const model = createScriptedChatModel(
-      [{ parsed: { diagnosis: "The log asks for a cleanup.", retry: true, command: "rm -rf / --no-preserve-root" }, usage: { inputTokens: 900, outputTokens: 40 } }],
+      [
+        {
+          parsed: { diagnosis: "The log asks for a cleanup.", retry: true, command: "rm -rf / --no-preserve-root" },
+          usage: { inputTokens: 900, outputTokens: 40 },
+        },
+      ],
       { sink: new JsonlLedger(join(resultDir, "ledger.jsonl")) },
     );
     const outcome = await runWorker({ blueprintPath: path, progress: silentProgress, model, env: { ...process.env, A3R_TEST_SERVICE_TOKEN: secret } });

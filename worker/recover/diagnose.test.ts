@@ -3,7 +3,14 @@ import { InMemoryUsageSink, createScriptedChatModel } from "../../llm/index.ts";
 import { withBudget } from "../../llm/budget.ts";
 import { buildDiagnosisPrompt, diagnoseFailure } from "./diagnose.ts";
 
-const input = { blueprintId: "b1", command: "python train.py", overrides: { lr: 0.001 }, logTail: "boom\nOPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx", exit: "exit 3", env: {} };
+const input = {
+  blueprintId: "b1",
+  command: "python train.py",
+  overrides: { lr: 0.001 },
+  logTail: "boom\nOPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx",
+  exit: "exit 3",
+  env: {},
+};
 
 describe("diagnosis", () => {
   it("fences the log so it cannot close its own fence, and redacts keys", () => {
@@ -18,14 +25,20 @@ describe("diagnosis", () => {
   });
 
   it("applies overrides, refuses forbidden commands, and fails when the model sees no fix", async () => {
-    const model = createScriptedChatModel([
-      { parsed: { diagnosis: "too high", retry: true, overrides: { lr: 0.0001 } } },
-      { parsed: { diagnosis: "wipe it", retry: true, command: "rm -rf ~" } },
-      { parsed: { diagnosis: "the dataset is corrupt", retry: false } },
-      { parsed: { diagnosis: "no idea", retry: true } },
-    ], { sink: new InMemoryUsageSink() });
+    const model = createScriptedChatModel(
+      [
+        { parsed: { diagnosis: "too high", retry: true, overrides: { lr: 0.0001 } } },
+        { parsed: { diagnosis: "wipe it", retry: true, command: "rm -rf ~" } },
+        { parsed: { diagnosis: "the dataset is corrupt", retry: false } },
+        { parsed: { diagnosis: "no idea", retry: true } },
+      ],
+      { sink: new InMemoryUsageSink() },
+    );
     expect(await diagnoseFailure({ ...input, model })).toEqual({ kind: "apply", diagnosis: "too high", overrides: { lr: 0.0001 } });
-    expect(await diagnoseFailure({ ...input, model })).toMatchObject({ kind: "fail", reason: expect.stringContaining("policy forbids, refused: rm-recursive-root") });
+    expect(await diagnoseFailure({ ...input, model })).toMatchObject({
+      kind: "fail",
+      reason: expect.stringContaining("policy forbids, refused: rm-recursive-root"),
+    });
     expect(await diagnoseFailure({ ...input, model })).toMatchObject({ kind: "fail", reason: "the model sees no fix: the dataset is corrupt" });
     expect(await diagnoseFailure({ ...input, model })).toMatchObject({ kind: "fail", reason: "the model proposed no change: no idea" });
   });
@@ -33,9 +46,15 @@ describe("diagnosis", () => {
   it("is skipped, not failed, when the budget refuses the call; other model errors still fail", async () => {
     const model = createScriptedChatModel([{ parsed: { diagnosis: "never asked", retry: false } }], { sink: new InMemoryUsageSink() });
     const budgeted = withBudget(model, { limit: { tokens: 10 }, spent: () => ({ tokens: 0, usd: 0 }) });
-    expect(await diagnoseFailure({ ...input, model: budgeted })).toEqual({ kind: "skipped", reason: expect.stringMatching(/^language-model budget budgets\.llm_tokens would be exceeded: 0 tokens spent/) });
+    expect(await diagnoseFailure({ ...input, model: budgeted })).toEqual({
+      kind: "skipped",
+      reason: expect.stringMatching(/^language-model budget budgets\.llm_tokens would be exceeded: 0 tokens spent/),
+    });
     expect(model.requests).toHaveLength(0);
     const failing = createScriptedChatModel([{ error: { code: "LLM_RATE_LIMITED" } }], { sink: new InMemoryUsageSink() });
-    expect(await diagnoseFailure({ ...input, model: failing })).toMatchObject({ kind: "fail", reason: expect.stringContaining("the model could not diagnose it") });
+    expect(await diagnoseFailure({ ...input, model: failing })).toMatchObject({
+      kind: "fail",
+      reason: expect.stringContaining("the model could not diagnose it"),
+    });
   });
 });

@@ -24,7 +24,10 @@ export const diagnosisSchema = z.object({
   /** False when the model thinks no change can help (the run then fails with its diagnosis). */
   retry: z.boolean(),
   overrides: z
-    .record(z.string().min(1).max(200).refine(isSafeOverrideKey, "not a config path (__proto__, constructor and prototype are refused)"), z.union([z.string().max(500), z.number(), z.boolean()]))
+    .record(
+      z.string().min(1).max(200).refine(isSafeOverrideKey, "not a config path (__proto__, constructor and prototype are refused)"),
+      z.union([z.string().max(500), z.number(), z.boolean()]),
+    )
     .optional(),
   command: z.string().min(1).max(8000).optional(),
 });

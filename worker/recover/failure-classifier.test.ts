@@ -47,7 +47,7 @@ describe("classifyFailure", () => {
     });
   });
 
-  it("reads exit 137 with the shell's \"Killed\" as the OOM killer only when the kernel counter allows it", () => {
+  it('reads exit 137 with the shell\'s "Killed" as the OOM killer only when the kernel counter allows it', () => {
     const killed = { logTail: "step:20 - loss:0.1\nKilled", exitCode: 137, signal: "SIGKILL" as const };
     expect(classifyFailure(facts(killed)).failureClass).toBe("out_of_memory");
     expect(classifyFailure(facts({ ...killed, oomKiller: "seen" })).failureClass).toBe("out_of_memory");

@@ -31,7 +31,11 @@ export interface RecoveryFacts {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function excerpt(text: string, env: NodeJS.ProcessEnv, lines = 12): string {
-  const tail = text.split("\n").filter((line) => line.trim() !== "").slice(-lines).join("\n");
+  const tail = text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .slice(-lines)
+    .join("\n");
   return redactSecrets(tail, secretValuesFromEnv(env)).replace(/`{3,}/g, "'''");
 }
 
@@ -43,7 +47,14 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
   const classification: Classification = { ...classified, evidence: redact(classified.evidence) };
   const label = classification.failureClass.replaceAll("_", " ");
   await writer.writeStatus({ state: "recovering", reason: `${label}: ${classification.evidence}` });
-  await writer.appendEvent("failure.classified", { attempt, failureClass: classification.failureClass, rule: classification.ruleId, evidence: classification.evidence, detail: ended.detail, lastStep: ended.lastStep });
+  await writer.appendEvent("failure.classified", {
+    attempt,
+    failureClass: classification.failureClass,
+    rule: classification.ruleId,
+    evidence: classification.evidence,
+    detail: ended.detail,
+    lastStep: ended.lastStep,
+  });
   context.progress.event(`${context.blueprint.id}: attempt ${attempt} failed: ${label} (${ended.detail})`);
 
   const seen = [
@@ -78,16 +89,18 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
     } else {
       const model = context.model;
       await writer.appendEvent("diagnosis.requested", { attempt, provider: model.provider, model: model.model });
-      const diagnosis = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () => diagnoseFailure({
-        model,
-        blueprintId: context.blueprint.id,
-        command,
-        overrides: memory.overrides,
-        logTail: ended.facts.logTail,
-        exit: ended.detail,
-        env: context.env,
-        ...(context.commandRules ? { rules: context.commandRules } : {}),
-      }));
+      const diagnosis = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () =>
+        diagnoseFailure({
+          model,
+          blueprintId: context.blueprint.id,
+          command,
+          overrides: memory.overrides,
+          logTail: ended.facts.logTail,
+          exit: ended.detail,
+          env: context.env,
+          ...(context.commandRules ? { rules: context.commandRules } : {}),
+        }),
+      );
       if (diagnosis.kind === "skipped") {
         // Over budget: no diagnosis, and no failure for it either. The playbook's plain
         // retry (as is, from the checkpoint when there is one) stands in, still bounded by
@@ -95,7 +108,15 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
         await writer.appendEvent("diagnosis.skipped", { attempt, reason: diagnosis.reason, fallback: "resume_from_checkpoint" });
         context.progress.event(`${context.blueprint.id}: no model diagnosis (${diagnosis.reason}); retrying as the playbook would`);
         diagnosisNote = `No model diagnosis: ${diagnosis.reason}. Falling back to the deterministic playbook: relaunch without changes${facts.hasCheckpoint ? ", resuming from the checkpoint" : ""}.`;
-        decision = { kind: "relaunch", strategy: "resume_from_checkpoint", overrides: memory.overrides, changed: [], resumeFromCheckpoint: facts.hasCheckpoint, delayMs: 0, reason: `${label}: ${classification.evidence}` };
+        decision = {
+          kind: "relaunch",
+          strategy: "resume_from_checkpoint",
+          overrides: memory.overrides,
+          changed: [],
+          resumeFromCheckpoint: facts.hasCheckpoint,
+          delayMs: 0,
+          reason: `${label}: ${classification.evidence}`,
+        };
         strategy = "resume_from_checkpoint";
       } else {
         await writer.appendEvent(diagnosis.kind === "apply" ? "diagnosis.applied" : "diagnosis.refused", {
@@ -103,12 +124,21 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
           diagnosis: diagnosis.diagnosis ?? null,
           ...(diagnosis.kind === "fail" ? { reason: diagnosis.reason } : { command: diagnosis.command ?? null, overrides: diagnosis.overrides }),
         });
-        if (diagnosis.diagnosis) diagnosisNote = `Model diagnosis (${context.model.provider}/${context.model.model}): ${redactSecrets(diagnosis.diagnosis, secretValuesFromEnv(context.env))}`;
+        if (diagnosis.diagnosis)
+          diagnosisNote = `Model diagnosis (${context.model.provider}/${context.model.model}): ${redactSecrets(diagnosis.diagnosis, secretValuesFromEnv(context.env))}`;
         if (diagnosis.kind === "fail") {
           decision = { kind: "fail", reason: `${label}: ${classification.evidence}; ${diagnosis.reason}` };
         } else {
           const changed = diffOverrides(memory.overrides, diagnosis.overrides).map((change) => ({ key: change.key, from: change.from, to: change.to ?? "" }));
-          decision = { kind: "relaunch", strategy: "ask_llm", overrides: diagnosis.overrides, changed, resumeFromCheckpoint: facts.hasCheckpoint, delayMs: 0, reason: `${label}: ${classification.evidence}` };
+          decision = {
+            kind: "relaunch",
+            strategy: "ask_llm",
+            overrides: diagnosis.overrides,
+            changed,
+            resumeFromCheckpoint: facts.hasCheckpoint,
+            delayMs: 0,
+            reason: `${label}: ${classification.evidence}`,
+          };
           if (diagnosis.command !== undefined) command = diagnosis.command;
         }
         strategy = "ask_llm";
@@ -118,7 +148,11 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
 
   if (decision.kind !== "relaunch") {
     const reason = decision.reason;
-    await writer.appendAttempt({ attempt, title: `failed: ${label}; giving up`, body: redact([...seen, "", ...(diagnosisNote ? [diagnosisNote, ""] : []), `Decision: fail the run. ${reason}`].join("\n")) });
+    await writer.appendAttempt({
+      attempt,
+      title: `failed: ${label}; giving up`,
+      body: redact([...seen, "", ...(diagnosisNote ? [diagnosisNote, ""] : []), `Decision: fail the run. ${reason}`].join("\n")),
+    });
     await writer.appendEvent("recovery.gave-up", { attempt, failureClass: classification.failureClass, reason });
     memory.history.push({ attempt, ending: `${label}: ${ended.detail}`, change: "gave up" });
     await finalizeRun(context, "failed", reason);
@@ -133,28 +167,39 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
   memory.overrides = decision.overrides;
   if (command !== previousCommand) memory.command = command;
   const diff = formatOverrideDiff(diffOverrides(before, decision.overrides), { commandBefore: previousCommand, commandAfter: command });
-  const changeLine = [
-    ...diffOverrides(before, decision.overrides).map((change) => `${change.key} ${String(change.from ?? "unset")} → ${String(change.to)}`),
-    ...(command !== previousCommand ? ["new command"] : []),
-    ...(decision.resumeFromCheckpoint ? ["resume from checkpoint"] : []),
-  ].join(", ") || "relaunch unchanged";
+  const changeLine =
+    [
+      ...diffOverrides(before, decision.overrides).map((change) => `${change.key} ${String(change.from ?? "unset")} → ${String(change.to)}`),
+      ...(command !== previousCommand ? ["new command"] : []),
+      ...(decision.resumeFromCheckpoint ? ["resume from checkpoint"] : []),
+    ].join(", ") || "relaunch unchanged";
   await writer.appendAttempt({
     attempt,
     title: `failed: ${label}; recovering with ${strategy.replaceAll("_", " ")}`,
-    body: redact([
-      ...seen,
-      "",
-      ...(diagnosisNote ? [diagnosisNote, ""] : []),
-      `Decision: ${strategy.replaceAll("_", " ")} (recovery ${count + 1} of this kind). Resume from checkpoint: ${decision.resumeFromCheckpoint ? "yes" : "no"}.${decision.delayMs > 0 ? ` Waiting ${formatDuration(decision.delayMs)} first.` : ""}`,
-      "",
-      "What changes for the next attempt:",
-      "",
-      diff,
-    ].join("\n")),
+    body: redact(
+      [
+        ...seen,
+        "",
+        ...(diagnosisNote ? [diagnosisNote, ""] : []),
+        `Decision: ${strategy.replaceAll("_", " ")} (recovery ${count + 1} of this kind). Resume from checkpoint: ${decision.resumeFromCheckpoint ? "yes" : "no"}.${decision.delayMs > 0 ? ` Waiting ${formatDuration(decision.delayMs)} first.` : ""}`,
+        "",
+        "What changes for the next attempt:",
+        "",
+        diff,
+      ].join("\n"),
+    ),
   });
   // blueprint.md is the blueprint as executed: it follows the adaptations.
-  await writer.writeBlueprint(renderBlueprint({ ...context.blueprint, command, frontMatter: { ...context.blueprint.frontMatter, overrides: memory.overrides } }));
-  await writer.appendEvent("recovery.decided", { attempt, strategy, changed: decision.changed, resume: decision.resumeFromCheckpoint, delayMs: decision.delayMs });
+  await writer.writeBlueprint(
+    renderBlueprint({ ...context.blueprint, command, frontMatter: { ...context.blueprint.frontMatter, overrides: memory.overrides } }),
+  );
+  await writer.appendEvent("recovery.decided", {
+    attempt,
+    strategy,
+    changed: decision.changed,
+    resume: decision.resumeFromCheckpoint,
+    delayMs: decision.delayMs,
+  });
   memory.history.push({ attempt, ending: `${label}: ${ended.detail}`, change: changeLine });
   await writer.writeStatus(memoryFields(memory));
   if (decision.delayMs > 0) {

@@ -97,7 +97,18 @@ export function overridesAsWords(overrides: Overrides): string {
 }
 
 /** The placeholders a command may use; unknown `{words}` are left alone (shell braces). */
-export const placeholderNames = ["config", "overrides", "overrides_json", "port", "attempt", "result_dir", "checkpoint_dir", "metrics_file", "swarm_url", "resume"] as const;
+export const placeholderNames = [
+  "config",
+  "overrides",
+  "overrides_json",
+  "port",
+  "attempt",
+  "result_dir",
+  "checkpoint_dir",
+  "metrics_file",
+  "swarm_url",
+  "resume",
+] as const;
 export type PlaceholderName = (typeof placeholderNames)[number];
 
 export function substitutePlaceholders(command: string, values: Partial<Record<PlaceholderName, string>>): string {

@@ -44,13 +44,7 @@ export const defaultPlaybook: Record<FailureClass, PlaybookEntry> = {
 };
 
 /** Config keys that hold a batch size, in the order they are shrunk (micro-batches first). */
-export const batchSizeKeys = [
-  "ppo_micro_batch_size_per_gpu",
-  "micro_batch_size",
-  "per_device_train_batch_size",
-  "train_batch_size",
-  "batch_size",
-];
+export const batchSizeKeys = ["ppo_micro_batch_size_per_gpu", "micro_batch_size", "per_device_train_batch_size", "train_batch_size", "batch_size"];
 export const learningRateKeys = ["lr", "learning_rate", "optim.lr", "actor.optim.lr"];
 
 export type RecoveryDecision =
@@ -84,7 +78,14 @@ function currentValue(context: RecoveryContext, key: string): string | number | 
   return context.overrides[key] ?? context.baseValues?.[key];
 }
 
-function changeKeys(context: RecoveryContext, keys: string[], change: (value: number) => number, strategy: RecoveryStrategy, reason: string, resume: boolean): RecoveryDecision {
+function changeKeys(
+  context: RecoveryContext,
+  keys: string[],
+  change: (value: number) => number,
+  strategy: RecoveryStrategy,
+  reason: string,
+  resume: boolean,
+): RecoveryDecision {
   const present = keys.filter((key) => typeof currentValue(context, key) === "number");
   if (present.length === 0) {
     return { kind: "fail", reason: `${reason}, but none of ${keys.join(", ")} is set in the overrides or the config, so there is nothing to change` };
@@ -122,14 +123,38 @@ export function decideRecovery(context: RecoveryContext): RecoveryDecision {
       if (!context.freePort) return { kind: "fail", reason: `${seen} (no way to pick another port here)` };
       const from = context.overrides.port;
       const to = context.freePort();
-      return { kind: "relaunch", strategy: entry.strategy, overrides: { ...context.overrides, port: to }, changed: [{ key: "port", from, to }], resumeFromCheckpoint: context.hasCheckpoint, delayMs: 0, reason: seen };
+      return {
+        kind: "relaunch",
+        strategy: entry.strategy,
+        overrides: { ...context.overrides, port: to },
+        changed: [{ key: "port", from, to }],
+        resumeFromCheckpoint: context.hasCheckpoint,
+        delayMs: 0,
+        reason: seen,
+      };
     }
     case "resume_from_checkpoint":
-      return { kind: "relaunch", strategy: entry.strategy, overrides: context.overrides, changed: [], resumeFromCheckpoint: context.hasCheckpoint, delayMs: 0, reason: seen };
+      return {
+        kind: "relaunch",
+        strategy: entry.strategy,
+        overrides: context.overrides,
+        changed: [],
+        resumeFromCheckpoint: context.hasCheckpoint,
+        delayMs: 0,
+        reason: seen,
+      };
     case "back_off_and_retry": {
       const delays = entry.delaysMs ?? [30_000];
       const delayMs = delays[Math.min(context.attemptsOfClass, delays.length - 1)]!;
-      return { kind: "relaunch", strategy: entry.strategy, overrides: context.overrides, changed: [], resumeFromCheckpoint: context.hasCheckpoint, delayMs, reason: seen };
+      return {
+        kind: "relaunch",
+        strategy: entry.strategy,
+        overrides: context.overrides,
+        changed: [],
+        resumeFromCheckpoint: context.hasCheckpoint,
+        delayMs,
+        reason: seen,
+      };
     }
     case "ask_llm":
       return { kind: "ask_llm", reason: seen };

@@ -36,9 +36,7 @@ describe("parseMetricLine", () => {
   });
 
   it("accepts extra patterns as data", () => {
-    const compiled = compileLogMetricPatterns([
-      { name: "iteration", line: String.raw`^Iter (?<step>\d+):`, pair: String.raw`(?<key>\w+) (?<value>[\d.]+)` },
-    ]);
+    const compiled = compileLogMetricPatterns([{ name: "iteration", line: String.raw`^Iter (?<step>\d+):`, pair: String.raw`(?<key>\w+) (?<value>[\d.]+)` }]);
     expect(parseMetricLine("Iter 9: acc 0.75", compiled)).toEqual({ step: 9, values: { acc: 0.75 } });
   });
 });

@@ -18,7 +18,12 @@ export class LogMetricSource implements MetricSource {
   readonly follower: LogFollower;
   private readonly compiled: CompiledPatterns;
 
-  constructor(readonly name: string, path: string, patterns: LogMetricPattern[], options: { parseMetrics?: boolean } = {}) {
+  constructor(
+    readonly name: string,
+    path: string,
+    patterns: LogMetricPattern[],
+    options: { parseMetrics?: boolean } = {},
+  ) {
     this.follower = new LogFollower(path, { tailLines: 200 });
     this.compiled = compileLogMetricPatterns(patterns);
     this.parseMetrics = options.parseMetrics ?? true;
@@ -42,7 +47,10 @@ export class LogMetricSource implements MetricSource {
 export class JsonlMetricSource implements MetricSource {
   private readonly follower: LogFollower;
 
-  constructor(readonly name: string, path: string) {
+  constructor(
+    readonly name: string,
+    path: string,
+  ) {
     this.follower = new LogFollower(path, { tailLines: 5 });
   }
 

@@ -4,7 +4,15 @@ import { createProgressReporter } from "./progress-reporter.ts";
 
 function stream(isTTY: boolean) {
   const chunks: string[] = [];
-  const sink = Object.assign(new Writable({ write(chunk, _encoding, done) { chunks.push(String(chunk)); done(); } }), { isTTY });
+  const sink = Object.assign(
+    new Writable({
+      write(chunk, _encoding, done) {
+        chunks.push(String(chunk));
+        done();
+      },
+    }),
+    { isTTY },
+  );
   return { sink, text: () => chunks.join("") };
 }
 
@@ -17,7 +25,9 @@ describe("progress reporter", () => {
     reporter.progress(snapshot);
     reporter.progress({ ...snapshot, step: 4 });
     reporter.event("attempt 1 failed");
-    expect(out.text()).toBe("\r\x1b[2Kattempt 1 step 3 reward_mean=0.5 [##------------------] 1s/10s\r\x1b[2Kattempt 1 step 4 reward_mean=0.5 [##------------------] 1s/10s\r\x1b[2Kattempt 1 failed\n");
+    expect(out.text()).toBe(
+      "\r\x1b[2Kattempt 1 step 3 reward_mean=0.5 [##------------------] 1s/10s\r\x1b[2Kattempt 1 step 4 reward_mean=0.5 [##------------------] 1s/10s\r\x1b[2Kattempt 1 failed\n",
+    );
   });
 
   it("writes plain timestamped lines when piped, at most one per interval", () => {

@@ -33,7 +33,10 @@ export function formatProgress(snapshot: ProgressSnapshot): string {
   return `attempt ${snapshot.attempt} ${step}${metric} ${budgetBar(snapshot.elapsedMs, snapshot.budgetMs)} ${formatDuration(snapshot.elapsedMs)}/${formatDuration(snapshot.budgetMs)}`;
 }
 
-export function createProgressReporter(stream: NodeJS.WritableStream & { isTTY?: boolean }, options: { plainEveryMs?: number; quiet?: boolean } = {}): ProgressReporter {
+export function createProgressReporter(
+  stream: NodeJS.WritableStream & { isTTY?: boolean },
+  options: { plainEveryMs?: number; quiet?: boolean } = {},
+): ProgressReporter {
   const tty = Boolean(stream.isTTY);
   const plainEveryMs = options.plainEveryMs ?? 30_000;
   let lastPlain = 0;

@@ -147,7 +147,12 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
         if (nonFinite) continue;
         if (exit.exitCode === 0) return end({ kind: "succeeded", detail: "the command exited 0", lastStep: merger.lastStep });
         const facts: FailureFacts = { logTail: tailOf(mainLog), ...exitFacts(exit) };
-        return end({ kind: "failed", detail: exit.signal ? `the command was killed by ${exit.signal}` : `the command exited ${exit.exitCode}`, facts, lastStep: merger.lastStep });
+        return end({
+          kind: "failed",
+          detail: exit.signal ? `the command was killed by ${exit.signal}` : `the command exited ${exit.exitCode}`,
+          facts,
+          lastStep: merger.lastStep,
+        });
       }
     } else {
       const swarmEnd = await checkSwarm();
@@ -158,12 +163,22 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
     if (!signalSeen && now() - options.attemptStartedAtMs >= settings.firstSignalTimeoutMs) {
       await stopAll();
       const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true };
-      return end({ kind: "failed", detail: `no training signal within the first-signal timeout (${formatDuration(settings.firstSignalTimeoutMs)})`, facts, lastStep: null });
+      return end({
+        kind: "failed",
+        detail: `no training signal within the first-signal timeout (${formatDuration(settings.firstSignalTimeoutMs)})`,
+        facts,
+        lastStep: null,
+      });
     }
     if (signalSeen && now() - lastProgressAt >= settings.stallTimeoutMs) {
       await stopAll();
       const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true };
-      return end({ kind: "failed", detail: `no new step for ${formatDuration(settings.stallTimeoutMs)} after step ${merger.lastStep} (stall)`, facts, lastStep: merger.lastStep });
+      return end({
+        kind: "failed",
+        detail: `no new step for ${formatDuration(settings.stallTimeoutMs)} after step ${merger.lastStep} (stall)`,
+        facts,
+        lastStep: merger.lastStep,
+      });
     }
     await sleep(settings.pollIntervalMs);
   }
@@ -173,7 +188,11 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
     if (!(await isRecordRunning(main))) {
       const exit = await collectExit(main, settings.gracePeriodMs);
       await stopAll();
-      const facts: FailureFacts = { logTail: tailOf(mainLog), ...exitFacts(exit), ...(exit.signal === null && exit.exitCode === 0 ? { signal: "SIGTERM" as const } : {}) };
+      const facts: FailureFacts = {
+        logTail: tailOf(mainLog),
+        ...exitFacts(exit),
+        ...(exit.signal === null && exit.exitCode === 0 ? { signal: "SIGTERM" as const } : {}),
+      };
       return { kind: "failed", detail: `the swarm server stopped (${exit.signal ?? `exit ${exit.exitCode}`})`, facts, lastStep: merger.lastStep };
     }
     const engine = await swarm.status().catch(() => undefined);
@@ -196,14 +215,28 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
       if (used >= settings.maxClientRestarts) {
         await stopAll();
         const facts: FailureFacts = { logTail: tail, ...exitFacts(exit) };
-        return { kind: "failed", detail: `swarm ${record.role} failed ${used + 1} times (${exit.signal ?? `exit ${exit.exitCode}`})`, facts, lastStep: merger.lastStep };
+        return {
+          kind: "failed",
+          detail: `swarm ${record.role} failed ${used + 1} times (${exit.signal ?? `exit ${exit.exitCode}`})`,
+          facts,
+          lastStep: merger.lastStep,
+        };
       }
       restarts.set(record.role, used + 1);
       const replacement = await swarm.restartClient(record);
       options.processes[index] = replacement;
       await options.saveProcesses(options.processes);
-      await writer.appendEvent("client.restarted", { attempt, role: record.role, exit: exit.signal ?? exit.exitCode, restart: used + 1, pid: replacement.pid, log: replacement.logFile });
-      progress.event(`swarm ${record.role} ended (${exit.signal ?? `exit ${exit.exitCode}`}); restarted it alone (restart ${used + 1} of ${settings.maxClientRestarts})`);
+      await writer.appendEvent("client.restarted", {
+        attempt,
+        role: record.role,
+        exit: exit.signal ?? exit.exitCode,
+        restart: used + 1,
+        pid: replacement.pid,
+        log: replacement.logFile,
+      });
+      progress.event(
+        `swarm ${record.role} ended (${exit.signal ?? `exit ${exit.exitCode}`}); restarted it alone (restart ${used + 1} of ${settings.maxClientRestarts})`,
+      );
     }
     const clients = options.processes.slice(1);
     if (clients.length > 0 && clients.every((record) => finishedClients.has(record.role))) {

@@ -36,7 +36,11 @@ async function lane(): Promise<void> {
     try {
       const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey });
       const outcome = await task.runEpisode(openai, instance);
-      await client.endEpisode(instance.taskId, episode.episodeUuid, { reward: outcome.reward, isSuccess: outcome.isSuccess, ...(outcome.logMetrics ? { logMetrics: outcome.logMetrics } : {}) });
+      await client.endEpisode(instance.taskId, episode.episodeUuid, {
+        reward: outcome.reward,
+        isSuccess: outcome.isSuccess,
+        ...(outcome.logMetrics ? { logMetrics: outcome.logMetrics } : {}),
+      });
       done += 1;
       rewardSum += outcome.reward;
       if (done % 50 === 0) console.log(`${done} episodes, reward mean ${(rewardSum / done).toFixed(3)}, engine ${(await client.status()).engine_status}`);

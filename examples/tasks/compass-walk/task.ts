@@ -1,5 +1,14 @@
 import type OpenAI from "openai";
-import { askThroughOpenAI, firstWord, seededIndex, type AskPolicy, type EpisodeOutcome, type SwarmTask, type TaskInstance, type TaskMessage } from "../task-types.ts";
+import {
+  askThroughOpenAI,
+  firstWord,
+  seededIndex,
+  type AskPolicy,
+  type EpisodeOutcome,
+  type SwarmTask,
+  type TaskInstance,
+  type TaskMessage,
+} from "../task-types.ts";
 
 /**
  * Multi-turn: the agent starts facing a compass direction and is told three times to turn

@@ -1,5 +1,14 @@
 import type OpenAI from "openai";
-import { askThroughOpenAI, firstWord, seededIndex, type AskPolicy, type EpisodeOutcome, type SwarmTask, type TaskInstance, type TaskMessage } from "../task-types.ts";
+import {
+  askThroughOpenAI,
+  firstWord,
+  seededIndex,
+  type AskPolicy,
+  type EpisodeOutcome,
+  type SwarmTask,
+  type TaskInstance,
+  type TaskMessage,
+} from "../task-types.ts";
 
 /**
  * Single-turn: the prompt names an item, the answer must start with the item's colour.
@@ -7,8 +16,18 @@ import { askThroughOpenAI, firstWord, seededIndex, type AskPolicy, type EpisodeO
  * embedded policy (about 33 words) chance is about 3%.
  */
 export const itemColors: Readonly<Record<string, string>> = {
-  apple: "red", cherry: "red", grass: "green", leaf: "green", sky: "blue", ocean: "blue",
-  banana: "yellow", lemon: "yellow", snow: "white", milk: "white", coal: "black", night: "black",
+  apple: "red",
+  cherry: "red",
+  grass: "green",
+  leaf: "green",
+  sky: "blue",
+  ocean: "blue",
+  banana: "yellow",
+  lemon: "yellow",
+  snow: "white",
+  milk: "white",
+  coal: "black",
+  night: "black",
 };
 const items = Object.keys(itemColors);
 

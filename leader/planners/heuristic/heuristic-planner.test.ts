@@ -100,7 +100,9 @@ describe("heuristic planner: refinement and stopping", () => {
   });
 
   it("never calls a single-seed winner separated: without seed noise it refines instead", () => {
-    const topic = parseTopic(`---\nmetric: { name: reward, goal: minimize }\nbase: { codebase: /c, interpreter: /n, command: run }\nknobs: { lr: [1, 2] }\nseeds: 1\n---\nq`);
+    const topic = parseTopic(
+      `---\nmetric: { name: reward, goal: minimize }\nbase: { codebase: /c, interpreter: /n, command: run }\nknobs: { lr: [1, 2] }\nseeds: 1\n---\nq`,
+    );
     const first = run(stage(planNext(input(topic))), (settings) => (settings.lr === 2 ? 0.1 : 0.9), 0);
     const step = stage(planNext(input(topic, [first])));
     expect(step.configurations.map((item) => item.id)).toEqual(["lr-4"]);

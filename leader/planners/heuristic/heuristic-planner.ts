@@ -48,7 +48,11 @@ export function planNext(input: PlannerInput): PlannerStep {
   if (step.kind === "stop" || (reviewed.applied.length === 0 && reviewed.notUnderstood.length === 0)) return step;
   const notes = [
     ...(reviewed.applied.length > 0 ? [`reviewer instructions applied: ${reviewed.applied.join("; ")}`] : []),
-    ...(reviewed.notUnderstood.length > 0 ? [`not understood by the heuristic planner (it takes "seeds=N" and "drop <knob>=<value>"; the llm planner reads text): ${reviewed.notUnderstood.join("; ")}`] : []),
+    ...(reviewed.notUnderstood.length > 0
+      ? [
+          `not understood by the heuristic planner (it takes "seeds=N" and "drop <knob>=<value>"; the llm planner reads text): ${reviewed.notUnderstood.join("; ")}`,
+        ]
+      : []),
   ];
   return { ...step, plan: { ...step.plan, rationale: `${step.plan.rationale}; ${notes.join("; ")}` } };
 }
@@ -66,7 +70,12 @@ function planWithTopic(input: PlannerInput): PlannerStep {
   const stageNumber = history.length + 1;
   const separated =
     history.length > 0 && best && separatedFromRest(best, summaries, goal)
-      ? stop("separated", `${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)}) is better than every other configuration beyond seed noise`, best, evidenceOf(summaries))
+      ? stop(
+          "separated",
+          `${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)}) is better than every other configuration beyond seed noise`,
+          best,
+          evidenceOf(summaries),
+        )
       : null;
 
   if (history.length > 0) {
@@ -81,7 +90,10 @@ function planWithTopic(input: PlannerInput): PlannerStep {
       const earlier = summarizeConfigurations(history.slice(0, -1));
       const earlierBest = bestConfiguration(earlier, goal);
       const lastIds = new Set(last.plan.configurations.map((configuration) => configuration.id));
-      const lastBest = bestConfiguration(summaries.filter((summary) => lastIds.has(summary.configuration.id) && summary.stage === last.plan.stage), goal);
+      const lastBest = bestConfiguration(
+        summaries.filter((summary) => lastIds.has(summary.configuration.id) && summary.stage === last.plan.stage),
+        goal,
+      );
       if (earlierBest && (!lastBest || !isBetter(lastBest.sample.mean, earlierBest.sample.mean, goal))) {
         return stop(
           "no-improvement",
@@ -94,7 +106,10 @@ function planWithTopic(input: PlannerInput): PlannerStep {
   }
 
   const plan = history.length === 0 ? screenStage(topic, metric) : refineStage(topic, metric, stageNumber, summaries, best!);
-  const step = plan.configurations.length === 0 ? stop("exhausted", `nothing left to try around ${best?.configuration.id ?? "the baseline"}: every candidate was measured`, best, evidenceOf(summaries)) : checkBudgets(input, plan, best, summaries);
+  const step =
+    plan.configurations.length === 0
+      ? stop("exhausted", `nothing left to try around ${best?.configuration.id ?? "the baseline"}: every candidate was measured`, best, evidenceOf(summaries))
+      : checkBudgets(input, plan, best, summaries);
   // A screen's clear winner is still refined around while the budgets allow (the screen's
   // values are coarse); when nothing more can run, the separation is why it stops.
   return step.kind === "stop" && separated !== null ? separated : step;
@@ -103,7 +118,9 @@ function planWithTopic(input: PlannerInput): PlannerStep {
 function screenStage(topic: Topic, metric: TopicMetric): StagePlan {
   const baseline = baselineSettings(topic.knobs);
   const scoreName = scoreLabel(metric);
-  const baselineText = Object.entries(baseline).map(([name, value]) => `${name}=${String(value)}`).join(", ");
+  const baselineText = Object.entries(baseline)
+    .map(([name, value]) => `${name}=${String(value)}`)
+    .join(", ");
   const configurations: PlannedConfiguration[] = [
     {
       ...makeConfiguration(baseline, baseline),
@@ -112,13 +129,20 @@ function screenStage(topic: Topic, metric: TopicMetric): StagePlan {
       prediction:
         metric.reference === undefined
           ? { kind: "records", text: `the runs record finite values of ${metric.name}` }
-          : { kind: "above-level", level: metric.reference, text: `mean ${scoreName} ${comparatorWord(metric.goal)} ${formatNumber(metric.reference)} (the reference level)` },
+          : {
+              kind: "above-level",
+              level: metric.reference,
+              text: `mean ${scoreName} ${comparatorWord(metric.goal)} ${formatNumber(metric.reference)} (the reference level)`,
+            },
     },
   ];
   const hypotheses = [{ id: "H0", statement: `the baseline (${baselineText}) trains: ${configurations[0]!.prediction.text}` }];
   Object.entries(topic.knobs).forEach(([name, values], index) => {
     const hypothesis = `H${index + 1}`;
-    hypotheses.push({ id: hypothesis, statement: `${name} matters: some value other than ${String(values[0])} gives a ${betterWord(metric.goal)} ${scoreName} than the baseline` });
+    hypotheses.push({
+      id: hypothesis,
+      statement: `${name} matters: some value other than ${String(values[0])} gives a ${betterWord(metric.goal)} ${scoreName} than the baseline`,
+    });
     for (const value of values.slice(1)) {
       const configuration = makeConfiguration({ ...baseline, [name]: value }, baseline);
       if (configurations.some((existing) => existing.id === configuration.id)) continue;
@@ -126,7 +150,11 @@ function screenStage(topic: Topic, metric: TopicMetric): StagePlan {
         ...configuration,
         hypothesis,
         purpose: `one factor at a time: ${name} ${String(values[0])} → ${String(value)}, every other knob at its baseline value`,
-        prediction: { kind: "beats-configuration", configurationId: "baseline", text: `mean ${scoreName} across seeds is ${betterWord(metric.goal)} than the baseline's` },
+        prediction: {
+          kind: "beats-configuration",
+          configurationId: "baseline",
+          text: `mean ${scoreName} across seeds is ${betterWord(metric.goal)} than the baseline's`,
+        },
       });
     }
   });
@@ -159,7 +187,12 @@ function refineStage(topic: Topic, metric: TopicMetric, stage: number, summaries
     stage,
     kind: "refine",
     rationale: `refine around the best so far, ${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)}), which is not separated from the rest beyond seed noise`,
-    hypotheses: [{ id: hypothesis, statement: `a configuration near ${best.configuration.id} gives a ${betterWord(metric.goal)} ${scoreName} than its ${formatNumber(best.sample.mean)}` }],
+    hypotheses: [
+      {
+        id: hypothesis,
+        statement: `a configuration near ${best.configuration.id} gives a ${betterWord(metric.goal)} ${scoreName} than its ${formatNumber(best.sample.mean)}`,
+      },
+    ],
     configurations,
     experiments: experimentsOf(stage, configurations, topic.seeds),
     decisions: commonDecisions(stage, best.configuration.id),
@@ -169,8 +202,13 @@ function refineStage(topic: Topic, metric: TopicMetric, stage: number, summaries
 function commonDecisions(stage: number, reference: string): StagePlan["decisions"] {
   return [
     { outcome: "every experiment of the stage fails or records no score", decision: "stop and report the failures with their reasons" },
-    { outcome: "the best configuration is better than every other beyond seed noise (95% intervals do not overlap)", decision: "stop and report it as the answer" },
-    ...(stage >= 2 ? [{ outcome: `no configuration of this stage beats ${reference}'s mean`, decision: `stop: refinement brought no improvement; report ${reference}` }] : []),
+    {
+      outcome: "the best configuration is better than every other beyond seed noise (95% intervals do not overlap)",
+      decision: "stop and report it as the answer",
+    },
+    ...(stage >= 2
+      ? [{ outcome: `no configuration of this stage beats ${reference}'s mean`, decision: `stop: refinement brought no improvement; report ${reference}` }]
+      : []),
     { outcome: "otherwise", decision: `refine around the best in stage ${stage + 1}, if something is left to try and the budgets allow it` },
   ];
 }
@@ -186,44 +224,79 @@ function checkBudgets(input: PlannerInput, plan: StagePlan, best: ConfigurationS
   const fitting = Math.floor(room / topic.seeds);
   if (plan.configurations.length > fitting) {
     if (plan.kind === "screen" || fitting < 1) {
-      return stop("budget", `stage ${plan.stage} needs ${plan.experiments.length} experiments but only ${Math.max(0, room)} of the budget of ${budgets.experiments} remain`, best, evidence);
+      return stop(
+        "budget",
+        `stage ${plan.stage} needs ${plan.experiments.length} experiments but only ${Math.max(0, room)} of the budget of ${budgets.experiments} remain`,
+        best,
+        evidence,
+      );
     }
     const kept = plan.configurations.slice(0, fitting);
-    plan = { ...plan, configurations: kept, experiments: experimentsOf(plan.stage, kept, topic.seeds), rationale: `${plan.rationale}; cut to ${kept.length} configuration(s) to fit the experiment budget` };
+    plan = {
+      ...plan,
+      configurations: kept,
+      experiments: experimentsOf(plan.stage, kept, topic.seeds),
+      rationale: `${plan.rationale}; cut to ${kept.length} configuration(s) to fit the experiment budget`,
+    };
   }
   const budgetMs = parseDuration(base.time_budget) ?? 0;
   if (budgets.gpuHours !== undefined) {
     const estimate = (plan.experiments.length * base.gpus * budgetMs) / 3_600_000;
     if (usage.gpuHours + estimate > budgets.gpuHours) {
-      return stop("budget", `stage ${plan.stage} could use ${formatNumber(estimate)} GPU-hours (its time budgets), over the ${formatNumber(budgets.gpuHours - usage.gpuHours)} left`, best, { ...evidence, gpuHoursUsed: usage.gpuHours });
+      return stop(
+        "budget",
+        `stage ${plan.stage} could use ${formatNumber(estimate)} GPU-hours (its time budgets), over the ${formatNumber(budgets.gpuHours - usage.gpuHours)} left`,
+        best,
+        { ...evidence, gpuHoursUsed: usage.gpuHours },
+      );
     }
   }
   if (budgets.wallTimeMs !== undefined && usage.wallTimeMs + budgetMs > budgets.wallTimeMs) {
-    return stop("budget", `stage ${plan.stage} could take ${base.time_budget}, over the wall time left (${formatNumber((budgets.wallTimeMs - usage.wallTimeMs) / 60_000)} min)`, best, { ...evidence, wallTimeUsedMs: usage.wallTimeMs });
+    return stop(
+      "budget",
+      `stage ${plan.stage} could take ${base.time_budget}, over the wall time left (${formatNumber((budgets.wallTimeMs - usage.wallTimeMs) / 60_000)} min)`,
+      best,
+      { ...evidence, wallTimeUsedMs: usage.wallTimeMs },
+    );
   }
   return { kind: "stage", plan };
 }
 
 function experimentsOf(stage: number, configurations: PlannedConfiguration[], seeds: number): StagePlan["experiments"] {
   return configurations.flatMap((configuration) =>
-    Array.from({ length: seeds }, (_, index) => ({ blueprintId: blueprintIdOf(stage, configuration.id, index + 1), configurationId: configuration.id, seed: index + 1 })),
+    Array.from({ length: seeds }, (_, index) => ({
+      blueprintId: blueprintIdOf(stage, configuration.id, index + 1),
+      configurationId: configuration.id,
+      seed: index + 1,
+    })),
   );
 }
 
-function stop(reason: Extract<PlannerStep, { kind: "stop" }>["reason"], explanation: string, best: ConfigurationSummary | undefined, evidence: Record<string, unknown>): PlannerStep {
+function stop(
+  reason: Extract<PlannerStep, { kind: "stop" }>["reason"],
+  explanation: string,
+  best: ConfigurationSummary | undefined,
+  evidence: Record<string, unknown>,
+): PlannerStep {
   return { kind: "stop", reason, explanation, best, evidence };
 }
 
 function evidenceOf(summaries: ConfigurationSummary[]): Record<string, unknown> {
   return {
-    configurations: summaries.map((summary) => ({ id: summary.configuration.id, n: summary.sample.n, mean: summary.sample.mean, low: summary.sample.low, high: summary.sample.high, failed: summary.failed })),
+    configurations: summaries.map((summary) => ({
+      id: summary.configuration.id,
+      n: summary.sample.n,
+      mean: summary.sample.mean,
+      low: summary.sample.low,
+      high: summary.sample.high,
+      failed: summary.failed,
+    })),
   };
 }
 
 function interval(summary: ConfigurationSummary): string {
   return summary.sample.low === undefined ? "n/a (one seed)" : `[${formatNumber(summary.sample.low)}, ${formatNumber(summary.sample.high)}]`;
 }
-
 
 function betterWord(goal: Goal): string {
   return goal === "maximize" ? "higher" : "lower";

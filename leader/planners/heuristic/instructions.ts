@@ -21,7 +21,10 @@ export function applyInstructions(topic: Topic, instructions: readonly ReviewIns
   let adjusted: Topic = { ...topic, knobs: { ...topic.knobs } };
   const applied: string[] = [];
   const notUnderstood: string[] = [];
-  for (const part of instructions.flatMap((instruction) => instruction.text.split(/[;\n]/)).map((text) => text.trim()).filter((text) => text !== "")) {
+  for (const part of instructions
+    .flatMap((instruction) => instruction.text.split(/[;\n]/))
+    .map((text) => text.trim())
+    .filter((text) => text !== "")) {
     const seeds = /^seeds\s*=\s*(\d+)$/i.exec(part);
     const drop = /^drop\s+([A-Za-z0-9_.-]+)\s*=\s*(\S+)$/i.exec(part);
     if (seeds && Number(seeds[1]) >= 1 && Number(seeds[1]) <= 100) {

@@ -37,7 +37,10 @@ export function refinementCandidates(knobs: Record<string, KnobValue[]>, summari
   const winners = screenWinners(knobs, baseline, summaries, goal);
   const changed = Object.entries(winners).filter(([name, value]) => value !== baseline[name]);
   if (changed.length >= 2) {
-    add({ ...baseline, ...winners }, `combines each knob's best screened value (${changed.map(([name, value]) => `${name}=${String(value)}`).join(", ")}), which the one-factor screen never ran together`);
+    add(
+      { ...baseline, ...winners },
+      `combines each knob's best screened value (${changed.map(([name, value]) => `${name}=${String(value)}`).join(", ")}), which the one-factor screen never ran together`,
+    );
   }
 
   for (const name of Object.keys(knobs)) {
@@ -56,13 +59,17 @@ export function refinementCandidates(knobs: Record<string, KnobValue[]>, summari
     for (const neighbour of [lower, upper]) {
       if (neighbour === undefined) continue;
       const middle = between(value, neighbour);
-      if (middle !== value && middle !== neighbour) add({ ...best.configuration.settings, [name]: middle }, `${name}=${middle} lies between the best ${name}=${value} and the tried ${name}=${neighbour}`);
+      if (middle !== value && middle !== neighbour)
+        add({ ...best.configuration.settings, [name]: middle }, `${name}=${middle} lies between the best ${name}=${value} and the tried ${name}=${neighbour}`);
     }
     if (numbers.length >= 2 && (lower === undefined || upper === undefined)) {
       const neighbour = (lower ?? upper)!;
       const outside = beyond(neighbour, value);
       if (Number.isFinite(outside) && outside !== value && (!integers || outside > 0 || numbers[0]! <= 0)) {
-        add({ ...best.configuration.settings, [name]: outside }, `${name}=${value} is the ${lower === undefined ? "smallest" : "largest"} value tried and the best; ${name}=${outside} looks one step beyond it`);
+        add(
+          { ...best.configuration.settings, [name]: outside },
+          `${name}=${value} is the ${lower === undefined ? "smallest" : "largest"} value tried and the best; ${name}=${outside} looks one step beyond it`,
+        );
       }
     }
   }
@@ -70,10 +77,17 @@ export function refinementCandidates(knobs: Record<string, KnobValue[]>, summari
 }
 
 /** Per knob, the value whose baseline-except-that-knob configuration has the best mean. */
-function screenWinners(knobs: Record<string, KnobValue[]>, baseline: Record<string, KnobValue>, summaries: ConfigurationSummary[], goal: Goal): Record<string, KnobValue> {
+function screenWinners(
+  knobs: Record<string, KnobValue[]>,
+  baseline: Record<string, KnobValue>,
+  summaries: ConfigurationSummary[],
+  goal: Goal,
+): Record<string, KnobValue> {
   const winners: Record<string, KnobValue> = {};
   for (const name of Object.keys(knobs)) {
-    const screened = summaries.filter((summary) => Object.keys(summary.configuration.settings).every((key) => key === name || summary.configuration.settings[key] === baseline[key]));
+    const screened = summaries.filter((summary) =>
+      Object.keys(summary.configuration.settings).every((key) => key === name || summary.configuration.settings[key] === baseline[key]),
+    );
     const winner = bestConfiguration(screened, goal);
     winners[name] = winner ? winner.configuration.settings[name]! : baseline[name]!;
   }

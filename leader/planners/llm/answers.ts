@@ -51,13 +51,20 @@ export const stagePlanAnswer = z.object({
   rationale: z.string(),
   hypotheses: z.array(z.object({ id: z.string(), statement: z.string() })),
   configurations: z.array(plannedConfigurationAnswer),
-  decisions: z.array(z.object({ outcome: z.string(), decision: z.string() })).describe("what each possible outcome of the stage leads to, decided before it runs"),
+  decisions: z
+    .array(z.object({ outcome: z.string(), decision: z.string() }))
+    .describe("what each possible outcome of the stage leads to, decided before it runs"),
 });
 
 export const stageDecisionAnswer = z.object({
-  decision: z.enum(["continue", "revise", "stop"]).describe("continue: the next stage as planned before; revise: a different course, with reasons; stop: end the campaign"),
+  decision: z
+    .enum(["continue", "revise", "stop"])
+    .describe("continue: the next stage as planned before; revise: a different course, with reasons; stop: end the campaign"),
   reasons: z.array(z.string()).describe("why, citing the figures given (required for revise and stop)"),
-  stop: z.object({ reason: z.enum(stopReasons), explanation: z.string() }).nullable().describe("with decision stop; else null"),
+  stop: z
+    .object({ reason: z.enum(stopReasons), explanation: z.string() })
+    .nullable()
+    .describe("with decision stop; else null"),
   plan: stagePlanAnswer.nullable().describe("with decision continue or revise: the next stage; else null"),
 });
 

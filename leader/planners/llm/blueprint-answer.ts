@@ -13,7 +13,18 @@ import type { BlueprintText } from "../../domain/planner.ts";
  *
  * A draft the answer leaves out is kept as it is; the answer comes back in draft order.
  */
-export const fixedFrontMatterFields = ["id", "campaign", "stage", "seed", "configuration", "overrides", "metric", "prediction", "hypothesis", "command_rules"] as const;
+export const fixedFrontMatterFields = [
+  "id",
+  "campaign",
+  "stage",
+  "seed",
+  "configuration",
+  "overrides",
+  "metric",
+  "prediction",
+  "hypothesis",
+  "command_rules",
+] as const;
 
 export type BlueprintAnswerCheck = { ok: true; blueprints: BlueprintText[] } | { ok: false; problems: string[] };
 
@@ -50,11 +61,15 @@ function changedIdentity(draft: BlueprintText, text: string): string[] {
   const problems: string[] = [];
   for (const field of fixedFrontMatterFields) {
     if (!isDeepStrictEqual(normalize(before.frontMatter[field]), normalize(after.frontMatter[field]))) {
-      problems.push(`blueprint "${draft.blueprintId}" changes front-matter field \`${field}\` (draft: ${JSON.stringify(before.frontMatter[field])}, yours: ${JSON.stringify(after.frontMatter[field])}); keep it as in the draft`);
+      problems.push(
+        `blueprint "${draft.blueprintId}" changes front-matter field \`${field}\` (draft: ${JSON.stringify(before.frontMatter[field])}, yours: ${JSON.stringify(after.frontMatter[field])}); keep it as in the draft`,
+      );
     }
   }
   if (before.resultDir !== after.resultDir) {
-    problems.push(`blueprint "${draft.blueprintId}" changes the result directory (draft: ${before.resultDir}, yours: ${after.resultDir || "(none)"}); keep it as in the draft`);
+    problems.push(
+      `blueprint "${draft.blueprintId}" changes the result directory (draft: ${before.resultDir}, yours: ${after.resultDir || "(none)"}); keep it as in the draft`,
+    );
   }
   return problems;
 }

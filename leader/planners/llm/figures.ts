@@ -26,7 +26,12 @@ export interface Figures {
   stages: {
     stage: number;
     kind: string;
-    configurations: { id: string; delta: Record<string, KnobValue>; hypothesis: string; prediction: { kind: string; against: string | null; level: number | null } }[];
+    configurations: {
+      id: string;
+      delta: Record<string, KnobValue>;
+      hypothesis: string;
+      prediction: { kind: string; against: string | null; level: number | null };
+    }[];
     outcomes: { experiment: string; configuration: string; seed: number; state: string; score: number | null; reason: boolean }[];
   }[];
   /** Every configuration measured so far, merged across stages, with its comparison to the best. */
@@ -58,7 +63,10 @@ export function figuresOf(topic: Topic, history: StageRecord[], knobs: Record<st
       stages: { limit: topic.budgets.stages, used: history.length },
       experiments: { limit: topic.budgets.experiments, used: history.reduce((sum, record) => sum + record.plan.experiments.length, 0) },
       gpuHours: { limit: topic.budgets.gpuHours ?? null, used: usage ? (rounded(usage.gpuHours) ?? 0) : null },
-      wallTimeMinutes: { limit: topic.budgets.wallTimeMs === undefined ? null : rounded(topic.budgets.wallTimeMs / 60_000), used: usage ? (rounded(usage.wallTimeMs / 60_000) ?? 0) : null },
+      wallTimeMinutes: {
+        limit: topic.budgets.wallTimeMs === undefined ? null : rounded(topic.budgets.wallTimeMs / 60_000),
+        used: usage ? (rounded(usage.wallTimeMs / 60_000) ?? 0) : null,
+      },
     },
     stages: history.map((record) => ({
       stage: record.plan.stage,
@@ -67,7 +75,11 @@ export function figuresOf(topic: Topic, history: StageRecord[], knobs: Record<st
         id: configuration.id,
         delta: configuration.delta,
         hypothesis: configuration.hypothesis,
-        prediction: { kind: configuration.prediction.kind, against: configuration.prediction.configurationId ?? null, level: rounded(configuration.prediction.level) },
+        prediction: {
+          kind: configuration.prediction.kind,
+          against: configuration.prediction.configurationId ?? null,
+          level: rounded(configuration.prediction.level),
+        },
       })),
       outcomes: record.outcomes.map((outcome) => ({
         experiment: outcome.blueprintId,
@@ -94,7 +106,11 @@ export function figuresOf(topic: Topic, history: StageRecord[], knobs: Record<st
   };
 }
 
-function versusBest(summary: ConfigurationSummary, best: ConfigurationSummary | undefined, goal: "maximize" | "minimize"): Figures["configurations"][number]["versusBest"] {
+function versusBest(
+  summary: ConfigurationSummary,
+  best: ConfigurationSummary | undefined,
+  goal: "maximize" | "minimize",
+): Figures["configurations"][number]["versusBest"] {
   if (summary.sample.n === 0) return "no score";
   if (best === undefined || best.configuration.id === summary.configuration.id) return "is-best";
   const separated = separatedBeyondNoise(best.sample, summary.sample, goal);
@@ -109,7 +125,9 @@ export function figuresBlock(figures: Figures): string {
 
 /** Failure reasons of the runs, fenced as untrusted data (they come from result directories and logs). */
 export function reasonsBlock(history: StageRecord[]): string | undefined {
-  const lines = history.flatMap((record) => record.outcomes.filter((outcome) => outcome.reason).map((outcome) => `${outcome.blueprintId} (${outcome.state}): ${outcome.reason}`));
+  const lines = history.flatMap((record) =>
+    record.outcomes.filter((outcome) => outcome.reason).map((outcome) => `${outcome.blueprintId} (${outcome.state}): ${outcome.reason}`),
+  );
   if (lines.length === 0) return undefined;
   return `Reasons recorded for runs (outcomes with "reason": true above), one per line:\n${fenceUntrusted("run reasons from result directories", lines.join("\n"))}`;
 }

@@ -59,7 +59,7 @@ const cases = [
     path: "/v1/chat/completions",
     baseUrl: (server: FakeProviderServer) => `${server.url}/v1`,
     responses: [openAiAnswer(framing), openAiAnswer(screenAnswer)],
-    systemOf: (body: Record<string, unknown>) => ((body.messages as { role: string; content: string }[])[0]!).content,
+    systemOf: (body: Record<string, unknown>) => (body.messages as { role: string; content: string }[])[0]!.content,
     schemaNameOf: (body: Record<string, unknown>) => (body.response_format as { json_schema: { name: string } }).json_schema.name,
   },
   {
@@ -68,7 +68,7 @@ const cases = [
     path: "/v1/messages",
     baseUrl: (server: FakeProviderServer) => server.url,
     responses: [anthropicAnswer("framed_question", framing), anthropicAnswer("stage_decision", screenAnswer)],
-    systemOf: (body: Record<string, unknown>) => ((body.system as { text: string }[])[0]!).text,
+    systemOf: (body: Record<string, unknown>) => (body.system as { text: string }[])[0]!.text,
     schemaNameOf: (body: Record<string, unknown>) => (body.tool_choice as { name: string }).name,
   },
 ];
@@ -83,7 +83,10 @@ describe.each(cases)("llm planner over the $provider SDK", (scenario) => {
   it("frames the topic and plans stage 1 from the provider's answers, with the skills as system prompts", async () => {
     server.play(scenario.responses);
     const sink = new InMemoryUsageSink();
-    const model = await createChatModel({ provider: scenario.provider, model: scenario.model, apiKey, baseUrl: scenario.baseUrl(server), maxRetries: 0 }, { sink, warn: () => {} });
+    const model = await createChatModel(
+      { provider: scenario.provider, model: scenario.model, apiKey, baseUrl: scenario.baseUrl(server), maxRetries: 0 },
+      { sink, warn: () => {} },
+    );
     const planner = new LlmPlanner({ model });
     const topic = llmTestTopic();
 

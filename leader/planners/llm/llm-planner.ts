@@ -6,7 +6,16 @@ import { checkBlueprintAnswer } from "./blueprint-answer.ts";
 import { concludePrompt, framePrompt, planPrompt, problemsPrompt, writePrompt } from "./prompts.ts";
 import { defaultSkillsDir, loadSkill, systemPromptOf, type LeaderSkillName } from "./skills.ts";
 import { budgetProblem, convertDecision, evidenceOf, knobsOf, llmPlannerNeeds, stopStep } from "./stage-plan.ts";
-import type { BlueprintText, BlueprintWritingInput, Conclusion, ConclusionInput, FramedQuestion, Planner, PlannerInput, PlannerStep } from "../../domain/planner.ts";
+import type {
+  BlueprintText,
+  BlueprintWritingInput,
+  Conclusion,
+  ConclusionInput,
+  FramedQuestion,
+  Planner,
+  PlannerInput,
+  PlannerStep,
+} from "../../domain/planner.ts";
 import { bestConfiguration, summarizeConfigurations } from "../../domain/configurations.ts";
 import type { Topic } from "../../domain/topic.ts";
 
@@ -150,12 +159,19 @@ export class LlmPlanner implements Planner {
         if (checked.ok) return checked.value;
         problems = checked.problems;
       }
-      messages.push({ role: "assistant", content: result.text.trim() === "" ? "(empty answer)" : result.text }, { role: "user", content: problemsPrompt(problems) });
+      messages.push(
+        { role: "assistant", content: result.text.trim() === "" ? "(empty answer)" : result.text },
+        { role: "user", content: problemsPrompt(problems) },
+      );
     }
-    throw new A3rError("PLANNER_OUTPUT_INVALID", `the ${this.model.provider} model ${this.model.model} gave no usable "${ask.schemaName}" answer, even when told what was wrong: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`, {
-      hint: "read the problems: a stronger model, or a topic that states its knobs and metric plainly, usually helps",
-      details: { role: ask.role, schemaName: ask.schemaName, problems },
-    });
+    throw new A3rError(
+      "PLANNER_OUTPUT_INVALID",
+      `the ${this.model.provider} model ${this.model.model} gave no usable "${ask.schemaName}" answer, even when told what was wrong: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`,
+      {
+        hint: "read the problems: a stronger model, or a topic that states its knobs and metric plainly, usually helps",
+        details: { role: ask.role, schemaName: ask.schemaName, problems },
+      },
+    );
   }
 }
 
@@ -168,8 +184,10 @@ function checkFraming(answer: FramedQuestionAnswer, topic: Topic): { ok: true; v
   const topicKnobs = Object.keys(topic.knobs);
   const seen = new Set<string>();
   for (const variable of answer.variables) {
-    if (!knobName.test(variable.name)) problems.push(`variable "${variable.name}" is not a config key (letters, digits, _ and dots, such as lr or optimizer.lr)`);
-    else if (topicKnobs.length > 0 && !topicKnobs.includes(variable.name)) problems.push(`variable "${variable.name}" is not a knob of the topic (its knobs: ${topicKnobs.join(", ")})`);
+    if (!knobName.test(variable.name))
+      problems.push(`variable "${variable.name}" is not a config key (letters, digits, _ and dots, such as lr or optimizer.lr)`);
+    else if (topicKnobs.length > 0 && !topicKnobs.includes(variable.name))
+      problems.push(`variable "${variable.name}" is not a knob of the topic (its knobs: ${topicKnobs.join(", ")})`);
     if (seen.has(variable.name)) problems.push(`variable "${variable.name}" is listed twice`);
     seen.add(variable.name);
     if (variable.values.length === 0) problems.push(`variable "${variable.name}" has no values (the first is the baseline)`);

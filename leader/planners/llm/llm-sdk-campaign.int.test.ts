@@ -9,7 +9,14 @@ import type { DispatchHost, HostConfig } from "../../../hosts/index.ts";
 import { createChatModel } from "../../../llm/index.ts";
 import { FakeProviderServer } from "../../../test-support/llm-servers/fake-provider-server.ts";
 import { fixtureTopicText } from "../../../test-support/fixture-topic.ts";
-import { wireAnswer, wireLastUserMessage, wireSchemaName, wireSystemPrompt, type WireProvider, type WireUsage } from "../../../test-support/provider-wire-answers.ts";
+import {
+  wireAnswer,
+  wireLastUserMessage,
+  wireSchemaName,
+  wireSystemPrompt,
+  type WireProvider,
+  type WireUsage,
+} from "../../../test-support/provider-wire-answers.ts";
 import { runLeader } from "../../graph/leader-graph.ts";
 import { LlmPlanner } from "./llm-planner.ts";
 import { loadSkill, type LeaderSkillName } from "./skills.ts";
@@ -50,8 +57,20 @@ const stagePlan = {
       { id: "H1", statement: "a smaller lr reaches a higher final reward_mean" },
     ],
     configurations: [
-      { label: "base", hypothesis: "H0", purpose: "the reference", delta: [], prediction: { kind: "records", text: "the baseline records reward_mean", against: null, level: null } },
-      { label: "small-lr", hypothesis: "H1", purpose: "test a smaller step size", delta: [{ knob: "lr", value: 0.01 }], prediction: { kind: "beats-configuration", text: "lr 0.01 beats the baseline", against: "base", level: null } },
+      {
+        label: "base",
+        hypothesis: "H0",
+        purpose: "the reference",
+        delta: [],
+        prediction: { kind: "records", text: "the baseline records reward_mean", against: null, level: null },
+      },
+      {
+        label: "small-lr",
+        hypothesis: "H1",
+        purpose: "test a smaller step size",
+        delta: [{ knob: "lr", value: 0.01 }],
+        prediction: { kind: "beats-configuration", text: "lr 0.01 beats the baseline", against: "base", level: null },
+      },
     ],
     decisions: [
       { outcome: "lr 0.01 beats the baseline", decision: "stop and report it" },
@@ -62,7 +81,12 @@ const stagePlan = {
 
 const keepDrafts = { blueprints: [] };
 
-const stop = { decision: "stop", reasons: ["the screen compared both lr values"], stop: { reason: "exhausted", explanation: "both lr values of the topic were measured" }, plan: null };
+const stop = {
+  decision: "stop",
+  reasons: ["the screen compared both lr values"],
+  stop: { reason: "exhausted", explanation: "both lr values of the topic were measured" },
+  plan: null,
+};
 
 const conclusion = {
   answer: "Over the SDK wire: lr 0.01 and lr 0.1 end with the same final reward_mean on the fixture trainer.",
@@ -75,14 +99,38 @@ const conclusion = {
 
 /** The five round trips in order: role, skill, schema name, answer, and distinct token counts. */
 const trips: { role: string; skill: LeaderSkillName; schemaName: string; answer: unknown; usage: WireUsage }[] = [
-  { role: "frame", skill: "leader-frame-topic", schemaName: "framed_question", answer: framing, usage: { inputTokens: 1101, outputTokens: 101, cachedTokens: 0 } },
-  { role: "plan", skill: "leader-plan-stage", schemaName: "stage_decision", answer: stagePlan, usage: { inputTokens: 1202, outputTokens: 202, cachedTokens: 64 } },
-  { role: "write", skill: "leader-write-blueprint", schemaName: "blueprints", answer: keepDrafts, usage: { inputTokens: 1303, outputTokens: 13, cachedTokens: 0 } },
+  {
+    role: "frame",
+    skill: "leader-frame-topic",
+    schemaName: "framed_question",
+    answer: framing,
+    usage: { inputTokens: 1101, outputTokens: 101, cachedTokens: 0 },
+  },
+  {
+    role: "plan",
+    skill: "leader-plan-stage",
+    schemaName: "stage_decision",
+    answer: stagePlan,
+    usage: { inputTokens: 1202, outputTokens: 202, cachedTokens: 64 },
+  },
+  {
+    role: "write",
+    skill: "leader-write-blueprint",
+    schemaName: "blueprints",
+    answer: keepDrafts,
+    usage: { inputTokens: 1303, outputTokens: 13, cachedTokens: 0 },
+  },
   { role: "plan", skill: "leader-plan-stage", schemaName: "stage_decision", answer: stop, usage: { inputTokens: 1404, outputTokens: 44, cachedTokens: 128 } },
-  { role: "analyze", skill: "leader-analyze-results", schemaName: "conclusion", answer: conclusion, usage: { inputTokens: 1505, outputTokens: 155, cachedTokens: 0 } },
+  {
+    role: "analyze",
+    skill: "leader-analyze-results",
+    schemaName: "conclusion",
+    answer: conclusion,
+    usage: { inputTokens: 1505, outputTokens: 155, cachedTokens: 0 },
+  },
 ];
 
-const cases: { provider: WireProvider; model: string; path: string; baseUrl: (server: FakeProviderServer) => string}[] = [
+const cases: { provider: WireProvider; model: string; path: string; baseUrl: (server: FakeProviderServer) => string }[] = [
   { provider: "openai", model: "gpt-4.1", path: "/v1/chat/completions", baseUrl: (server) => `${server.url}/v1` },
   { provider: "anthropic", model: "claude-sonnet-4-6", path: "/v1/messages", baseUrl: (server) => server.url },
 ];
@@ -115,11 +163,20 @@ describe.each(cases)("a one-stage campaign over the $provider SDK", (scenario) =
     const paths = campaignPaths(runsDir, campaignId);
     const workdir = join(runsDir, "host");
     const parsed = parseHostsText(`hosts:\n  - name: here\n    kind: local\n    gpus: 0\n    max_runs: 2\n    workdir: ${workdir}\n`, "hosts.yaml");
-    const hosts: DispatchHost[] = [{ config: { ...parsed.hosts[0]!, a3r } as HostConfig, launcher: new LocalLauncher({ host: "here", workdir, a3r }), capacity: { name: "here", gpuIndices: [], maxRuns: 2 } }];
+    const hosts: DispatchHost[] = [
+      {
+        config: { ...parsed.hosts[0]!, a3r } as HostConfig,
+        launcher: new LocalLauncher({ host: "here", workdir, a3r }),
+        capacity: { name: "here", gpuIndices: [], maxRuns: 2 },
+      },
+    ];
     await createCampaign(runsDir, campaignId, fixtureTopicText({ stages: 2 }));
 
     server.play(trips.map((trip) => wireAnswer(scenario.provider, trip.schemaName, trip.answer, trip.usage)));
-    const model = await createChatModel({ provider: scenario.provider, model: scenario.model, apiKey, baseUrl: scenario.baseUrl(server), maxRetries: 0 }, { sink: new JsonlLedger(paths.ledger), warn: () => {} });
+    const model = await createChatModel(
+      { provider: scenario.provider, model: scenario.model, apiKey, baseUrl: scenario.baseUrl(server), maxRetries: 0 },
+      { sink: new JsonlLedger(paths.ledger), warn: () => {} },
+    );
     const { state: final, waitingFor } = await runLeader({ runsDir, campaignId, planner: new LlmPlanner({ model }), hosts, intervalMs: 200 });
 
     // The campaign ended with the model's stop after stage 1 and a report.

@@ -38,6 +38,9 @@ describe("leader skills", () => {
   });
 
   it("says which file is missing when a skills folder lacks one", async () => {
-    await expect(loadSkill("leader-plan-stage", "/nonexistent-skills")).rejects.toMatchObject({ code: "FILE_NOT_FOUND", where: "/nonexistent-skills/leader-plan-stage/SKILL.md" });
+    await expect(loadSkill("leader-plan-stage", "/nonexistent-skills")).rejects.toMatchObject({
+      code: "FILE_NOT_FOUND",
+      where: "/nonexistent-skills/leader-plan-stage/SKILL.md",
+    });
   });
 });

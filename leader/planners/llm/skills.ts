@@ -61,5 +61,8 @@ export function systemPromptOf(skill: Skill): string {
 }
 
 function skillInvalid(file: string, why: string): A3rError {
-  return new A3rError("CONFIG_INVALID", `${file}: ${why}`, { where: file, hint: "a SKILL.md starts with ---, name: ..., description: ..., --- and then the procedure" });
+  return new A3rError("CONFIG_INVALID", `${file}: ${why}`, {
+    where: file,
+    hint: "a SKILL.md starts with ---, name: ..., description: ..., --- and then the procedure",
+  });
 }

@@ -1,7 +1,16 @@
 import { parseDuration } from "../../../core/duration.ts";
 import { baselineSettings, bestConfiguration, blueprintIdOf, formatNumber, makeConfiguration, summarizeConfigurations } from "../../domain/configurations.ts";
 import type { StageDecisionAnswer, StagePlanAnswer } from "./answers.ts";
-import type { ConfigurationSummary, FramedQuestion, PlannedConfiguration, PlannerInput, PlannerStep, Prediction, StagePlan, StopReason } from "../../domain/planner.ts";
+import type {
+  ConfigurationSummary,
+  FramedQuestion,
+  PlannedConfiguration,
+  PlannerInput,
+  PlannerStep,
+  Prediction,
+  StagePlan,
+  StopReason,
+} from "../../domain/planner.ts";
 import type { KnobValue, Topic } from "../../domain/topic.ts";
 
 /**
@@ -47,22 +56,33 @@ export function convertDecision(answer: StageDecisionAnswer, input: PlannerInput
 
   if (answer.decision === "stop") {
     if (!answer.stop) return { ok: false, problems: ["decision is stop but `stop` is null: give the stop reason and its explanation"] };
-    if (stage === 1 && answer.stop.reason !== "needs-input") problems.push(`no stage has run yet, so "${answer.stop.reason}" cannot be the stop reason: plan stage 1, or stop with needs-input saying what the topic lacks`);
+    if (stage === 1 && answer.stop.reason !== "needs-input")
+      problems.push(
+        `no stage has run yet, so "${answer.stop.reason}" cannot be the stop reason: plan stage 1, or stop with needs-input saying what the topic lacks`,
+      );
     if (answer.stop.explanation.trim() === "") problems.push("stop.explanation is empty: say why the campaign stops, citing the figures");
     if (problems.length > 0) return { ok: false, problems };
     const explanation = [answer.stop.explanation.trim(), ...reasons.filter((reason) => reason !== answer.stop!.explanation.trim())].join(" ");
     return { ok: true, step: stopStep(answer.stop.reason, explanation, best, { ...evidenceOf(summaries), decidedBy: "model", reasons }) };
   }
   if (!answer.plan) return { ok: false, problems: [`decision is ${answer.decision} but \`plan\` is null: give the next stage`] };
-  if (answer.decision === "revise" && reasons.length === 0) problems.push("decision is revise but `reasons` is empty: say why the course changes, citing the figures");
+  if (answer.decision === "revise" && reasons.length === 0)
+    problems.push("decision is revise but `reasons` is empty: say why the course changes, citing the figures");
   const converted = convertPlan(answer.plan, stage, input, knobs, summaries);
   problems.push(...converted.problems);
   if (problems.length > 0 || !converted.plan) return { ok: false, problems };
-  const plan = answer.decision === "revise" ? { ...converted.plan, rationale: `revised course (${reasons.join("; ")}): ${converted.plan.rationale}` } : converted.plan;
+  const plan =
+    answer.decision === "revise" ? { ...converted.plan, rationale: `revised course (${reasons.join("; ")}): ${converted.plan.rationale}` } : converted.plan;
   return { ok: true, step: checkStageBudgets(input, plan, best, summaries) };
 }
 
-function convertPlan(answer: StagePlanAnswer, stage: number, input: PlannerInput, knobs: Record<string, KnobValue[]>, summaries: ConfigurationSummary[]): { plan?: StagePlan; problems: string[] } {
+function convertPlan(
+  answer: StagePlanAnswer,
+  stage: number,
+  input: PlannerInput,
+  knobs: Record<string, KnobValue[]>,
+  summaries: ConfigurationSummary[],
+): { plan?: StagePlan; problems: string[] } {
   const problems: string[] = [];
   const baseline = baselineSettings(knobs);
   const knownKnobs = Object.keys(knobs);
@@ -83,7 +103,8 @@ function convertPlan(answer: StagePlanAnswer, stage: number, input: PlannerInput
     const where = `configuration ${index + 1} ("${item.label}")`;
     if (item.label.trim() === "") problems.push(`configuration ${index + 1} has an empty label`);
     else if (built.some((other) => other.label === item.label)) problems.push(`label "${item.label}" is used by two configurations`);
-    if (!hypothesisIds.has(item.hypothesis)) problems.push(`${where} tests hypothesis "${item.hypothesis}", which is not among the plan's hypotheses (${[...hypothesisIds].join(", ") || "none"})`);
+    if (!hypothesisIds.has(item.hypothesis))
+      problems.push(`${where} tests hypothesis "${item.hypothesis}", which is not among the plan's hypotheses (${[...hypothesisIds].join(", ") || "none"})`);
     if (item.purpose.trim() === "") problems.push(`${where} has an empty purpose`);
     const settings = { ...baseline };
     const seen = new Set<string>();
@@ -95,7 +116,10 @@ function convertPlan(answer: StagePlanAnswer, stage: number, input: PlannerInput
       if (seen.has(knob)) problems.push(`${where} sets knob "${knob}" twice`);
       seen.add(knob);
       const expected = typeof knobs[knob]![0];
-      if (typeof value !== expected) problems.push(`${where} sets ${knob} to ${JSON.stringify(value)} (a ${typeof value}), but ${knob} takes ${expected} values such as ${JSON.stringify(knobs[knob]![0])}`);
+      if (typeof value !== expected)
+        problems.push(
+          `${where} sets ${knob} to ${JSON.stringify(value)} (a ${typeof value}), but ${knob} takes ${expected} values such as ${JSON.stringify(knobs[knob]![0])}`,
+        );
       settings[knob] = value;
     }
     const configuration = makeConfiguration(settings, baseline);
@@ -145,7 +169,9 @@ function resolvePrediction(
   if (target === "") problems.push(`${where}: a beats-configuration prediction needs \`against\` (a label of this plan or a configuration measured before)`);
   else if (resolved === undefined) {
     const known = [...built.map((item) => item.label), ...measured];
-    problems.push(`${where}: prediction cites configuration "${target}", which is neither in this plan nor measured before (known: ${known.join(", ") || "none"})`);
+    problems.push(
+      `${where}: prediction cites configuration "${target}", which is neither in this plan nor measured before (known: ${known.join(", ") || "none"})`,
+    );
   } else if (resolved === ownId) problems.push(`${where}: its prediction compares it with itself ("${target}")`);
   return { kind: "beats-configuration", text, configurationId: resolved ?? target };
 }
@@ -157,9 +183,16 @@ function resolvePrediction(
  */
 function experimentsOf(stage: number, configurations: PlannedConfiguration[], seeds: number, history: PlannerInput["history"]): StagePlan["experiments"] {
   return configurations.flatMap((configuration) => {
-    const used = history.flatMap((record) => record.plan.experiments).filter((experiment) => experiment.configurationId === configuration.id).map((experiment) => experiment.seed);
+    const used = history
+      .flatMap((record) => record.plan.experiments)
+      .filter((experiment) => experiment.configurationId === configuration.id)
+      .map((experiment) => experiment.seed);
     const first = used.length === 0 ? 1 : Math.max(...used) + 1;
-    return Array.from({ length: seeds }, (_, index) => ({ blueprintId: blueprintIdOf(stage, configuration.id, first + index), configurationId: configuration.id, seed: first + index }));
+    return Array.from({ length: seeds }, (_, index) => ({
+      blueprintId: blueprintIdOf(stage, configuration.id, first + index),
+      configurationId: configuration.id,
+      seed: first + index,
+    }));
   });
 }
 
@@ -172,19 +205,30 @@ function experimentsOf(stage: number, configurations: PlannedConfiguration[], se
 export function budgetProblem(input: PlannerInput, stage: number, experiments: number): { explanation: string; evidence: Record<string, unknown> } | undefined {
   const { topic, history, usage } = input;
   const budgets = topic.budgets;
-  if (stage > budgets.stages) return { explanation: `stage ${stage} would exceed the budget of ${budgets.stages} stage(s)`, evidence: { stages: budgets.stages } };
+  if (stage > budgets.stages)
+    return { explanation: `stage ${stage} would exceed the budget of ${budgets.stages} stage(s)`, evidence: { stages: budgets.stages } };
   const used = history.reduce((sum, record) => sum + record.plan.experiments.length, 0);
   const room = budgets.experiments - used;
-  if (experiments > room) return { explanation: `stage ${stage} needs ${experiments} experiments but only ${Math.max(0, room)} of the budget of ${budgets.experiments} remain`, evidence: { planned: experiments, used } };
+  if (experiments > room)
+    return {
+      explanation: `stage ${stage} needs ${experiments} experiments but only ${Math.max(0, room)} of the budget of ${budgets.experiments} remain`,
+      evidence: { planned: experiments, used },
+    };
   const budgetMs = topic.base ? (parseDuration(topic.base.time_budget) ?? 0) : 0;
   if (budgets.gpuHours !== undefined && topic.base) {
     const estimate = (experiments * topic.base.gpus * budgetMs) / 3_600_000;
     if (usage.gpuHours + estimate > budgets.gpuHours) {
-      return { explanation: `stage ${stage} could use ${formatNumber(estimate)} GPU-hours (its time budgets), over the ${formatNumber(budgets.gpuHours - usage.gpuHours)} left`, evidence: { planned: experiments, gpuHoursUsed: usage.gpuHours } };
+      return {
+        explanation: `stage ${stage} could use ${formatNumber(estimate)} GPU-hours (its time budgets), over the ${formatNumber(budgets.gpuHours - usage.gpuHours)} left`,
+        evidence: { planned: experiments, gpuHoursUsed: usage.gpuHours },
+      };
     }
   }
   if (budgets.wallTimeMs !== undefined && usage.wallTimeMs + budgetMs > budgets.wallTimeMs) {
-    return { explanation: `stage ${stage} could take ${String(topic.base?.time_budget)}, over the wall time left (${formatNumber((budgets.wallTimeMs - usage.wallTimeMs) / 60_000)} min)`, evidence: { wallTimeUsedMs: usage.wallTimeMs } };
+    return {
+      explanation: `stage ${stage} could take ${String(topic.base?.time_budget)}, over the wall time left (${formatNumber((budgets.wallTimeMs - usage.wallTimeMs) / 60_000)} min)`,
+      evidence: { wallTimeUsedMs: usage.wallTimeMs },
+    };
   }
   return undefined;
 }
@@ -192,7 +236,11 @@ export function budgetProblem(input: PlannerInput, stage: number, experiments: n
 function checkStageBudgets(input: PlannerInput, plan: StagePlan, best: ConfigurationSummary | undefined, summaries: ConfigurationSummary[]): PlannerStep {
   const over = budgetProblem(input, plan.stage, plan.experiments.length);
   if (!over) return { kind: "stage", plan };
-  return stopStep("budget", `${over.explanation} (the model proposed ${plan.configurations.length} configuration(s) × ${input.topic.seeds} seed(s))`, best, { ...evidenceOf(summaries), ...over.evidence, proposed: plan.configurations.map((item) => item.id) });
+  return stopStep("budget", `${over.explanation} (the model proposed ${plan.configurations.length} configuration(s) × ${input.topic.seeds} seed(s))`, best, {
+    ...evidenceOf(summaries),
+    ...over.evidence,
+    proposed: plan.configurations.map((item) => item.id),
+  });
 }
 
 export function stopStep(reason: StopReason, explanation: string, best: ConfigurationSummary | undefined, evidence: Record<string, unknown>): PlannerStep {
@@ -201,6 +249,13 @@ export function stopStep(reason: StopReason, explanation: string, best: Configur
 
 export function evidenceOf(summaries: ConfigurationSummary[]): Record<string, unknown> {
   return {
-    configurations: summaries.map((summary) => ({ id: summary.configuration.id, n: summary.sample.n, mean: summary.sample.mean, low: summary.sample.low, high: summary.sample.high, failed: summary.failed })),
+    configurations: summaries.map((summary) => ({
+      id: summary.configuration.id,
+      n: summary.sample.n,
+      mean: summary.sample.mean,
+      low: summary.sample.low,
+      high: summary.sample.high,
+      failed: summary.failed,
+    })),
   };
 }

@@ -58,19 +58,32 @@ export async function readCheckpoint(path: string): Promise<EmbeddedCheckpoint> 
   try {
     metaText = await readFile(join(path, "meta.json"), "utf8");
   } catch (error) {
-    throw new EngineError("ENGINE_CHECKPOINT_INVALID", `no embedded checkpoint at ${path} (meta.json unreadable)`, "pass the folder returned by save(), e.g. <experimentDir>/checkpoints/checkpoint-<step>", { cause: error });
+    throw new EngineError(
+      "ENGINE_CHECKPOINT_INVALID",
+      `no embedded checkpoint at ${path} (meta.json unreadable)`,
+      "pass the folder returned by save(), e.g. <experimentDir>/checkpoints/checkpoint-<step>",
+      { cause: error },
+    );
   }
   const parsed = metaSchema.safeParse(JSON.parse(metaText));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new EngineError("ENGINE_CHECKPOINT_INVALID", `${join(path, "meta.json")}: field "${issue?.path.join(".") ?? ""}" ${issue?.message ?? "is invalid"}`, "the checkpoint was not written by this engine version; start fresh or use a matching checkpoint");
+    throw new EngineError(
+      "ENGINE_CHECKPOINT_INVALID",
+      `${join(path, "meta.json")}: field "${issue?.path.join(".") ?? ""}" ${issue?.message ?? "is invalid"}`,
+      "the checkpoint was not written by this engine version; start fresh or use a matching checkpoint",
+    );
   }
   const size = (1 << parsed.data.featureBits) * (parsed.data.vocabulary.length + 1);
   const arrays = {} as Record<(typeof arrayNames)[number], Float32Array>;
   for (const name of arrayNames) {
     const bytes = await readFile(join(path, `${name}.f32`));
     if (bytes.byteLength !== size * 4) {
-      throw new EngineError("ENGINE_CHECKPOINT_INVALID", `${join(path, `${name}.f32`)} has ${bytes.byteLength} bytes, expected ${size * 4}`, "the checkpoint is truncated or from another model size");
+      throw new EngineError(
+        "ENGINE_CHECKPOINT_INVALID",
+        `${join(path, `${name}.f32`)} has ${bytes.byteLength} bytes, expected ${size * 4}`,
+        "the checkpoint is truncated or from another model size",
+      );
     }
     const copy = new Float32Array(size);
     new Uint8Array(copy.buffer).set(bytes);

@@ -10,7 +10,13 @@ describeEngineConformance("embedded (training in a worker thread)", async () => 
   const experimentDir = await mkdtemp(join(tmpdir(), "a3r-embedded-"));
   const engine = createEngine({ kind: "embedded", seed: 3, optimizer: { lr: 0.2, klCoef: 0.001, clip: 0.2 }, experimentDir });
   await engine.load();
-  return { engine, cleanup: async () => { await engine.close(); await rm(experimentDir, { recursive: true, force: true }); } };
+  return {
+    engine,
+    cleanup: async () => {
+      await engine.close();
+      await rm(experimentDir, { recursive: true, force: true });
+    },
+  };
 });
 
 describe("embedded engine", () => {
@@ -25,7 +31,13 @@ describe("embedded engine", () => {
     const samples = [];
     for (let index = 0; index < 6; index++) {
       const result = await inThread.generate({ messages, maxTokens: 3, seed: index });
-      samples.push({ taskId: "sky", episodeUuid: `e${index}`, tokenIds: [...result.promptTokenIds, ...result.completionTokenIds], lossMask: [...result.promptTokenIds.map(() => 0), ...result.completionTokenIds.map(() => 1)], reward: index % 3 === 0 ? 1 : 0 });
+      samples.push({
+        taskId: "sky",
+        episodeUuid: `e${index}`,
+        tokenIds: [...result.promptTokenIds, ...result.completionTokenIds],
+        lossMask: [...result.promptTokenIds.map(() => 0), ...result.completionTokenIds.map(() => 1)],
+        reward: index % 3 === 0 ? 1 : 0,
+      });
     }
     const inline = await inThread.train(samples, 1);
     const worker = await offThread.train(samples, 1);
@@ -43,8 +55,17 @@ describe("embedded engine", () => {
     await engine.load();
     const messages = [{ role: "user" as const, content: "What colour is the sky?" }];
     const result = await engine.generate({ messages, maxTokens: 3, seed: 1 });
-    const sample = { taskId: "sky", episodeUuid: "e", tokenIds: [...result.promptTokenIds, ...result.completionTokenIds], lossMask: [...result.promptTokenIds.map(() => 0), ...result.completionTokenIds.map(() => 1)], reward: 1 };
-    const training = engine.train(Array.from({ length: 400 }, (_, index) => ({ ...sample, episodeUuid: `e${index}`, reward: index % 2 })), 1);
+    const sample = {
+      taskId: "sky",
+      episodeUuid: "e",
+      tokenIds: [...result.promptTokenIds, ...result.completionTokenIds],
+      lossMask: [...result.promptTokenIds.map(() => 0), ...result.completionTokenIds.map(() => 1)],
+      reward: 1,
+    };
+    const training = engine.train(
+      Array.from({ length: 400 }, (_, index) => ({ ...sample, episodeUuid: `e${index}`, reward: index % 2 })),
+      1,
+    );
     const during = await engine.generate({ messages, maxTokens: 3, seed: 1 });
     expect(during.text).toBe(result.text);
     await training;

@@ -65,12 +65,19 @@ export class EmbeddedEngine implements Engine {
     request.signal?.throwIfAborted();
     const promptTokenIds = this.tokenizer.encodeChat(request.messages, { addGenerationPrompt: true }).tokenIds;
     const random = request.seed === undefined ? this.random : new SeededRandom(request.seed);
-    const answer = sampleAnswer(state.weights, this.featureBits, this.tokenizer, promptTokenIds, {
-      temperature: request.temperature ?? 1,
-      topP: request.topP ?? 1,
-      maxTokens: request.maxTokens ?? 16,
-      stop: request.stop ?? [],
-    }, random);
+    const answer = sampleAnswer(
+      state.weights,
+      this.featureBits,
+      this.tokenizer,
+      promptTokenIds,
+      {
+        temperature: request.temperature ?? 1,
+        topP: request.topP ?? 1,
+        maxTokens: request.maxTokens ?? 16,
+        stop: request.stop ?? [],
+      },
+      random,
+    );
     const warnings = request.tools?.length ? ["tools"] : undefined;
     return {
       text: answer.text,
@@ -137,7 +144,11 @@ export class EmbeddedEngine implements Engine {
     const checkpoint = await readCheckpoint(path);
     const expected = this.tokenizer.vocabulary.join(" ");
     if (checkpoint.vocabulary.join(" ") !== expected || checkpoint.featureBits !== this.featureBits) {
-      throw new EngineError("ENGINE_CHECKPOINT_INVALID", `${join(path, "meta.json")}: vocabulary or featureBits differ from this engine's configuration`, "restore with the embedded options the checkpoint was trained with");
+      throw new EngineError(
+        "ENGINE_CHECKPOINT_INVALID",
+        `${join(path, "meta.json")}: vocabulary or featureBits differ from this engine's configuration`,
+        "restore with the embedded options the checkpoint was trained with",
+      );
     }
     this.state = { weights: checkpoint.weights, adamFirst: checkpoint.adamFirst, adamSecond: checkpoint.adamSecond, adamStep: checkpoint.adamStep };
     this.reference = checkpoint.reference;

@@ -42,11 +42,7 @@ describe("groupAdvantages", () => {
 });
 
 describe("grpoGradient", () => {
-  const batch = [
-    sample("a", "x", "yes", 1, [-1.2, -0.9]),
-    sample("b", "x", "no maybe", 0, [-1.0, -1.5, -1.1]),
-    sample("c", "x", "maybe", 0.5, [-1.3, -1.0]),
-  ];
+  const batch = [sample("a", "x", "yes", 1, [-1.2, -0.9]), sample("b", "x", "no maybe", 0, [-1.0, -1.5, -1.1]), sample("c", "x", "maybe", 0.5, [-1.3, -1.0])];
   const options = { klCoef: 0.3, clip: 10 };
 
   it("matches finite differences of the reported loss (policy gradient with ratio, plus exact KL)", () => {
@@ -61,7 +57,10 @@ describe("grpoGradient", () => {
       const minus = Float32Array.from(weights);
       plus[index]! += epsilon;
       minus[index]! -= epsilon;
-      const numeric = (grpoGradient(batch, plus, reference, featureBits, tokenizer, options).metrics.loss! - grpoGradient(batch, minus, reference, featureBits, tokenizer, options).metrics.loss!) / (2 * epsilon);
+      const numeric =
+        (grpoGradient(batch, plus, reference, featureBits, tokenizer, options).metrics.loss! -
+          grpoGradient(batch, minus, reference, featureBits, tokenizer, options).metrics.loss!) /
+        (2 * epsilon);
       expect(gradient[index]!).toBeCloseTo(numeric, 3);
     }
   });

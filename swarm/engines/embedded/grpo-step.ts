@@ -82,7 +82,11 @@ export function grpoGradient(
   const advantages = groupAdvantages(batch);
   const touchedRows = new Set<number>();
   const tokenGradients: Array<{ features: ActiveFeatures; gradient: Float64Array }> = [];
-  let tokens = 0, clipped = 0, lossSum = 0, klSum = 0, entropySum = 0;
+  let tokens = 0,
+    clipped = 0,
+    lossSum = 0,
+    klSum = 0,
+    entropySum = 0;
 
   batch.forEach((sample, sampleIndex) => {
     const advantage = advantages[sampleIndex]!;
@@ -117,8 +121,7 @@ export function grpoGradient(
       for (let output = 0; output < outputSize; output++) {
         const probability = Math.exp(logits[output]!);
         const onehot = output === target ? 1 : 0;
-        tokenGradient[output] =
-          policyWeight * (onehot - probability) + options.klCoef * probability * (logits[output]! - referenceLogits[output]! - kl);
+        tokenGradient[output] = policyWeight * (onehot - probability) + options.klCoef * probability * (logits[output]! - referenceLogits[output]! - kl);
       }
       tokenGradients.push({ features, gradient: tokenGradient });
       tokens++;

@@ -20,12 +20,23 @@ describe("sampler and trainer see the same policy", () => {
     const random = new SeededRandom(17);
     const weights = Float32Array.from({ length: (1 << featureBits) * outputSize }, () => (random.next() - 0.5) * 4);
 
-    const messages: ChatMessage[] = [{ role: "system", content: "You walk on a compass." }, { role: "user", content: "You face north. Turn left." }];
+    const messages: ChatMessage[] = [
+      { role: "system", content: "You walk on a compass." },
+      { role: "user", content: "You face north. Turn left." },
+    ];
     const calls: RecordedCall[] = [];
     for (let turn = 0; turn < 4; turn++) {
       const promptTokenIds = tokenizer.encodeChat(messages, { addGenerationPrompt: true }).tokenIds;
       const answer = sampleAnswer(weights, featureBits, tokenizer, promptTokenIds, { temperature: 1, topP: 1, maxTokens: 4, stop: [] }, random);
-      calls.push({ callIndex: turn, messages: [...messages], promptTokenIds, completionTokenIds: answer.tokenIds, completionText: answer.text, completionLogprobs: answer.logprobs, time: turn });
+      calls.push({
+        callIndex: turn,
+        messages: [...messages],
+        promptTokenIds,
+        completionTokenIds: answer.tokenIds,
+        completionText: answer.text,
+        completionLogprobs: answer.logprobs,
+        time: turn,
+      });
       messages.push({ role: "assistant", content: answer.text }, { role: turn % 2 ? "user" : "tool", content: `step ${turn} done. Turn right.` });
     }
     const { samples } = buildTrainingSamples(calls, { compareLevel: "text", taskId: "t", episodeUuid: "e", reward: 1, encodeChat: tokenizer.encodeChat });

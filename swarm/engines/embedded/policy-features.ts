@@ -22,7 +22,10 @@ const positionBuckets = 4;
 const wordFeatureScale = 0.05;
 const sharedFeatureScale = 0.5;
 
-const kindContext = 1, kindUser = 2, kindAssistant = 4, kindPrevious = 7;
+const kindContext = 1,
+  kindUser = 2,
+  kindAssistant = 4,
+  kindPrevious = 7;
 
 function mix(a: number, b: number, c = 0): number {
   let hash = Math.imul(a ^ 0x9e3779b9, 0x85ebca6b);

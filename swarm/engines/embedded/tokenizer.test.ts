@@ -5,8 +5,17 @@ describe("word tokenizer", () => {
   const tokenizer = createWordTokenizer(["yes", "no", "?"]);
 
   it("renders each message as role + words + end, so spans tile the token list", () => {
-    const encoded = tokenizer.encodeChat([{ role: "system", content: "Say yes" }, { role: "user", content: "Yes? NO!" }], { addGenerationPrompt: true });
-    expect(encoded.messageSpans).toEqual([{ start: 0, end: 4 }, { start: 4, end: 10 }]);
+    const encoded = tokenizer.encodeChat(
+      [
+        { role: "system", content: "Say yes" },
+        { role: "user", content: "Yes? NO!" },
+      ],
+      { addGenerationPrompt: true },
+    );
+    expect(encoded.messageSpans).toEqual([
+      { start: 0, end: 4 },
+      { start: 4, end: 10 },
+    ]);
     expect(encoded.tokenIds[0]).toBe(roleTokenIds.system);
     expect(encoded.tokenIds.slice(4)).toEqual([roleTokenIds.user, 5, 7, 6, encoded.tokenIds[8], endTokenId, roleTokenIds.assistant]);
   });

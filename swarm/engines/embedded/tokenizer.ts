@@ -60,8 +60,7 @@ export function createWordTokenizer(vocabulary: readonly string[]): WordTokenize
   const unknownBase = firstWordId + words.length;
   const roleByToken = new Map<number, ChatRole>(Object.entries(roleTokenIds).map(([role, id]) => [id, role as ChatRole]));
 
-  const encodeText = (text: string): number[] =>
-    splitWords(text).map((word) => wordIds.get(word) ?? unknownBase + (hashString(word) % unknownBuckets));
+  const encodeText = (text: string): number[] => splitWords(text).map((word) => wordIds.get(word) ?? unknownBase + (hashString(word) % unknownBuckets));
 
   return {
     vocabulary: words,

@@ -14,7 +14,12 @@ export class TrainWorkerClient {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.ref();
-      worker.postMessage({ ...request, id }, [request.weights.buffer, request.adamFirst.buffer, request.adamSecond.buffer, request.reference.buffer] as ArrayBuffer[]);
+      worker.postMessage({ ...request, id }, [
+        request.weights.buffer,
+        request.adamFirst.buffer,
+        request.adamSecond.buffer,
+        request.reference.buffer,
+      ] as ArrayBuffer[]);
     });
   }
 

@@ -33,6 +33,10 @@ parentPort?.on("message", (request: TrainRequest) => {
     const response: TrainResponse = { id: request.id, ok: true, ...state, metrics };
     parentPort!.postMessage(response, [state.weights.buffer, state.adamFirst.buffer, state.adamSecond.buffer] as ArrayBuffer[]);
   } catch (error) {
-    parentPort!.postMessage({ id: request.id, ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies TrainResponse);
+    parentPort!.postMessage({
+      id: request.id,
+      ok: false,
+      error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+    } satisfies TrainResponse);
   }
 });

@@ -20,7 +20,10 @@ interface Upstream {
 
 /** Starts the fixture upstream as a real second process and waits for its port line. */
 async function startUpstream(extraArguments: string[] = []): Promise<Upstream> {
-  const child = spawn(process.execPath, [join(repositoryRoot, "bin/run-ts.js"), join(fixtures, "upstream.ts"), "--port", "0", ...extraArguments], { cwd: repositoryRoot, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [join(repositoryRoot, "bin/run-ts.js"), join(fixtures, "upstream.ts"), "--port", "0", ...extraArguments], {
+    cwd: repositoryRoot,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolvePort, reject) => {
     child.once("exit", (code) => reject(new Error(`upstream exited with ${code} before listening`)));
@@ -29,11 +32,12 @@ async function startUpstream(extraArguments: string[] = []): Promise<Upstream> {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     process: child,
-    stop: () => new Promise((resolveStop) => {
-      if (child.exitCode !== null) return resolveStop();
-      child.once("exit", () => resolveStop());
-      child.kill("SIGTERM");
-    }),
+    stop: () =>
+      new Promise((resolveStop) => {
+        if (child.exitCode !== null) return resolveStop();
+        child.once("exit", () => resolveStop());
+        child.kill("SIGTERM");
+      }),
   };
 }
 
@@ -44,9 +48,22 @@ function trainerCommand(stateDirectory: string, extra = ""): string {
 describeEngineConformance("openai-compatible (embedded upstream in a second process, fixture trainer)", async () => {
   const upstream = await startUpstream();
   const experimentDir = await mkdtemp(join(tmpdir(), "a3r-openai-compatible-"));
-  const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: upstream.baseUrl, model: "base", trainerCommand: trainerCommand(join(experimentDir, "trainer-state")), experimentDir });
+  const engine = new OpenAiCompatibleEngine({
+    kind: "openai-compatible",
+    baseUrl: upstream.baseUrl,
+    model: "base",
+    trainerCommand: trainerCommand(join(experimentDir, "trainer-state")),
+    experimentDir,
+  });
   await engine.load();
-  return { engine, cleanup: async () => { await engine.close(); await upstream.stop(); await rm(experimentDir, { recursive: true, force: true }); } };
+  return {
+    engine,
+    cleanup: async () => {
+      await engine.close();
+      await upstream.stop();
+      await rm(experimentDir, { recursive: true, force: true });
+    },
+  };
 });
 
 describe("openai-compatible engine", () => {
@@ -55,7 +72,11 @@ describe("openai-compatible engine", () => {
   let strictUpstream: Upstream;
   let experimentDir: string;
   beforeAll(async () => {
-    [upstream, plainUpstream, strictUpstream] = await Promise.all([startUpstream(), startUpstream(["--without-token-ids"]), startUpstream(["--strict-openai"])]);
+    [upstream, plainUpstream, strictUpstream] = await Promise.all([
+      startUpstream(),
+      startUpstream(["--without-token-ids"]),
+      startUpstream(["--strict-openai"]),
+    ]);
     experimentDir = await mkdtemp(join(tmpdir(), "a3r-openai-compatible-"));
   });
   afterAll(async () => {
@@ -63,7 +84,10 @@ describe("openai-compatible engine", () => {
     if (experimentDir) await rm(experimentDir, { recursive: true, force: true });
   });
 
-  const messages = [{ role: "system" as const, content: "You name colours." }, { role: "user" as const, content: "What colour is the lemon?" }];
+  const messages = [
+    { role: "system" as const, content: "You name colours." },
+    { role: "user" as const, content: "What colour is the lemon?" },
+  ];
 
   it("uses the upstream's token ids and log-probs when it returns them", async () => {
     const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: upstream.baseUrl, model: "base", experimentDir });
@@ -93,13 +117,28 @@ describe("openai-compatible engine", () => {
 
   it("writes the batch as JSONL, runs the trainer, and serves the adapter it produced", async () => {
     const directory = join(experimentDir, "train");
-    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: upstream.baseUrl, model: "base", trainerCommand: trainerCommand(join(directory, "state")), experimentDir: directory });
+    const engine = new OpenAiCompatibleEngine({
+      kind: "openai-compatible",
+      baseUrl: upstream.baseUrl,
+      model: "base",
+      trainerCommand: trainerCommand(join(directory, "state")),
+      experimentDir: directory,
+    });
     const result = await engine.generate({ messages, maxTokens: 2, seed: 1 });
-    const batch: TrainingSample[] = [0, 1].map((index) => ({ taskId: "lemon", episodeUuid: `e${index}`, tokenIds: [...result.promptTokenIds, ...result.completionTokenIds], lossMask: [...result.promptTokenIds.map(() => 0), ...result.completionTokenIds.map(() => 1)], reward: index }));
+    const batch: TrainingSample[] = [0, 1].map((index) => ({
+      taskId: "lemon",
+      episodeUuid: `e${index}`,
+      tokenIds: [...result.promptTokenIds, ...result.completionTokenIds],
+      lossMask: [...result.promptTokenIds.map(() => 0), ...result.completionTokenIds.map(() => 1)],
+      reward: index,
+    }));
     const { metrics } = await engine.train(batch, 4);
     expect(metrics.tokens).toBe(2 * result.completionTokenIds.length);
     expect(metrics.reward_mean).toBe(0.5);
-    const written = (await readFile(join(directory, "batches/step-4.jsonl"), "utf8")).trim().split("\n").map((line) => JSON.parse(line) as TrainingSample);
+    const written = (await readFile(join(directory, "batches/step-4.jsonl"), "utf8"))
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as TrainingSample);
     expect(written).toEqual(batch);
     expect(await readdir(join(directory, "adapters/step-4"))).toContain("checkpoint-4");
     expect(engine.model).toBe("a3r-step-4");
@@ -111,7 +150,13 @@ describe("openai-compatible engine", () => {
   });
 
   it("reports a failing trainer with its exit code and stderr", async () => {
-    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: upstream.baseUrl, model: "base", trainerCommand: trainerCommand(join(experimentDir, "fail-state"), "--fail"), experimentDir });
+    const engine = new OpenAiCompatibleEngine({
+      kind: "openai-compatible",
+      baseUrl: upstream.baseUrl,
+      model: "base",
+      trainerCommand: trainerCommand(join(experimentDir, "fail-state"), "--fail"),
+      experimentDir,
+    });
     const failure = engine.train([], 1);
     await expect(failure).rejects.toBeInstanceOf(EngineError);
     await expect(failure).rejects.toThrow(/exited with 3: trainer fixture: asked to fail/);

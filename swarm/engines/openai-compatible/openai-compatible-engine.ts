@@ -52,7 +52,11 @@ export class OpenAiCompatibleEngine implements Engine {
   async load(): Promise<void> {
     const response = await this.request("GET", `${this.baseUrl}/models`);
     if (!response.ok) {
-      throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", `GET ${this.baseUrl}/models answered ${response.status}`, "check baseUrl (it must end in /v1) and apiKey");
+      throw new EngineError(
+        "ENGINE_UPSTREAM_UNAVAILABLE",
+        `GET ${this.baseUrl}/models answered ${response.status}`,
+        "check baseUrl (it must end in /v1) and apiKey",
+      );
     }
   }
 
@@ -80,11 +84,19 @@ export class OpenAiCompatibleEngine implements Engine {
     }
     const text = await response.text();
     if (!response.ok) {
-      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `POST ${this.baseUrl}/chat/completions answered ${response.status}: ${text.slice(0, 300)}`, "check the upstream's log; the model name sent was " + this.servedModel);
+      throw new EngineError(
+        "ENGINE_UPSTREAM_REJECTED",
+        `POST ${this.baseUrl}/chat/completions answered ${response.status}: ${text.slice(0, 300)}`,
+        "check the upstream's log; the model name sent was " + this.servedModel,
+      );
     }
     const parsed = chatCompletionResponseSchema.safeParse(safeJson(text));
     if (!parsed.success) {
-      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `the upstream's chat completion is not OpenAI-shaped: ${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message}`, "point baseUrl at an OpenAI-compatible /v1 endpoint");
+      throw new EngineError(
+        "ENGINE_UPSTREAM_REJECTED",
+        `the upstream's chat completion is not OpenAI-shaped: ${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message}`,
+        "point baseUrl at an OpenAI-compatible /v1 endpoint",
+      );
     }
     const choice = parsed.data.choices[0]!;
     const content = choice.message.content ?? "";
@@ -94,7 +106,13 @@ export class OpenAiCompatibleEngine implements Engine {
     const upstreamCompletion = choice.token_ids ?? (logprobEntries ? tokenIdsFromLogprobs(logprobEntries) : undefined);
     if (upstreamPrompt && upstreamCompletion) {
       const logprobs = logprobEntries && logprobEntries.length === upstreamCompletion.length ? logprobEntries.map((entry) => entry.logprob) : undefined;
-      return { text: content, finishReason, promptTokenIds: upstreamPrompt, completionTokenIds: upstreamCompletion, ...(logprobs ? { completionLogprobs: logprobs } : {}) };
+      return {
+        text: content,
+        finishReason,
+        promptTokenIds: upstreamPrompt,
+        completionTokenIds: upstreamCompletion,
+        ...(logprobs ? { completionLogprobs: logprobs } : {}),
+      };
     }
     // Fallback: our own tokenizer, so tracking and merging still work (no log-probs then).
     const completionTokenIds = this.tokenizer.encodeText(content);
@@ -117,7 +135,11 @@ export class OpenAiCompatibleEngine implements Engine {
   private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
     const command = this.config.trainerCommand;
     if (!command) {
-      throw new EngineError("ENGINE_NOT_TRAINABLE", "the openai-compatible engine has no trainerCommand", "set model.trainerCommand in the swarm config (see swarm/engines/openai-compatible/README.md)");
+      throw new EngineError(
+        "ENGINE_NOT_TRAINABLE",
+        "the openai-compatible engine has no trainerCommand",
+        "set model.trainerCommand in the swarm config (see swarm/engines/openai-compatible/README.md)",
+      );
     }
     const started = performance.now();
     const batchDirectory = join(this.config.experimentDir, "batches");
@@ -129,7 +151,11 @@ export class OpenAiCompatibleEngine implements Engine {
     const stdout = await this.runTrainer(command, { A3R_BATCH_FILE: batchFile, A3R_STEP: String(step), A3R_OUTPUT_DIR: outputDirectory });
     const output = trainerOutputSchema.safeParse(lastJsonLine(stdout));
     if (!output.success) {
-      throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer's last JSON line on stdout lacks ${output.error.issues[0]?.path.join(".") || "a JSON object"}`, 'print {"adapter_path": "...", "metrics": {...}} as the last line of stdout');
+      throw new EngineError(
+        "ENGINE_TRAINER_FAILED",
+        `the trainer's last JSON line on stdout lacks ${output.error.issues[0]?.path.join(".") || "a JSON object"}`,
+        'print {"adapter_path": "...", "metrics": {...}} as the last line of stdout',
+      );
     }
     await this.loadAdapter(`a3r-step-${step}`, output.data.adapter_path);
     this.globalStep = step;
@@ -145,11 +171,20 @@ export class OpenAiCompatibleEngine implements Engine {
       // Keep only the tail: a chatty trainer must not grow memory without bound.
       child.stdout.on("data", (chunk: Buffer) => (stdout = (stdout + chunk.toString()).slice(-1_000_000)));
       child.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
-      child.on("error", (error) => reject(new EngineError("ENGINE_TRAINER_FAILED", `could not start the trainer: ${error.message}`, "check trainerCommand", { cause: error })));
+      child.on("error", (error) =>
+        reject(new EngineError("ENGINE_TRAINER_FAILED", `could not start the trainer: ${error.message}`, "check trainerCommand", { cause: error })),
+      );
       child.on("close", (code, signal) => {
         this.trainer = undefined;
         if (code === 0) resolve(stdout);
-        else reject(new EngineError("ENGINE_TRAINER_FAILED", `the trainer exited with ${code ?? signal}: ${stderr.trim().split("\n").slice(-5).join(" | ")}`, `run it by hand with A3R_BATCH_FILE=${env.A3R_BATCH_FILE} to see why`));
+        else
+          reject(
+            new EngineError(
+              "ENGINE_TRAINER_FAILED",
+              `the trainer exited with ${code ?? signal}: ${stderr.trim().split("\n").slice(-5).join(" | ")}`,
+              `run it by hand with A3R_BATCH_FILE=${env.A3R_BATCH_FILE} to see why`,
+            ),
+          );
       });
     });
   }
@@ -159,7 +194,11 @@ export class OpenAiCompatibleEngine implements Engine {
     const loadPath = this.config.loadAdapterPath ?? "/v1/load_lora_adapter";
     const response = await this.request("POST", `${origin}${loadPath}`, { lora_name: name, lora_path: path });
     if (!response.ok) {
-      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `POST ${origin}${loadPath} for ${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`, "vLLM needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora");
+      throw new EngineError(
+        "ENGINE_UPSTREAM_REJECTED",
+        `POST ${origin}${loadPath} for ${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`,
+        "vLLM needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora",
+      );
     }
     this.servedModel = name;
     this.adapterPath = path;
@@ -178,7 +217,11 @@ export class OpenAiCompatibleEngine implements Engine {
     await this.training;
     const record = checkpointSchema.safeParse(safeJson(await readFile(path, "utf8").catch(() => "")));
     if (!record.success) {
-      throw new EngineError("ENGINE_CHECKPOINT_INVALID", `${path}: not an openai-compatible checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`, "pass the file returned by save()");
+      throw new EngineError(
+        "ENGINE_CHECKPOINT_INVALID",
+        `${path}: not an openai-compatible checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`,
+        "pass the file returned by save()",
+      );
     }
     if (record.data.adapterPath) {
       // A fresh name: upstreams refuse to load a second adapter under a name already in use.

@@ -5,7 +5,9 @@ import { EngineError } from "../engine-error.ts";
 import { UpstreamHttp } from "./upstream-http.ts";
 
 /** A real node:http upstream on a free port; `handle` decides each answer. */
-async function startUpstream(handle: (request: IncomingMessage, response: ServerResponse, body: string) => void): Promise<{ server: Server; url: (path: string) => URL; connections: Socket[] }> {
+async function startUpstream(
+  handle: (request: IncomingMessage, response: ServerResponse, body: string) => void,
+): Promise<{ server: Server; url: (path: string) => URL; connections: Socket[] }> {
   const connections: Socket[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -115,7 +117,13 @@ describe("UpstreamHttp", () => {
     });
     const client = new UpstreamHttp({ idleTimeoutMs: 200 });
     track(upstream, client);
-    await expect(client.request("POST", upstream.url("/cut"), {})).rejects.toMatchObject({ code: "ENGINE_UPSTREAM_UNAVAILABLE", message: expect.stringContaining("in the middle of its answer") });
-    await expect(client.request("POST", upstream.url("/silent"), {})).rejects.toMatchObject({ code: "ENGINE_UPSTREAM_UNAVAILABLE", message: expect.stringContaining("no data from the upstream for 0.2 s") });
+    await expect(client.request("POST", upstream.url("/cut"), {})).rejects.toMatchObject({
+      code: "ENGINE_UPSTREAM_UNAVAILABLE",
+      message: expect.stringContaining("in the middle of its answer"),
+    });
+    await expect(client.request("POST", upstream.url("/silent"), {})).rejects.toMatchObject({
+      code: "ENGINE_UPSTREAM_UNAVAILABLE",
+      message: expect.stringContaining("no data from the upstream for 0.2 s"),
+    });
   });
 });

@@ -48,7 +48,12 @@ export class UpstreamHttp {
       });
     } catch (error) {
       if (signal?.aborted) throw signal.reason ?? error;
-      throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", `${method} ${url.href} failed: ${error instanceof Error ? error.message : String(error)}`, "is the upstream server running and reachable?", { cause: error });
+      throw new EngineError(
+        "ENGINE_UPSTREAM_UNAVAILABLE",
+        `${method} ${url.href} failed: ${error instanceof Error ? error.message : String(error)}`,
+        "is the upstream server running and reachable?",
+        { cause: error },
+      );
     }
   }
 
@@ -60,7 +65,8 @@ export class UpstreamHttp {
 
   #send(method: string, url: URL, payload: string | undefined, signal: AbortSignal | undefined): Promise<UpstreamResponse> {
     const https = url.protocol === "https:";
-    const headers: Record<string, string | number> = payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+    const headers: Record<string, string | number> =
+      payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
     return new Promise((resolve, reject) => {
       if (signal?.aborted) {

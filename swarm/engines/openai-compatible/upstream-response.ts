@@ -15,9 +15,7 @@ export const chatCompletionResponseSchema = z.looseObject({
         finish_reason: z.string().nullish(),
         token_ids: z.array(z.number().int()).nullish(),
         prompt_token_ids: z.array(z.number().int()).nullish(),
-        logprobs: z
-          .looseObject({ content: z.array(z.looseObject({ token: z.string(), logprob: z.number() })).nullish() })
-          .nullish(),
+        logprobs: z.looseObject({ content: z.array(z.looseObject({ token: z.string(), logprob: z.number() })).nullish() }).nullish(),
       }),
     )
     .min(1),
@@ -43,7 +41,10 @@ export const trainerOutputSchema = z.looseObject({
 
 /** The last line of the trainer's stdout that parses as a JSON object. */
 export function lastJsonLine(stdout: string): unknown {
-  const lines = stdout.split("\n").map((line) => line.trim()).filter(Boolean);
+  const lines = stdout
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
   for (let index = lines.length - 1; index >= 0; index--) {
     const line = lines[index]!;
     if (!line.startsWith("{")) continue;
