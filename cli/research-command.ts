@@ -279,6 +279,7 @@ async function lead(
         options.answer !== undefined || options.reopen === true || !(await isPausedOrFinished(runsDir, campaignId)),
       ),
       hosts,
+      intervalMs: topic.leaderPollMs,
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
         view.note(`leader: ${node}${stage === undefined ? "" : ` (stage ${stage})`}`);

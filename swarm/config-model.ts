@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { embeddedEngineConfigSchema, openAiCompatibleEngineConfigSchema } from "./engines/engine-config.ts";
+import { embeddedEngineConfigSchema, openAiCompatibleEngineConfigSchema, vllmEngineConfigSchema } from "./engines/engine-config.ts";
 
 /**
  * The `model:` section of swarm.yaml: ENGINES' engine configuration without the fields the
@@ -9,6 +9,7 @@ import { embeddedEngineConfigSchema, openAiCompatibleEngineConfigSchema } from "
 export const modelConfigSchema = z.discriminatedUnion("kind", [
   embeddedEngineConfigSchema.omit({ experimentDir: true, optimizer: true }),
   openAiCompatibleEngineConfigSchema.omit({ experimentDir: true }),
+  vllmEngineConfigSchema.omit({ experimentDir: true, optimizer: true }),
 ]);
 
 export type ModelConfig = z.output<typeof modelConfigSchema>;

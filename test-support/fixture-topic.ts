@@ -48,6 +48,7 @@ knobs:
   lr: [0.1, 0.01]
 seeds: ${topic.seeds}
 budgets: { stages: ${topic.stages}, experiments: ${topic.experiments} }
+leader: { poll_interval: 200ms }
 ---
 ${topic.question}
 `;

@@ -120,7 +120,12 @@ const frontMatterSchema = z.strictObject({
   hosts: z.string().min(1).optional(),
   review: z.boolean().default(false),
   commands: commandsSchema.default({ allow: [], rules: [] }),
+  /** How often the leader polls its runs while it watches a stage (default 2s; tests use 200ms). */
+  leader: z.strictObject({ poll_interval: durationText.optional() }).default({}),
 });
+
+/** The leader's poll interval while watching, when the topic does not set one. */
+export const defaultLeaderPollMs = 2000;
 
 export type KnobValue = z.infer<typeof knobValue>;
 export type TopicMetric = z.infer<typeof metricSchema>;
@@ -152,6 +157,8 @@ export interface Topic {
   review: boolean;
   /** The campaign's command policy (see `commandsSchema`): allowed lines and extra rules. */
   commands: { allow: string[]; rules: CommandRule[] };
+  /** How often the leader asks the hosts about its runs while watching (`leader.poll_interval`). */
+  leaderPollMs: number;
 }
 
 const fieldHints: Record<string, string> = {
@@ -194,6 +201,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
       hostsFile: undefined,
       review: false,
       commands: { allow: [], rules: [] },
+      leaderPollMs: defaultLeaderPollMs,
     };
   }
   // reportInput: without it zod leaves `input` out of every issue, and a wrong value would read as "missing".
@@ -238,6 +246,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     hostsFile: data.hosts === undefined ? undefined : resolve(baseDir, data.hosts),
     review: data.review,
     commands: data.commands,
+    leaderPollMs: data.leader.poll_interval === undefined ? defaultLeaderPollMs : parseDuration(data.leader.poll_interval)!,
   };
 }
 

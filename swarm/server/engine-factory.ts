@@ -12,7 +12,7 @@ export type EngineFactory = (config: SwarmConfig) => Engine | Promise<Engine>;
 export function engineConfigOf(config: SwarmConfig): EngineConfig {
   const model = config.model;
   const experimentDir = config.experiment_dir;
-  if (model.kind === "embedded") {
+  if (model.kind === "embedded" || model.kind === "vllm") {
     return {
       ...model,
       experimentDir,

@@ -49,6 +49,11 @@ export class OpenAiCompatibleEngine implements Engine {
     return this.servedModel;
   }
 
+  /** Sends later requests as `name` (an adapter the upstream has loaded; the vllm engine's weight sync). */
+  useModel(name: string): void {
+    this.servedModel = name;
+  }
+
   async load(): Promise<void> {
     const response = await this.request("GET", `${this.baseUrl}/models`);
     if (!response.ok) {

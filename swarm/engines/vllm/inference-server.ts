@@ -1,0 +1,142 @@
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { VllmEngineConfig } from "../engine-config.ts";
+import { EngineError } from "../engine-error.ts";
+import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
+import { fillTemplate, referenceServerTemplate, vllmServeTemplate } from "./command-template.ts";
+import { ManagedProcess } from "./managed-process.ts";
+import { pythonEnvironment } from "./python-path.ts";
+
+export const servedModelName = "a3r-base";
+
+/**
+ * The inference server the vllm engine owns (`vllm serve`, or a3r's reference server):
+ * started on a free port in its own process group with its log under
+ * `<experimentDir>/logs/`, ready once `/health` and `/v1/models` answer, stopped with the
+ * engine. A server that exits before it is ready fails the start with its own last error
+ * line (port taken, CUDA out of memory, model not found, vllm missing), not with a time-out.
+ *
+ * Restarting after a crash is `restart()`; the engine decides when (vllm-engine.ts).
+ */
+export class InferenceServer {
+  private process: ManagedProcess | undefined;
+  private port = 0;
+  private starts = 0;
+  private readonly http = new UpstreamHttp({});
+
+  constructor(private readonly config: VllmEngineConfig) {}
+
+  get baseUrl(): string {
+    return `http://${this.config.inference.host}:${this.port}/v1`;
+  }
+
+  get running(): boolean {
+    return this.process?.running === true;
+  }
+
+  /** Resolves when the current process exits (for the engine's crash watch). */
+  get exited(): Promise<number | string> | undefined {
+    return this.process?.exited;
+  }
+
+  async start(): Promise<void> {
+    const { inference } = this.config;
+    this.port = inference.port === 0 ? await freePort(inference.host) : inference.port;
+    this.starts += 1;
+    const template = inference.command ?? (inference.server === "reference" ? referenceServerTemplate : vllmServeTemplate);
+    const argv = [
+      ...fillTemplate(
+        template,
+        {
+          model: this.config.model,
+          host: inference.host,
+          port: String(this.port),
+          served_model_name: servedModelName,
+          lora_rank: String(this.config.lora.rank),
+          gpu_memory_utilization: String(inference.gpuMemoryUtilization),
+          seed: String(this.config.seed ?? 0),
+          python: this.config.python,
+        },
+        "model.inference.command",
+      ),
+      ...inference.extraArgs,
+    ];
+    const env = {
+      ...pythonEnvironment(process.env),
+      // Without it vLLM refuses /v1/load_lora_adapter.
+      VLLM_ALLOW_RUNTIME_LORA_UPDATING: "True",
+      ...(inference.gpus ? { CUDA_VISIBLE_DEVICES: inference.gpus.join(",") } : {}),
+      ...inference.env,
+    };
+    const logFile = join(this.config.experimentDir, "logs", "inference-server.log");
+    const child = await ManagedProcess.start(argv, { env, logFile });
+    this.process = child;
+    await this.waitReady(child, logFile);
+  }
+
+  /** Stops a live process (if any) and starts a fresh one. */
+  async restart(): Promise<void> {
+    await this.process?.stop();
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.process?.stop();
+    this.http.close();
+  }
+
+  /** For fault tests: kill the server's group as the OOM killer would. */
+  kill(): void {
+    this.process?.kill();
+  }
+
+  get startCount(): number {
+    return this.starts;
+  }
+
+  private async waitReady(child: ManagedProcess, logFile: string): Promise<void> {
+    const deadline = Date.now() + this.config.inference.startTimeoutMs;
+    let delay = 100;
+    while (Date.now() < deadline) {
+      if (!child.running) {
+        throw new EngineError(
+          "ENGINE_UPSTREAM_UNAVAILABLE",
+          `the inference server exited before it was ready: ${child.failureLine()}`,
+          `see ${logFile}; check model.model, the port, free GPU memory, and that ${this.config.inference.server === "vllm" ? "vllm is installed (pip install vllm)" : "the python has torch"}`,
+        );
+      }
+      if ((await this.answers("/health")) && (await this.answers("/v1/models"))) return;
+      await Promise.race([sleep(delay), child.exited]);
+      delay = Math.min(delay * 2, 2_000);
+    }
+    await child.stop();
+    throw new EngineError(
+      "ENGINE_UPSTREAM_UNAVAILABLE",
+      `the inference server was not ready within ${Math.round(this.config.inference.startTimeoutMs / 1000)} s (last line: ${child.failureLine()})`,
+      `see ${logFile}; raise model.inference.startTimeoutMs for a large model`,
+    );
+  }
+
+  private async answers(path: string): Promise<boolean> {
+    try {
+      const response = await this.http.request("GET", new URL(`http://${this.config.inference.host}:${this.port}${path}`));
+      await response.text();
+      return response.ok;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** A port nobody listens on right now (the server binds it a moment later). */
+export async function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}

@@ -1,0 +1,164 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import itemColor from "../../../examples/tasks/item-color/task.ts";
+import { runEpisodes } from "../../client/run-episodes.ts";
+import { SwarmClient } from "../../client/swarm-client.ts";
+import { loadSwarmConfig, parseSwarmConfig } from "../../config.ts";
+import { engineConfigOf } from "../../server/engine-factory.ts";
+import { silentLogger } from "../../server/logger.ts";
+import { temporaryDirectory, waitForState } from "../../server/server-process.test-support.ts";
+import { startSwarmServer, type SwarmServer } from "../../server/swarm-server.ts";
+import { vllmEngineConfigSchema } from "../engine-config.ts";
+import { EngineError } from "../engine-error.ts";
+import { pythonEnvironment } from "./python-path.ts";
+import { VllmEngine } from "./vllm-engine.ts";
+
+/**
+ * The real-model stack on CPU, end to end: the swarm server with `kind: vllm` starts a3r's
+ * reference inference server (Python, serving the tiny torch transformer) and the
+ * persistent GRPO trainer; item-color clients play episodes through the OpenAI SDK; every
+ * step the trainer writes a LoRA adapter that the server loads (and the previous one is
+ * unloaded). Only Debian's python3-torch is needed; without it the suite says so and skips.
+ */
+const python = "/usr/bin/python3";
+const torchMissing = spawnSync(python, ["-c", "import torch"], { stdio: "ignore" }).status !== 0;
+if (torchMissing) console.warn(`skipping the vllm engine tests: ${python} cannot import torch (apt-get install python3-torch)`);
+
+let directory: { path: string; remove(): Promise<void> } | undefined;
+let tinyModel = "";
+const servers: SwarmServer[] = [];
+
+beforeAll(async () => {
+  if (torchMissing) return;
+  directory = await temporaryDirectory("vllm-engine");
+  tinyModel = join(directory.path, "tiny");
+  const made = spawnSync(python, ["-m", "a3r_swarm.tiny", "init", "--out", tinyModel, "--seed", "0"], { env: pythonEnvironment(process.env), encoding: "utf8" });
+  expect(made.status, made.stderr).toBe(0);
+});
+
+afterAll(async () => {
+  for (const server of servers) await server.close().catch(() => undefined);
+  await directory?.remove();
+});
+
+function swarmYaml(experimentDir: string, maxSteps: number, extra: string[] = []): string {
+  return [
+    "model:",
+    "  kind: vllm",
+    `  model: ${tinyModel}`,
+    `  python: ${python}`,
+    "  seed: 1",
+    "  inference: { server: reference, startTimeoutMs: 60000 }",
+    "  trainer: { device: cpu }",
+    ...extra,
+    "port: 0",
+    "train_batch_size: 4",
+    "num_repeat: 4",
+    "swarm_mode_sample_collection_method: rollout_until_finish_enough_tasks",
+    "optimizer: { lr: 0.01, kl_coef: 0.0, clip: 0.2 }",
+    "sampling: { temperature: 1, top_p: 1, max_tokens: 3 }",
+    "save_freq: 2",
+    `max_steps: ${maxSteps}`,
+    `experiment_dir: ${experimentDir}`,
+  ].join("\n");
+}
+
+async function startServer(name: string, maxSteps: number) {
+  let engine: VllmEngine | undefined;
+  const experimentDir = join(directory!.path, name);
+  const server = await startSwarmServer({
+    config: parseSwarmConfig(swarmYaml(experimentDir, maxSteps), { baseDirectory: directory!.path }),
+    logger: silentLogger,
+    engineFactory: (config) => (engine = new VllmEngine(vllmEngineConfigSchema.parse(engineConfigOf(config)))),
+  });
+  servers.push(server);
+  const client = new SwarmClient({ url: server.url });
+  await waitForState(client, "ENGINE.ROLLING", 120_000);
+  return { server, client, experimentDir, engine: () => engine! };
+}
+
+function mean(values: number[]): number {
+  return values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length);
+}
+
+describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model + persistent trainer)", () => {
+  it("learns item-color through real gradients, loading a new adapter every step and unloading the old one", async () => {
+    const { client, experimentDir } = await startServer("learn", 30);
+    // 30 steps of 16 episodes; chance is about 3 %. Threshold: the last 5 steps' mean
+    // reward at least 0.5 and at least 0.35 above the first 5 steps'.
+    const summary = await runEpisodes({ client, task: itemColor, episodes: 4000, concurrency: 8, seed: 7 });
+    expect(summary.stoppedEarly).toContain("finished");
+    const metrics = await client.metrics();
+    expect(metrics.length).toBe(30);
+    const rewards = metrics.map((step) => step.reward_mean ?? step.rollout_reward_mean ?? Number.NaN);
+    const first = mean(rewards.slice(0, 5));
+    const last = mean(rewards.slice(-5));
+    expect(last, `reward per step: ${rewards.map((value) => value.toFixed(2)).join(" ")}`).toBeGreaterThanOrEqual(0.5);
+    expect(last - first).toBeGreaterThanOrEqual(0.35);
+    for (const step of metrics) {
+      expect(Number.isFinite(step.loss)).toBe(true);
+      expect(step.inference_restarts).toBe(0);
+    }
+    // One adapter folder per step, written by the trainer.
+    const adapters = await readdir(join(experimentDir, "adapters"));
+    expect(adapters.length).toBe(30);
+  });
+
+  it("keeps training when the inference server or the trainer is killed mid-run, and trains no step twice", async () => {
+    const { client, engine } = await startServer("faults", 8);
+    const playing = runEpisodes({ client, task: itemColor, episodes: 20_000, concurrency: 8, seed: 11 });
+    const stepAtLeast = async (step: number) => {
+      const deadline = Date.now() + 180_000;
+      while ((await client.status()).global_step < step) {
+        if (Date.now() > deadline) throw new Error(`step ${step} not reached`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    await stepAtLeast(2);
+    engine().killForTest("inference");
+    await stepAtLeast(4);
+    engine().killForTest("trainer");
+    const summary = await playing;
+    expect(summary.stoppedEarly).toContain("finished");
+    const metrics = await client.metrics();
+    expect(metrics.map((step) => step.step ?? step.global_step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    const lastStep = metrics.at(-1)!;
+    expect(lastStep.inference_restarts).toBeGreaterThanOrEqual(1);
+    expect(lastStep.trainer_restarts).toBeGreaterThanOrEqual(1);
+    // Episodes cut by the dead server were aborted, never trained on as if they had finished.
+    expect(summary.failed).toBeGreaterThanOrEqual(0);
+  });
+
+  it("fails a start with the inference server's own error line when its model does not exist", async () => {
+    const engine = new VllmEngine(
+      vllmEngineConfigSchema.parse({
+        kind: "vllm",
+        model: join(directory!.path, "no-such-model"),
+        python,
+        optimizer: { lr: 0.01, klCoef: 0, clip: 0.2 },
+        experimentDir: join(directory!.path, "missing"),
+        // Ten minutes: were the failure only noticed by the time-out, the test would time out first.
+        inference: { server: "reference", startTimeoutMs: 600_000 },
+        trainer: { device: "cpu" },
+      }),
+    );
+    const error = await engine.load().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    await engine.close();
+    expect(error).toBeInstanceOf(EngineError);
+    expect((error as EngineError).message).toMatch(/exited before it was ready: .*(not found|no-such-model)/i);
+  });
+});
+
+describe("the arithmetic example's swarm.yaml", () => {
+  it("is a valid vllm configuration", async () => {
+    const config = await loadSwarmConfig(join(import.meta.dirname, "../../../examples/tasks/arithmetic/swarm.yaml"));
+    expect(config.model.kind).toBe("vllm");
+    expect(existsSync(join(import.meta.dirname, "../../python/a3r_swarm"))).toBe(true);
+  });
+});

@@ -1,0 +1,243 @@
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { z } from "zod";
+import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
+import type { VllmEngineConfig } from "../engine-config.ts";
+import { EngineError } from "../engine-error.ts";
+import { OpenAiCompatibleEngine } from "../openai-compatible/openai-compatible-engine.ts";
+import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
+import { InferenceServer, servedModelName } from "./inference-server.ts";
+import { TrainerClient, TrainerDiedError } from "./trainer-client.ts";
+
+/**
+ * A real model on GPUs: the engine starts and owns an inference server (`vllm serve`, or
+ * a3r's reference server where vLLM is absent) and one persistent trainer process
+ * (swarm/python: transformers + PEFT, or the tiny CPU model), and keeps them alive.
+ *
+ * One step: the batch goes to a JSONL file; the trainer runs GRPO on it and writes a LoRA
+ * adapter; the server loads it under a new name, requests switch to it, and the previous
+ * adapter is unloaded so adapters never pile up in GPU memory. `train` resolves only once
+ * the new adapter serves (the server stays WEIGHT_SYNCING until then).
+ *
+ * Crashes: a dead inference server is restarted with backoff (requests in flight fail,
+ * so their episodes end as aborted) and the current adapter loaded again; a trainer that
+ * dies mid-step is restarted from the last checkpoint and the step runs once more. Each
+ * restart is counted in the step metrics. Details: README.md beside this file.
+ *
+ * Not part of it: the algorithm's hyperparameters beyond the config (the trainer owns
+ * them), multi-node placement, and vLLM's own tuning (pass `inference.extraArgs`).
+ */
+export class VllmEngine implements Engine {
+  readonly kind = "vllm";
+  private readonly server: InferenceServer;
+  private readonly trainer: TrainerClient;
+  private readonly http = new UpstreamHttp({});
+  private inference: OpenAiCompatibleEngine | undefined;
+  /** The adapter requests go to, and where it lies (undefined = the base model). */
+  private adapter: { name: string; path: string } | undefined;
+  private adapterLoads = 0;
+  private lastTrainerCheckpoint: string | undefined;
+  private serverRestarts = 0;
+  private trainerRestarts = 0;
+  private closing = false;
+  private restarting: Promise<void> | undefined;
+  private training: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly config: VllmEngineConfig) {
+    this.server = new InferenceServer(config);
+    this.trainer = new TrainerClient(config);
+  }
+
+  async load(): Promise<void> {
+    await mkdir(this.config.experimentDir, { recursive: true });
+    // Both load the model at once (vLLM alone can take minutes); the server's failure is
+    // reported first, since it is the one the user reads about in the log.
+    const [server, trainer] = await Promise.allSettled([this.startServer(), this.trainer.start()]);
+    if (server.status === "rejected" || trainer.status === "rejected") {
+      await this.close();
+      throw server.status === "rejected" ? server.reason : (trainer as PromiseRejectedResult).reason;
+    }
+  }
+
+  encodeChat(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): EncodedChat {
+    return this.delegate().encodeChat(messages, options);
+  }
+
+  generate(request: GenerateRequest): Promise<GenerateResult> {
+    // While the server restarts, requests fail at once: their episodes end as aborted.
+    if (!this.server.running) return Promise.reject(new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", "the inference server is restarting", "the client aborts this episode and claims a new one"));
+    return this.delegate().generate(request);
+  }
+
+  train(batch: TrainingSample[], step: number): Promise<TrainResult> {
+    const run = this.training.then(() => this.trainNow(batch, step));
+    this.training = run.catch(() => undefined);
+    return run;
+  }
+
+  private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
+    const started = performance.now();
+    const batchDirectory = join(this.config.experimentDir, "batches");
+    const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
+    await mkdir(batchDirectory, { recursive: true });
+    const batchFile = join(batchDirectory, `step-${step}.jsonl`);
+    await writeAtomically(batchFile, `${batch.map((sample) => JSON.stringify(sample)).join("\n")}\n`);
+    const request = { op: "train", batch_file: batchFile, step, output_dir: outputDirectory };
+    let answer: Record<string, unknown>;
+    try {
+      answer = await this.trainer.request(request);
+    } catch (error) {
+      if (!(error instanceof TrainerDiedError) || this.closing) throw error;
+      // Killed mid-step: back to the last checkpoint, and the step once more.
+      await this.restartTrainer();
+      answer = await this.trainer.request(request);
+    }
+    const result = trainAnswerSchema.safeParse(answer);
+    if (!result.success) throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer's answer to step ${step} lacks ${result.error.issues[0]?.path.join(".")}`, "see swarm/python/README.md for the protocol");
+    const trained = performance.now();
+    await this.serveAdapter(`a3r-step-${step}`, result.data.adapter_path);
+    return {
+      metrics: {
+        ...result.data.metrics,
+        weight_sync_ms: performance.now() - trained,
+        step_time_ms: performance.now() - started,
+        inference_restarts: this.serverRestarts,
+        trainer_restarts: this.trainerRestarts,
+      },
+    };
+  }
+
+  async save(directory: string, step: number): Promise<string> {
+    await this.training;
+    await mkdir(directory, { recursive: true });
+    const saved = await this.trainer.request({ op: "save", dir: join(directory, `trainer-${step}`) });
+    const trainerCheckpoint = z.object({ path: z.string() }).parse(saved).path;
+    this.lastTrainerCheckpoint = trainerCheckpoint;
+    const path = join(directory, `checkpoint-${step}.json`);
+    const record = { format: "a3r-vllm/v1", step, model: this.config.model, trainerCheckpoint, adapterPath: this.adapter?.path ?? null };
+    await writeAtomically(path, `${JSON.stringify(record, null, 2)}\n`);
+    return path;
+  }
+
+  async restore(path: string): Promise<number> {
+    await this.training;
+    const record = checkpointSchema.safeParse(safeJson(await readFile(path, "utf8").catch(() => "")));
+    if (!record.success) {
+      throw new EngineError("ENGINE_CHECKPOINT_INVALID", `${path}: not a vllm-engine checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`, "pass the file returned by save()");
+    }
+    const restored = z.object({ adapter_path: z.string().nullable().optional() }).parse(await this.trainer.request({ op: "restore", path: record.data.trainerCheckpoint }));
+    this.lastTrainerCheckpoint = record.data.trainerCheckpoint;
+    const adapterPath = restored.adapter_path ?? record.data.adapterPath;
+    if (adapterPath) await this.serveAdapter(`a3r-step-${record.data.step}-restored`, adapterPath);
+    return record.data.step;
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.allSettled([this.trainer.stop(), this.server.stop()]);
+    this.inference?.close();
+    this.http.close();
+  }
+
+  /** For fault tests: kill the inference server's or the trainer's process group. */
+  killForTest(part: "inference" | "trainer"): void {
+    if (part === "inference") this.server.kill();
+    else this.trainer.kill();
+  }
+
+  private delegate(): OpenAiCompatibleEngine {
+    if (!this.inference) throw new EngineError("ENGINE_NOT_LOADED", "the vllm engine is not loaded", "call load() first");
+    return this.inference;
+  }
+
+  private async startServer(): Promise<void> {
+    await this.server.start();
+    this.inference?.close();
+    this.inference = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: this.server.baseUrl, model: servedModelName, experimentDir: this.config.experimentDir });
+    if (this.adapter) {
+      // A fresh server knows no adapter: load the current one again before serving.
+      const current = this.adapter;
+      this.adapter = undefined;
+      await this.serveAdapter(`${current.name.replace(/-r\d+$/, "")}-r${this.serverRestarts}`, current.path);
+    }
+    this.watchServer();
+  }
+
+  private watchServer(): void {
+    const exited = this.server.exited;
+    void exited?.then(() => {
+      if (this.closing || this.server.exited !== exited) return;
+      this.restarting ??= this.restartServer().finally(() => (this.restarting = undefined));
+    });
+  }
+
+  private async restartServer(): Promise<void> {
+    for (let attempt = 1; !this.closing; attempt++) {
+      if (this.serverRestarts >= this.config.maxRestarts) return;
+      this.serverRestarts += 1;
+      await sleep(Math.min(500 * 2 ** (attempt - 1), 30_000));
+      try {
+        await this.startServer();
+        return;
+      } catch {
+        // Counted; the next attempt waits longer.
+      }
+    }
+  }
+
+  private async restartTrainer(): Promise<void> {
+    if (this.trainerRestarts >= this.config.maxRestarts) throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer died ${this.trainerRestarts + 1} times`, "see logs/trainer.log in the experiment dir");
+    this.trainerRestarts += 1;
+    await this.trainer.stop();
+    await this.trainer.start();
+    if (this.lastTrainerCheckpoint) await this.trainer.request({ op: "restore", path: this.lastTrainerCheckpoint });
+  }
+
+  /** Loads an adapter, switches requests to it, unloads the previous one. */
+  private async serveAdapter(baseName: string, path: string): Promise<void> {
+    if (this.restarting) await this.restarting;
+    // Names are never reused: servers refuse a second adapter under a name in use.
+    const name = `${baseName}-${++this.adapterLoads}`;
+    const origin = new URL(this.server.baseUrl).origin;
+    const loaded = await this.http.request("POST", new URL(`${origin}/v1/load_lora_adapter`), { lora_name: name, lora_path: path });
+    const text = await loaded.text();
+    if (!loaded.ok) {
+      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `loading adapter ${path} answered ${loaded.status}: ${text.slice(0, 300)}`, "the previous adapter keeps serving; see logs/inference-server.log");
+    }
+    const previous = this.adapter;
+    this.adapter = { name, path };
+    this.delegate().useModel(name);
+    if (previous) {
+      const unloaded = await this.http.request("POST", new URL(`${origin}/v1/unload_lora_adapter`), { lora_name: previous.name }).catch(() => undefined);
+      await unloaded?.text();
+    }
+  }
+}
+
+const trainAnswerSchema = z.object({
+  adapter_path: z.string().min(1),
+  metrics: z.record(z.string(), z.number()).default({}),
+});
+
+const checkpointSchema = z.strictObject({
+  format: z.literal("a3r-vllm/v1"),
+  step: z.number().int().min(0),
+  model: z.string(),
+  trainerCheckpoint: z.string().min(1),
+  adapterPath: z.string().nullable(),
+});
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+async function writeAtomically(path: string, content: string): Promise<void> {
+  const temporary = `${path}.tmp-${process.pid}-${Date.now()}`;
+  await writeFile(temporary, content);
+  await rename(temporary, path);
+}
