@@ -31,7 +31,10 @@ export function extractAnswer(text: string): number | undefined {
   if (start === -1) return undefined;
   const end = text.indexOf("</answer>", start);
   if (end === -1) return undefined;
-  const inner = text.slice(start + "<answer>".length, end).trim().replaceAll(",", "");
+  const inner = text
+    .slice(start + "<answer>".length, end)
+    .trim()
+    .replaceAll(",", "");
   return /^-?\d{1,12}$/.test(inner) ? Number(inner) : undefined;
 }
 

@@ -10,7 +10,13 @@ export function fillTemplate(template: readonly string[], values: Readonly<Recor
     part.replace(/\{([a-z_]+)\}/g, (_whole, name: string) => {
       const value = values[name];
       if (value === undefined) {
-        throw new EngineError("ENGINE_NOT_LOADED", `${field}: unknown placeholder {${name}}`, `use one of ${Object.keys(values).map((key) => `{${key}}`).join(", ")}`);
+        throw new EngineError(
+          "ENGINE_NOT_LOADED",
+          `${field}: unknown placeholder {${name}}`,
+          `use one of ${Object.keys(values)
+            .map((key) => `{${key}}`)
+            .join(", ")}`,
+        );
       }
       return value;
     }),

@@ -81,7 +81,14 @@ export class TrainerClient {
       device: trainer.device,
       seed: this.config.seed ?? 0,
       lora: { rank: lora.rank, alpha: lora.alpha, dropout: lora.dropout, target_modules: lora.targetModules ?? null },
-      optimizer: { lr: optimizer.lr, kl_coef: optimizer.klCoef, clip_low: optimizer.clip, clip_high: optimizer.clip, weight_decay: trainer.weightDecay, max_grad_norm: trainer.maxGradNorm },
+      optimizer: {
+        lr: optimizer.lr,
+        kl_coef: optimizer.klCoef,
+        clip_low: optimizer.clip,
+        clip_high: optimizer.clip,
+        weight_decay: trainer.weightDecay,
+        max_grad_norm: trainer.maxGradNorm,
+      },
       micro_batch_tokens: trainer.microBatchTokens,
       gradient_checkpointing: trainer.gradientCheckpointing,
     });
@@ -111,7 +118,13 @@ export class TrainerClient {
   }
 
   private onLine(line: string, ready: () => void): void {
-    let message: { id?: number; ok?: boolean; event?: string; result?: Record<string, unknown>; error?: { code?: string; message?: string; retryable?: boolean } };
+    let message: {
+      id?: number;
+      ok?: boolean;
+      event?: string;
+      result?: Record<string, unknown>;
+      error?: { code?: string; message?: string; retryable?: boolean };
+    };
     try {
       message = JSON.parse(line);
     } catch {

@@ -35,7 +35,10 @@ beforeAll(async () => {
   if (torchMissing) return;
   directory = await temporaryDirectory("vllm-engine");
   tinyModel = join(directory.path, "tiny");
-  const made = spawnSync(python, ["-m", "a3r_swarm.tiny", "init", "--out", tinyModel, "--seed", "0"], { env: pythonEnvironment(process.env), encoding: "utf8" });
+  const made = spawnSync(python, ["-m", "a3r_swarm.tiny", "init", "--out", tinyModel, "--seed", "0"], {
+    env: pythonEnvironment(process.env),
+    encoding: "utf8",
+  });
   expect(made.status, made.stderr).toBe(0);
 });
 

@@ -66,7 +66,10 @@ export class VllmEngine implements Engine {
 
   generate(request: GenerateRequest): Promise<GenerateResult> {
     // While the server restarts, requests fail at once: their episodes end as aborted.
-    if (!this.server.running) return Promise.reject(new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", "the inference server is restarting", "the client aborts this episode and claims a new one"));
+    if (!this.server.running)
+      return Promise.reject(
+        new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", "the inference server is restarting", "the client aborts this episode and claims a new one"),
+      );
     return this.delegate().generate(request);
   }
 
@@ -94,7 +97,12 @@ export class VllmEngine implements Engine {
       answer = await this.trainer.request(request);
     }
     const result = trainAnswerSchema.safeParse(answer);
-    if (!result.success) throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer's answer to step ${step} lacks ${result.error.issues[0]?.path.join(".")}`, "see swarm/python/README.md for the protocol");
+    if (!result.success)
+      throw new EngineError(
+        "ENGINE_TRAINER_FAILED",
+        `the trainer's answer to step ${step} lacks ${result.error.issues[0]?.path.join(".")}`,
+        "see swarm/python/README.md for the protocol",
+      );
     const trained = performance.now();
     await this.serveAdapter(`a3r-step-${step}`, result.data.adapter_path);
     return {
@@ -124,9 +132,15 @@ export class VllmEngine implements Engine {
     await this.training;
     const record = checkpointSchema.safeParse(safeJson(await readFile(path, "utf8").catch(() => "")));
     if (!record.success) {
-      throw new EngineError("ENGINE_CHECKPOINT_INVALID", `${path}: not a vllm-engine checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`, "pass the file returned by save()");
+      throw new EngineError(
+        "ENGINE_CHECKPOINT_INVALID",
+        `${path}: not a vllm-engine checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`,
+        "pass the file returned by save()",
+      );
     }
-    const restored = z.object({ adapter_path: z.string().nullable().optional() }).parse(await this.trainer.request({ op: "restore", path: record.data.trainerCheckpoint }));
+    const restored = z
+      .object({ adapter_path: z.string().nullable().optional() })
+      .parse(await this.trainer.request({ op: "restore", path: record.data.trainerCheckpoint }));
     this.lastTrainerCheckpoint = record.data.trainerCheckpoint;
     const adapterPath = restored.adapter_path ?? record.data.adapterPath;
     if (adapterPath) await this.serveAdapter(`a3r-step-${record.data.step}-restored`, adapterPath);
@@ -154,7 +168,12 @@ export class VllmEngine implements Engine {
   private async startServer(): Promise<void> {
     await this.server.start();
     this.inference?.close();
-    this.inference = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: this.server.baseUrl, model: servedModelName, experimentDir: this.config.experimentDir });
+    this.inference = new OpenAiCompatibleEngine({
+      kind: "openai-compatible",
+      baseUrl: this.server.baseUrl,
+      model: servedModelName,
+      experimentDir: this.config.experimentDir,
+    });
     if (this.adapter) {
       // A fresh server knows no adapter: load the current one again before serving.
       const current = this.adapter;
@@ -187,7 +206,8 @@ export class VllmEngine implements Engine {
   }
 
   private async restartTrainer(): Promise<void> {
-    if (this.trainerRestarts >= this.config.maxRestarts) throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer died ${this.trainerRestarts + 1} times`, "see logs/trainer.log in the experiment dir");
+    if (this.trainerRestarts >= this.config.maxRestarts)
+      throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer died ${this.trainerRestarts + 1} times`, "see logs/trainer.log in the experiment dir");
     this.trainerRestarts += 1;
     await this.trainer.stop();
     await this.trainer.start();
@@ -203,7 +223,11 @@ export class VllmEngine implements Engine {
     const loaded = await this.http.request("POST", new URL(`${origin}/v1/load_lora_adapter`), { lora_name: name, lora_path: path });
     const text = await loaded.text();
     if (!loaded.ok) {
-      throw new EngineError("ENGINE_UPSTREAM_REJECTED", `loading adapter ${path} answered ${loaded.status}: ${text.slice(0, 300)}`, "the previous adapter keeps serving; see logs/inference-server.log");
+      throw new EngineError(
+        "ENGINE_UPSTREAM_REJECTED",
+        `loading adapter ${path} answered ${loaded.status}: ${text.slice(0, 300)}`,
+        "the previous adapter keeps serving; see logs/inference-server.log",
+      );
     }
     const previous = this.adapter;
     this.adapter = { name, path };
