@@ -40,7 +40,7 @@ export function registerWorkerDaemonCommand(parent: Command): Command {
     .option("--a3r <command>", "how to call a3r for `worker run`", checkoutA3r)
     .option("--report-interval <ms>", "milliseconds between progress reports", wholeNumber("--report-interval"), 1000)
     .action(async (flags: DaemonFlags) => {
-      const { WorkerDaemon } = await import("../hosts/index.ts");
+      const WorkerDaemon = await (await import("../hosts/index.ts")).loadWorkerDaemon();
       const daemon = await WorkerDaemon.start({
         redisUrl: flags.redis,
         queue: flags.queue,

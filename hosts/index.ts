@@ -15,13 +15,9 @@ export { openLauncher, sshConnectionFor } from "./open-launcher.ts";
 export type { OpenLauncherOptions } from "./open-launcher.ts";
 export { LocalLauncher } from "./local/local-launcher.ts";
 export type { LocalLauncherOptions } from "./local/local-launcher.ts";
-export { SshLauncher } from "./ssh/ssh-launcher.ts";
 export type { SshLauncherOptions } from "./ssh/ssh-launcher.ts";
-export { SshConnection } from "./ssh/ssh-connection.ts";
 export type { ExecOptions, ExecResult, SshConnectionOptions } from "./ssh/ssh-connection.ts";
-export { QueueLauncher } from "./queue/queue-launcher.ts";
 export type { QueueLauncherOptions } from "./queue/queue-launcher.ts";
-export { WorkerDaemon } from "./queue/worker-daemon.ts";
 export type { WorkerDaemonOptions } from "./queue/worker-daemon.ts";
 export { resolveCapacity } from "./dispatch/host-capacity.ts";
 export { checkHost } from "./check/host-check.ts";
@@ -31,3 +27,9 @@ export type { DispatchHost, DispatchItem, DispatchOptions, DispatchRow, Dispatch
 export { sshFingerprint, verifyHostKey } from "./ssh/host-key.ts";
 export { describeProgress } from "./run-progress.ts";
 export { closeDispatchHosts, openDispatchHosts } from "./dispatch/open-dispatch-hosts.ts";
+
+// The ssh and queue launchers (ssh2, BullMQ) load when a host of their kind is opened
+// (open-launcher.ts); the worker daemon loads with its command.
+export async function loadWorkerDaemon(): Promise<typeof import("./queue/worker-daemon.ts").WorkerDaemon> {
+  return (await import("./queue/worker-daemon.ts")).WorkerDaemon;
+}

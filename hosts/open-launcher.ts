@@ -1,21 +1,21 @@
 import type { HostConfig } from "./hosts-config.ts";
 import type { Launcher } from "./launcher.ts";
 import { LocalLauncher } from "./local/local-launcher.ts";
-import { QueueLauncher } from "./queue/queue-launcher.ts";
-import { SshConnection } from "./ssh/ssh-connection.ts";
-import { SshLauncher } from "./ssh/ssh-launcher.ts";
+import type { SshConnection } from "./ssh/ssh-connection.ts";
 
 /**
  * The one place that turns a hosts.yaml entry into a launcher. Opening an ssh launcher
  * does not connect yet (the first command does, with the reconnect policy); a queue
- * launcher connects to Redis and checks its eviction policy at once.
+ * launcher connects to Redis and checks its eviction policy at once. ssh2 and BullMQ load
+ * only when a host of their kind is opened: `a3r status` and local campaigns never pay for them.
  */
 export interface OpenLauncherOptions {
   /** How long an ssh host may stay unreachable before a command fails; default 60 s. */
   reconnectForMs?: number;
 }
 
-export function sshConnectionFor(host: Extract<HostConfig, { kind: "ssh" }>, options: OpenLauncherOptions = {}): SshConnection {
+export async function sshConnectionFor(host: Extract<HostConfig, { kind: "ssh" }>, options: OpenLauncherOptions = {}): Promise<SshConnection> {
+  const { SshConnection } = await import("./ssh/ssh-connection.ts");
   return new SshConnection({
     name: host.name,
     host: host.host,
@@ -33,9 +33,11 @@ export async function openLauncher(host: HostConfig, options: OpenLauncherOption
   switch (host.kind) {
     case "local":
       return new LocalLauncher({ host: host.name, workdir: host.workdir, a3r: host.a3r });
-    case "ssh":
-      return new SshLauncher({ host: host.name, workdir: host.workdir, a3r: host.a3r, connection: sshConnectionFor(host, options) });
+    case "ssh": {
+      const { SshLauncher } = await import("./ssh/ssh-launcher.ts");
+      return new SshLauncher({ host: host.name, workdir: host.workdir, a3r: host.a3r, connection: await sshConnectionFor(host, options) });
+    }
     case "queue":
-      return QueueLauncher.open({ host: host.name, redisUrl: host.redis, queue: host.queue, prefix: host.prefix });
+      return (await import("./queue/queue-launcher.ts")).QueueLauncher.open({ host: host.name, redisUrl: host.redis, queue: host.queue, prefix: host.prefix });
   }
 }

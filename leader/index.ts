@@ -2,10 +2,25 @@
  * The leader: from a topic to staged experiments, their analysis and a report. Callers
  * (the CLI) use this module only; the folders below it are its parts (see README.md).
  */
-export { runLeader } from "./graph/leader-graph.ts";
-export { rewriteCampaignReport } from "./report/campaign-report.ts";
-export { LlmPlanner } from "./planners/llm/llm-planner.ts";
+import type { LeaderOptions, LeaderRun, ReviewAnswer } from "./graph/leader-graph.ts";
+import type { LlmPlannerOptions } from "./planners/llm/llm-planner.ts";
+
 export type { LeaderRun, ReviewAnswer } from "./graph/leader-graph.ts";
+export { rewriteCampaignReport } from "./report/campaign-report.ts";
+
+// LangGraph, SQLite and the model SDKs cost about 1.5 s to load: `a3r status` and
+// `a3r report` never pay for them; only the commands that run the graph or a model do.
+
+/** Runs, resumes, answers or re-opens a campaign (graph/leader-graph.ts). */
+export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer; reopen?: boolean }): Promise<LeaderRun> {
+  return (await import("./graph/leader-graph.ts")).runLeader(options);
+}
+
+/** The language-model planner (planners/llm). */
+export async function createLlmPlanner(options: LlmPlannerOptions): Promise<import("./domain/planner.ts").Planner> {
+  const { LlmPlanner } = await import("./planners/llm/llm-planner.ts");
+  return new LlmPlanner(options);
+}
 export { choosePlanner, openLeaderModel } from "./planners/planner-choice.ts";
 export type { PlannerFlag } from "./planners/planner-choice.ts";
 export { loadTopic, parseTopic } from "./domain/topic.ts";

@@ -3,7 +3,7 @@ import type { CampaignPaths } from "../../campaign/index.ts";
 import { A3rError } from "../../core/errors.ts";
 import {
   HeuristicPlanner,
-  LlmPlanner,
+  createLlmPlanner,
   choosePlanner,
   openLeaderModel,
   type BlueprintText,
@@ -51,7 +51,7 @@ export async function plannerOfCampaign(paths: CampaignPaths, topic: Topic, env:
     const hint = `the campaign stops with its report; to go on, raise budgets.llm_tokens / budgets.llm_usd in ${paths.topic}, then a3r resume ${paths.id} --reopen`;
     const model = await openLeaderModel(env, { ledgerFile: paths.ledger, budget: { tokens: topic.budgets.llmTokens, usd: topic.budgets.llmUsd }, hint });
     // Loaded only here: the model planner's prompts and schemas are not needed by a heuristic campaign.
-    return new LlmPlanner({ model });
+    return createLlmPlanner({ model });
   });
 }
 

@@ -52,7 +52,7 @@ export async function checkHost(host: HostConfig): Promise<HostCheck> {
       probe = await probeLocally(host.a3r, host.workdir);
       row.reachable = "yes (local)";
     } else {
-      const connection = sshConnectionFor(host, { reconnectForMs: 0 });
+      const connection = await sshConnectionFor(host, { reconnectForMs: 0 });
       try {
         await connection.connect();
         row.reachable = "yes";
