@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { A3rError, isA3rError } from "../core/errors.ts";
+import { type A3rError, isA3rError } from "../core/errors.ts";
 import type { ChatModel, ToolDefinition } from "./chat-model.ts";
 import { costOf, defaultPrices, findPrice } from "./prices.ts";
 import { InMemoryUsageSink, type LlmUsageRecord, type LlmUsageSink } from "./usage-sink.ts";

@@ -50,9 +50,7 @@ export function lastJsonLine(stdout: string): unknown {
     if (!line.startsWith("{")) continue;
     try {
       return JSON.parse(line);
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   return undefined;
 }

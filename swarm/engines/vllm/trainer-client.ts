@@ -131,7 +131,10 @@ export class TrainerClient {
       this.process?.record(Buffer.from(`(stdout) ${line}\n`));
       return;
     }
-    if (message.event === "ready") return ready();
+    if (message.event === "ready") {
+      ready();
+      return;
+    }
     const waiting = message.id === undefined ? undefined : this.pending.get(message.id);
     if (!waiting) return;
     this.pending.delete(message.id!);
