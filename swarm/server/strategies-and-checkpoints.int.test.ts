@@ -1,3 +1,6 @@
+import { rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { SwarmClient, SwarmRequestError } from "../client/index.ts";
@@ -98,6 +101,31 @@ describe("checkpoints through the control endpoints", () => {
     expect(status.engine_status).toBe("ENGINE.ROLLING");
     expect(status.global_step).toBe(1);
     expect((await client.metrics()).map((entry) => entry.step)).toEqual([1]);
+  });
+
+  it("a path that exists but is no checkpoint changes nothing: same step, same weights, still rolling", async () => {
+    const { client } = await serve(["train_batch_size: 1", "num_repeat: 2", "save_freq: 0"]);
+    await playOne(client, "leaf", 1);
+    await playOne(client, "leaf", 0);
+    await waitFor("step 1", async () => ((await client.status()).global_step === 1 ? true : undefined));
+    await waitForState(client, "ENGINE.ROLLING");
+    const notACheckpoint = join(tmpdir(), `a3r-not-a-checkpoint-${process.pid}.json`);
+    await writeFile(notACheckpoint, '{"hello": "world"}');
+    try {
+      const refused = await client.resumeFromCheckpoint(notACheckpoint).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(SwarmRequestError);
+      expect((refused as SwarmRequestError).status).toBe(400);
+      expect(String((refused as Error).message)).toMatch(/resume failed: .*back at step 1/);
+    } finally {
+      await rm(notACheckpoint, { force: true });
+    }
+    const status = await client.status();
+    expect(status.engine_status).toBe("ENGINE.ROLLING");
+    expect(status.global_step).toBe(1);
+    // Training goes on from there: the next step is 2, not 1 again.
+    await playOne(client, "ocean", 1);
+    await playOne(client, "ocean", 0);
+    await waitFor("step 2", async () => ((await client.status()).global_step === 2 ? true : undefined));
   });
 });
 

@@ -177,10 +177,24 @@ export class TrainingCoordinator {
     // Refuse before stopping anything: a typo in the path must not take a healthy run offline.
     if (path && !existsSync(path))
       throw new RequestRefused(400, `no checkpoint at ${path}; give a path returned by save_checkpoint, or omit it for the latest`);
+    // A path can exist and still be no checkpoint: keep what a failed restore would lose.
+    // The weights trained since the last checkpoint are saved first, and on failure the
+    // server boots again from there (or fresh, when nothing was ever trained), so a bad
+    // path changes nothing but the log.
+    const step = this.globalStep;
+    const fallback = this.engine && step > this.#lastCheckpointStep ? await this.saveCheckpoint() : (await this.checkpoints.latest())?.path;
     await this.stop("resuming from a checkpoint", { checkpoint: false });
     this.start(path ?? "latest");
     await this.idle();
-    if (this.state.state !== "ENGINE.ROLLING") throw new RequestRefused(400, `resume failed: ${this.state.detail}`);
+    if (this.state.state === "ENGINE.ROLLING") return;
+    const failure = this.state.detail;
+    if (this.state.state === "ENGINE.OFFLINE") {
+      this.start(fallback);
+      await this.idle();
+    }
+    const backUp = (this.state.state as string) === "ENGINE.ROLLING";
+    const back = backUp ? `; the server is back at step ${this.globalStep}${fallback ? ` from ${fallback}` : ""}` : "";
+    throw new RequestRefused(400, `resume failed: ${failure}${back}`);
   }
 
   /** Writes a checkpoint of the current weights; returns its path. Serialized. */
