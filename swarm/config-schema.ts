@@ -78,6 +78,13 @@ export const swarmConfigSchema = z.strictObject({
   }),
   /** Required on control endpoints when set (also from --admin-token or A3R_SWARM_ADMIN_TOKEN). */
   admin_token: z.string().min(8).optional(),
+  /**
+   * end_episode and abort_episode must carry the episode's key (`Authorization: Bearer
+   * <openai_api_key>`). Default: on once an admin token is set or the server listens
+   * beyond loopback; off otherwise, so AgentJet's client (which sends no key) works on a
+   * private machine unchanged. A key that is sent must always be the episode's own.
+   */
+  require_episode_key: z.boolean().optional(),
 });
 
 export type SwarmConfigInput = z.input<typeof swarmConfigSchema>;

@@ -78,6 +78,8 @@ export class SwarmClient {
   readonly url: string;
   readonly clientUuid: string;
   readonly #adminToken: string | undefined;
+  /** Keys of the episodes this client claimed and has not ended yet. */
+  readonly #episodeKeys = new Map<string, string>();
   readonly #backoff: { initialMs: number; maxMs: number };
   readonly #retryForMs: number;
   readonly #requestTimeoutMs: number;
@@ -109,7 +111,11 @@ export class SwarmClient {
           discard_episode_timeout: options.discardEpisodeTimeout ?? 600,
         });
         if (answer.success === true) {
-          return { episodeUuid: String(answer.episode_uuid), baseUrl: String(answer.openai_base_url), apiKey: String(answer.openai_api_key) };
+          const handle = { episodeUuid: String(answer.episode_uuid), baseUrl: String(answer.openai_base_url), apiKey: String(answer.openai_api_key) };
+          this.#episodeKeys.set(handle.episodeUuid, handle.apiKey);
+          // Episodes the server reclaimed are never ended here: keep the map bounded.
+          if (this.#episodeKeys.size > 10_000) this.#episodeKeys.delete(this.#episodeKeys.keys().next().value!);
+          return handle;
         }
         cause = String(answer.fail_cause ?? "claim refused");
         if (/^ENGINE\.OFFLINE: finished/.test(String(cause)))
@@ -130,21 +136,34 @@ export class SwarmClient {
   }
 
   async endEpisode(taskId: string, episodeUuid: string, options: EndEpisodeOptions): Promise<void> {
-    await this.#call("POST", "/end_episode", {
-      client_uuid: this.clientUuid,
-      episode_uuid: episodeUuid,
-      task_id: taskId,
-      workflow_output: {
-        reward: options.reward,
-        ...(options.isSuccess === undefined ? {} : { is_success: options.isSuccess }),
-        metadata: { ...options.metadata, task_id: taskId },
-        ...(options.logMetrics ? { log_metrics: options.logMetrics } : {}),
+    await this.#call(
+      "POST",
+      "/end_episode",
+      {
+        client_uuid: this.clientUuid,
+        episode_uuid: episodeUuid,
+        task_id: taskId,
+        workflow_output: {
+          reward: options.reward,
+          ...(options.isSuccess === undefined ? {} : { is_success: options.isSuccess }),
+          metadata: { ...options.metadata, task_id: taskId },
+          ...(options.logMetrics ? { log_metrics: options.logMetrics } : {}),
+        },
       },
-    });
+      this.#episodeAuth(episodeUuid),
+    );
+    this.#episodeKeys.delete(episodeUuid);
   }
 
   async abortEpisode(episodeUuid: string, taskId = ""): Promise<void> {
-    await this.#call("POST", "/abort_episode", { client_uuid: this.clientUuid, episode_uuid: episodeUuid, task_id: taskId });
+    await this.#call("POST", "/abort_episode", { client_uuid: this.clientUuid, episode_uuid: episodeUuid, task_id: taskId }, this.#episodeAuth(episodeUuid));
+    this.#episodeKeys.delete(episodeUuid);
+  }
+
+  /** The episode's own key proves the end or abort comes from its claimant (PROTOCOL.md). */
+  #episodeAuth(episodeUuid: string): Auth {
+    const key = this.#episodeKeys.get(episodeUuid);
+    return key === undefined ? "none" : { episodeKey: key };
   }
 
   async canContinue(episodeUuid: string): Promise<boolean> {
@@ -197,7 +216,7 @@ export class SwarmClient {
   }
 
   async poolInformation(): Promise<Record<string, unknown>> {
-    return this.#call("GET", "/get_current_batch_rollout_pool_information");
+    return this.#call("GET", "/get_current_batch_rollout_pool_information", undefined, true);
   }
 
   async metrics(): Promise<Array<Record<string, number>>> {
@@ -205,11 +224,12 @@ export class SwarmClient {
   }
 
   async episodeBuffer(): Promise<Array<Record<string, unknown>>> {
-    return (await this.#call("POST", "/get_episode_buffer", {})).buffer as Array<Record<string, unknown>>;
+    return (await this.#call("POST", "/get_episode_buffer", { client_uuid: this.clientUuid }, true)).buffer as Array<Record<string, unknown>>;
   }
 
   /** One request, retried on connection errors and 502/503/504 for `retryForMs`. */
-  async #call(method: string, path: string, body?: unknown, control = false): Promise<Record<string, unknown>> {
+  async #call(method: string, path: string, body?: unknown, auth: Auth | boolean = "none"): Promise<Record<string, unknown>> {
+    const control = auth === true ? "admin" : auth === false ? "none" : auth;
     const started = Date.now();
     for (let attempt = 0; ; attempt += 1) {
       try {
@@ -223,10 +243,11 @@ export class SwarmClient {
     }
   }
 
-  async #once(method: string, path: string, body?: unknown, control = false): Promise<Record<string, unknown>> {
+  async #once(method: string, path: string, body?: unknown, auth: Auth | boolean = "none"): Promise<Record<string, unknown>> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
-    if (control && this.#adminToken) headers["x-admin-token"] = this.#adminToken;
+    if ((auth === true || auth === "admin") && this.#adminToken) headers["x-admin-token"] = this.#adminToken;
+    if (typeof auth === "object") headers.authorization = `Bearer ${auth.episodeKey}`;
     const response = await fetch(`${this.url}${path}`, {
       method,
       headers,
@@ -252,3 +273,6 @@ function causeText(error: Error): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause ? ` (${cause.code ?? cause.message ?? ""})` : "";
 }
+
+/** How a request authenticates: not at all, with the admin token, or with an episode's key. */
+type Auth = "none" | "admin" | { episodeKey: string };

@@ -194,38 +194,48 @@ describe("the episode protocol under bad input", () => {
     const owner = new SwarmClient({ url: server.url });
     const episode = await owner.beginEpisode();
     const base = { client_uuid: owner.clientUuid, episode_uuid: episode.episodeUuid, task_id: "a" };
+    // The owner's own key: this server has an admin token, so ends must carry it.
+    const headers = { authorization: `Bearer ${episode.apiKey}` };
 
     const mismatch = await rawRequest(`${server.url}/end_episode`, {
+      headers,
       body: JSON.stringify({ ...base, workflow_output: { reward: 1, metadata: { task_id: "b" } } }),
     });
     expect(mismatch.status).toBe(400);
     expect(mismatch.body.success).toBe(false);
     expect(String(mismatch.body.error)).toContain("metadata.task_id");
 
-    const unknown = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, episode_uuid: "nope", workflow_output: { reward: 1 } }) });
+    const unknown = await rawRequest(`${server.url}/end_episode`, {
+      headers,
+      body: JSON.stringify({ ...base, episode_uuid: "nope", workflow_output: { reward: 1 } }),
+    });
     expect(unknown.status).toBe(404);
 
     const stranger = await rawRequest(`${server.url}/end_episode`, {
+      headers,
       body: JSON.stringify({ ...base, client_uuid: "someone-else", workflow_output: { reward: 1 } }),
     });
     expect(stranger.status).toBe(403);
 
-    const badReward = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify({ ...base, workflow_output: { reward: "high" } }) });
+    const badReward = await rawRequest(`${server.url}/end_episode`, { headers, body: JSON.stringify({ ...base, workflow_output: { reward: "high" } }) });
     expect(badReward.status).toBe(400);
     expect(String(badReward.body.error)).toContain("workflow_output.reward");
 
     const noReward = await rawRequest(`${server.url}/end_episode`, {
+      headers,
       body: JSON.stringify({ ...base, workflow_output: { reward: null, metadata: { task_id: "a" } } }),
     });
     expect(noReward.status).toBe(400);
     // Huge rewards would overflow GRPO's group sums into NaN weights.
     const huge = await rawRequest(`${server.url}/end_episode`, {
+      headers,
       body: JSON.stringify({ ...base, workflow_output: { reward: [1e308, 1e308], metadata: { task_id: "a" } } }),
     });
     expect(huge.status).toBe(400);
     expect(String(huge.body.error)).toContain("within");
     // AgentJet clients may send a list of rewards: their mean counts.
     const listed = await rawRequest(`${server.url}/end_episode`, {
+      headers,
       body: JSON.stringify({ ...base, workflow_output: { reward: [0, 1], metadata: { task_id: "a" }, log_metrics: { turns: [1, 3] } } }),
     });
     expect(listed.status).toBe(200);
@@ -253,7 +263,10 @@ describe("the episode protocol under bad input", () => {
     for (const claim of claims) await client.abortEpisode(claim.episodeUuid);
     const again = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "x" }) });
     expect(again.body.success).toBe(true);
-    await rawRequest(`${server.url}/abort_episode`, { body: JSON.stringify({ client_uuid: "x", episode_uuid: again.body.episode_uuid }) });
+    await rawRequest(`${server.url}/abort_episode`, {
+      body: JSON.stringify({ client_uuid: "x", episode_uuid: again.body.episode_uuid }),
+      headers: { authorization: `Bearer ${again.body.openai_api_key}` },
+    });
     expect((await admin.poolInformation()).running_episodes).toBe(0);
   });
 
@@ -361,12 +374,70 @@ describe("garbage on every endpoint", () => {
       const response = await rawRequest(`${server.url}${path}`, { body, headers });
       expect(response.status, `${path} ${body}`).toBeLessThan(500);
     }
-    const buffer = await client.episodeBuffer();
+    // Garbage claims made episodes for random client uuids: only the admin sees their uuids.
+    const buffer = await admin.episodeBuffer();
     for (const entry of buffer) {
       if (entry.status === "running")
-        await rawRequest(`${server.url}/abort_episode`, { body: JSON.stringify({ client_uuid: entry.client_uuid, episode_uuid: entry.episode_uuid }) });
+        await rawRequest(`${server.url}/abort_episode`, {
+          body: JSON.stringify({ client_uuid: entry.client_uuid, episode_uuid: entry.episode_uuid }),
+          headers: { "x-admin-token": adminToken },
+        });
     }
     await healthy();
     expect((await admin.poolInformation()).running_episodes).toBe(0);
+  });
+});
+
+describe("episode uuids are capabilities (no forged rewards)", () => {
+  it("shows nobody without the admin token another caller's episode or client uuid", async () => {
+    const victim = new SwarmClient({ url: server.url });
+    const episode = await victim.beginEpisode();
+    const snooper = new SwarmClient({ url: server.url });
+    const pool = JSON.stringify(await snooper.poolInformation());
+    const buffer = JSON.stringify(await snooper.episodeBuffer());
+    for (const secret of [episode.episodeUuid, victim.clientUuid, episode.apiKey]) {
+      expect(pool).not.toContain(secret);
+      expect(buffer).not.toContain(secret);
+    }
+    // What AgentJet's throttle reads is still there: one running episode with its age and task.
+    const running = (await snooper.poolInformation()).running_episode_details as Record<string, Record<string, string>>;
+    expect(Object.values(running).some((entry) => entry.episode_status === "running" && entry.time_since_last_activity !== undefined)).toBe(true);
+    // The owner and the admin see the real ids.
+    expect((await victim.episodeBuffer()).some((entry) => entry.episode_uuid === episode.episodeUuid)).toBe(true);
+    expect(JSON.stringify(await admin.poolInformation())).toContain(episode.episodeUuid);
+    await victim.abortEpisode(episode.episodeUuid);
+  });
+
+  it("refuses an end with another episode's key, and (admin token set) an end with no key", async () => {
+    const victim = new SwarmClient({ url: server.url });
+    const episode = await victim.beginEpisode();
+    const attacker = await new SwarmClient({ url: server.url }).beginEpisode();
+    const forged = {
+      client_uuid: victim.clientUuid,
+      episode_uuid: episode.episodeUuid,
+      task_id: "x",
+      workflow_output: { reward: 1_000_000, metadata: { task_id: "x" } },
+    };
+    const withOtherKey = await rawRequest(`${server.url}/end_episode`, {
+      body: JSON.stringify(forged),
+      headers: { authorization: `Bearer ${attacker.apiKey}` },
+    });
+    expect(withOtherKey.status).toBe(403);
+    expect(String(withOtherKey.body.error)).toContain("does not belong to this episode");
+    const withoutKey = await rawRequest(`${server.url}/end_episode`, { body: JSON.stringify(forged) });
+    expect(withoutKey.status).toBe(401);
+    expect(String(withoutKey.body.error)).toContain("require_episode_key");
+    const abortWithoutKey = await rawRequest(`${server.url}/abort_episode`, {
+      body: JSON.stringify({ client_uuid: victim.clientUuid, episode_uuid: episode.episodeUuid }),
+    });
+    expect(abortWithoutKey.status).toBe(401);
+    // The victim's episode is untouched: its own end (the SDK sends the key) succeeds.
+    await victim.endEpisode("x", episode.episodeUuid, { reward: 0 });
+    expect((await victim.episodeBuffer()).find((entry) => entry.episode_uuid === episode.episodeUuid)?.reward).toBe(0);
+    await rawRequest(`${server.url}/abort_episode`, {
+      body: JSON.stringify({ client_uuid: "x", episode_uuid: attacker.episodeUuid }),
+      headers: { authorization: `Bearer ${attacker.apiKey}` },
+    });
+    await healthy();
   });
 });

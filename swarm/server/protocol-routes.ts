@@ -1,14 +1,16 @@
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
 import { parseSwarmConfig, SwarmConfigError } from "../config.ts";
 import { engineStates } from "./engine-state.ts";
 import type { Episode } from "./episode-registry.ts";
 import type { Gateway } from "./gateway.ts";
-import { HttpError, parseBody, readBody, sendJson, sendText } from "./http-tools.ts";
+import { HttpError, bearerToken, parseBody, readBody, sendJson, sendText } from "./http-tools.ts";
 import {
   abortEpisodeSchema,
   claimEpisodeSchema,
   clientRefSchema,
+  episodeBufferSchema,
   endEpisodeSchema,
   episodeRefSchema,
   resumeSchema,
@@ -20,13 +22,18 @@ import { RequestRefused, type TrainingCoordinator } from "./training-coordinator
 /** `control` routes need the admin token when one is configured; `openai` ones an episode key. */
 export type RouteKind = "open" | "control" | "openai";
 
+/** What the server knows about the caller: whether it presented the admin token. */
+export interface RouteContext {
+  privileged: boolean;
+}
+
 export interface Route {
   kind: RouteKind;
-  handle(request: IncomingMessage, response: ServerResponse): Promise<void> | void;
+  handle(request: IncomingMessage, response: ServerResponse, context: RouteContext): Promise<void> | void;
 }
 
 /** Every endpoint of swarm-protocol.md §2, keyed by "METHOD /path". */
-export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gateway): Map<string, Route> {
+export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gateway, security: { adminToken: string | undefined }): Map<string, Route> {
   const body = async <T extends z.ZodType>(request: IncomingMessage, schema: T, endpoint: string): Promise<z.output<T>> =>
     parseBody(await readBody(request, coordinator.config.limits.max_request_body_bytes), schema, endpoint);
   const routes = new Map<string, Route>();
@@ -90,8 +97,23 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
       fail_cause: "",
     });
   });
-  add("POST /end_episode", "open", async (request, response) => {
+  // Episode uuids are capabilities: an end or abort that carries a key must carry that
+  // episode's key, and with require_episode_key one without a key is refused.
+  const checkEpisodeKey = (request: IncomingMessage, episodeUuid: string, endpoint: string, context: RouteContext): void => {
+    // The admin may end or abort any episode (cleanup, tests); its token is not an episode key.
+    if (context.privileged) return;
+    const key = bearerToken(request);
+    const episode = coordinator.registry.running(episodeUuid);
+    if (key === undefined) {
+      if (requireEpisodeKey({ ...coordinator.config, admin_token: security.adminToken ?? coordinator.config.admin_token }))
+        throw new HttpError(401, `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (require_episode_key is on)`);
+      return;
+    }
+    if (episode !== undefined && !sameSecret(key, episode.apiKey)) throw new HttpError(403, `${endpoint}: that key does not belong to this episode`);
+  };
+  add("POST /end_episode", "open", async (request, response, context) => {
     const end = await body(request, endEpisodeSchema, "end_episode");
+    checkEpisodeKey(request, end.episode_uuid, "end_episode", context);
     const metadataTaskId = end.workflow_output.metadata?.task_id;
     if (metadataTaskId !== undefined && metadataTaskId !== end.task_id) {
       throw new HttpError(
@@ -109,8 +131,9 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
     });
     sendJson(response, 200, { success: true });
   });
-  add("POST /abort_episode", "open", async (request, response) => {
+  add("POST /abort_episode", "open", async (request, response, context) => {
     const abort = await body(request, abortEpisodeSchema, "abort_episode");
+    checkEpisodeKey(request, abort.episode_uuid, "abort_episode", context);
     coordinator.abort(abort.client_uuid, abort.episode_uuid);
     sendJson(response, 200, { success: true });
   });
@@ -118,10 +141,15 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
     const reference = await body(request, episodeRefSchema, "can_continue_episode");
     sendJson(response, 200, { can_continue: coordinator.canContinue(reference.client_uuid, reference.episode_uuid) });
   });
-  add("POST /get_episode_buffer", "open", (_request, response) => {
+  add("POST /get_episode_buffer", "open", async (request, response, context) => {
     const now = Date.now();
     const recent = coordinator.registry.historyEpisodes().slice(-200);
-    sendJson(response, 200, { buffer: [...coordinator.registry.runningEpisodes(), ...recent].map((episode) => episodeView(episode, now)) });
+    // A client sees its own episodes (its uuid is known to it alone); the admin sees all.
+    const { client_uuid: caller } = await body(request, episodeBufferSchema, "get_episode_buffer");
+    const names: IdNames = context.privileged ? showIds : { episode: (uuid) => uuid, client: (uuid) => uuid };
+    const view = (episode: Episode) =>
+      episodeView(episode, now, context.privileged || (caller !== undefined && episode.clientUuid === caller) ? names : pseudonyms);
+    sendJson(response, 200, { buffer: [...coordinator.registry.runningEpisodes(), ...recent].map(view) });
   });
   add("POST /agree_sync_weight", "open", async (request, response) => {
     const { client_uuid } = await body(request, clientRefSchema, "agree_sync_weight");
@@ -133,11 +161,11 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
   coordinator.state.onTransition((record) => {
     if (record.to === "ENGINE.BOOTING") bootingStartedAt = record.at;
   });
-  add("GET /get_current_batch_rollout_pool_information", "open", (_request, response) =>
+  add("GET /get_current_batch_rollout_pool_information", "open", (_request, response, context) =>
     sendJson(
       response,
       200,
-      poolInformation(coordinator, () => bootingStartedAt),
+      poolInformation(coordinator, () => bootingStartedAt, context.privileged ? showIds : pseudonyms),
     ),
   );
   add("GET /metrics", "open", (_request, response) => sendJson(response, 200, coordinator.metrics));
@@ -186,15 +214,44 @@ function episodeCounters(coordinator: TrainingCoordinator): Record<string, numbe
   };
 }
 
+/**
+ * How episode and client uuids appear in what any caller can read. Only a caller with the
+ * admin token sees them; everyone else sees stable pseudonyms (a keyed hash, useless for
+ * ending someone's episode) with the task ids, counts and ages AgentJet's throttle reads.
+ */
+interface IdNames {
+  episode(uuid: string): string;
+  client(uuid: string): string;
+}
+const showIds: IdNames = { episode: (uuid) => uuid, client: (uuid) => uuid };
+const pseudonymKey = randomBytes(32);
+const pseudonym = (kind: string, uuid: string): string => `${kind}-${createHmac("sha256", pseudonymKey).update(uuid).digest("hex").slice(0, 12)}`;
+const pseudonyms: IdNames = { episode: (uuid) => pseudonym("episode", uuid), client: (uuid) => pseudonym("client", uuid) };
+
+/** require_episode_key as configured, or its default (on with an admin token or a non-loopback bind). */
+export function requireEpisodeKey(config: { require_episode_key?: boolean | undefined; admin_token?: string | undefined; host: string }): boolean {
+  return config.require_episode_key ?? (config.admin_token !== undefined || !isLoopbackHost(config.host));
+}
+
+export function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /** One entry of get_episode_buffer, with AgentJet's EpisodeStatus field names (keys never included). */
-function episodeView(episode: Episode, now: number): object {
+function episodeView(episode: Episode, now: number, names: IdNames): object {
   return {
-    episode_uuid: episode.episodeUuid,
+    episode_uuid: names.episode(episode.episodeUuid),
     episode_status: episode.status,
     episode_type: episode.type,
     openai_base_url: "",
     openai_api_key: "",
-    client_uuid: episode.clientUuid,
+    client_uuid: names.client(episode.clientUuid),
     latest_activity_timestamp: episode.lastActivityAt / 1000,
     discard_episode_timeout: episode.discardTimeoutMs / 1000,
     llm_call_count: episode.calls.length,
@@ -210,15 +267,15 @@ function episodeView(episode: Episode, now: number): object {
 }
 
 /** AgentJet's CurrentBatchRolloutPoolInformation (running_episode_details values are strings there) plus a3r fields. */
-function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () => number | undefined): object {
+function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () => number | undefined, names: IdNames): object {
   const now = Date.now();
   const { progress } = coordinator.decision();
   const running: Record<string, Record<string, string>> = {};
   for (const episode of coordinator.registry.runningEpisodes()) {
-    running[episode.episodeUuid] = {
+    running[names.episode(episode.episodeUuid)] = {
       episode_status: episode.status,
       time_since_last_activity: ((now - episode.lastActivityAt) / 1000).toFixed(1),
-      client_uuid: episode.clientUuid,
+      client_uuid: names.client(episode.clientUuid),
       episode_type: episode.type,
       llm_call_count: String(episode.calls.length),
       optional_task_id: episode.taskId ?? "",
@@ -228,8 +285,8 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
   const booting = bootingStartedAt();
   return {
     ...progress,
-    completed_tasks_details: details.episodes,
-    completed_tasks_client_uuids: details.clients,
+    completed_tasks_details: Object.fromEntries(Object.entries(details.episodes).map(([task, episodes]) => [task, episodes.map(names.episode)])),
+    completed_tasks_client_uuids: Object.fromEntries(Object.entries(details.clients).map(([task, clients]) => [task, clients.map(names.client)])),
     completed_task_rewards: details.rewards,
     engine_status: coordinator.state.state,
     engine_status_detail: coordinator.state.detail,

@@ -54,6 +54,8 @@ export const abortEpisodeSchema = z.looseObject({
 
 export const episodeRefSchema = z.looseObject({ client_uuid: uuid, episode_uuid: uuid });
 export const clientRefSchema = z.looseObject({ client_uuid: uuid });
+/** get_episode_buffer: a client that names itself sees its own episodes unredacted. */
+export const episodeBufferSchema = z.looseObject({ client_uuid: uuid.optional() });
 export const syncTrainConfigSchema = z.looseObject({ yaml_as_string: z.string().max(1_000_000) });
 export const resumeSchema = z.looseObject({ path: z.string().min(1).nullable().optional() });
 export const emptySchema = z.unknown();

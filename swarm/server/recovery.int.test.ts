@@ -94,10 +94,8 @@ describe("swarm recovery", () => {
     });
     await waitFor(
       "the dead episode to be reclaimed",
-      async () => {
-        const buffer = await client.episodeBuffer();
-        return buffer.find((entry) => entry.episode_uuid === episode.episodeUuid && entry.status === "reclaimed");
-      },
+      // Another process's episode: this client sees only counts (episode uuids are capabilities).
+      async () => (((await client.poolInformation()).counters as Record<string, number>).episodes_reclaimed! >= 1 ? true : undefined),
       10_000,
     );
     const refused = await deadKey.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).catch((error: unknown) => error);

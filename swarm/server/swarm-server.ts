@@ -41,8 +41,8 @@ export async function startSwarmServer(options: SwarmServerOptions): Promise<Swa
   const logger = options.logger ?? createSwarmLogger();
   const coordinator = new TrainingCoordinator(options.config, logger, options.engineFactory);
   const gateway = new Gateway(coordinator, logger);
-  const routes = protocolRoutes(coordinator, gateway);
   const adminToken = options.adminToken ?? options.config.admin_token;
+  const routes = protocolRoutes(coordinator, gateway, { adminToken });
 
   const server = createServer((request, response) => {
     void handle(request, response, routes, adminToken, logger);
@@ -104,7 +104,7 @@ async function handle(
         : new HttpError(404, `no endpoint ${request.method} ${path}`);
     }
     if (route.kind === "control" && adminToken !== undefined) checkAdmin(request, adminToken);
-    await route.handle(request, response);
+    await route.handle(request, response, { privileged: adminToken !== undefined && presentsAdmin(request, adminToken) });
   } catch (error) {
     const status = error instanceof HttpError || error instanceof RequestRefused ? error.status : 500;
     const message = error instanceof Error ? error.message : String(error);
@@ -122,12 +122,16 @@ async function handle(
   }
 }
 
-function checkAdmin(request: IncomingMessage, adminToken: string): void {
+function presentsAdmin(request: IncomingMessage, adminToken: string): boolean {
   const header = request.headers["x-admin-token"];
   const given = (typeof header === "string" ? header : undefined) ?? bearerToken(request);
   const expected = Buffer.from(adminToken);
   const actual = Buffer.from(given ?? "");
-  if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) {
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+function checkAdmin(request: IncomingMessage, adminToken: string): void {
+  if (!presentsAdmin(request, adminToken)) {
     throw new HttpError(401, "this control endpoint requires the server's admin token (send it as `Authorization: Bearer <token>` or `x-admin-token`)");
   }
 }

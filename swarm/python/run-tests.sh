@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The Python side's tests (trainer, reference server, tiny model), run by `npm test`.
+# They need Debian's python3-torch and python3-pytest (`.ci/run` installs both); where
+# they are missing this says so and passes, as the TypeScript tests of this stack skip.
+set -u
+cd "$(dirname "$0")"
+python=${A3R_TEST_PYTHON:-/usr/bin/python3}
+if ! "$python" -c "import torch, pytest" >/dev/null 2>&1; then
+  echo "swarm/python: skipped ($python cannot import torch and pytest: apt-get install python3-torch python3-pytest)"
+  exit 0
+fi
+"$python" -m pytest -q -p no:cacheprovider tests
