@@ -58,7 +58,9 @@ const benchmark: Benchmark = {
             episodeUuid: `bench-${group}-${repeat}`,
             tokenIds,
             lossMask: tokenIds.map((_, index) => (index >= answer.promptTokenIds.length ? 1 : 0)),
-            logprobs: tokenIds.map((_, index) => (index >= answer.promptTokenIds.length ? answer.completionLogprobs?.[index - answer.promptTokenIds.length] : undefined)),
+            logprobs: tokenIds.map((_, index) =>
+              index >= answer.promptTokenIds.length ? answer.completionLogprobs?.[index - answer.promptTokenIds.length] : undefined,
+            ),
             reward: repeat % 2,
           });
         }
@@ -93,10 +95,20 @@ const benchmark: Benchmark = {
         { name: "persistent trainer: step (median)", value: median(persistent), unit: "s" },
         { name: "persistent trainer: tokens/s (median)", value: median(tokensPerSecond), unit: "tok/s" },
         { name: "fresh process per step: step (median)", value: median(fresh), unit: "s" },
-        { name: "fresh / persistent step time", value: median(fresh) / median(persistent), unit: "x", goal: ">= 3", met: median(fresh) / median(persistent) >= 3 },
+        {
+          name: "fresh / persistent step time",
+          value: median(fresh) / median(persistent),
+          unit: "x",
+          goal: ">= 3",
+          met: median(fresh) / median(persistent) >= 3,
+        },
         { name: "weight sync: trainer answer → first completion on the new adapter (median)", value: median(syncMs), unit: "ms" },
       ];
-      return { title: benchmark.title, rows, notes: [`${steps} persistent steps on 16 episodes; the fresh path cannot even keep the previous adapter (it starts from the base model each time)`] };
+      return {
+        title: benchmark.title,
+        rows,
+        notes: [`${steps} persistent steps on 16 episodes; the fresh path cannot even keep the previous adapter (it starts from the base model each time)`],
+      };
     } finally {
       await rm(directory, { recursive: true, force: true });
     }

@@ -99,6 +99,10 @@ def resolve_device(device: str) -> torch.device:
     raise BadRequest(f"device: must be auto, cpu or cuda, got {device!r}")
 
 
+def looks_like_hub_id(model_path: str) -> bool:
+    return _HUB_ID.fullmatch(model_path) is not None
+
+
 def load_policy(model_path: str, device: str = "auto") -> Policy:
     from .tiny.store import is_tiny_model_dir
 
@@ -110,6 +114,6 @@ def load_policy(model_path: str, device: str = "auto") -> Policy:
     from .hf_policy import TransformersPolicy  # imports transformers lazily inside
 
     # A path that does not exist may still be a hub id ("org/name") found in the local cache.
-    if not Path(model_path).exists() and not _HUB_ID.fullmatch(model_path):
+    if not Path(model_path).exists() and not looks_like_hub_id(model_path):
         raise ModelNotFound(f"model not found: {model_path}")
     return TransformersPolicy(model_path, resolved)

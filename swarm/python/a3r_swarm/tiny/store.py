@@ -28,12 +28,17 @@ def is_tiny_model_dir(path: str | Path) -> bool:
 
 
 def init_model_dir(out: str | Path, *, seed: int = 0, d_model: int = 64, layers: int = 2, heads: int = 4,
-                   words: list[str] | None = None, unknown_buckets: int = 1024, max_context: int = 256) -> Path:
+                   words: list[str] | None = None, unknown_buckets: int = 1024, max_context: int = 256,
+                   attention_windows: list[int] | None = None) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = WordTokenizer(list(words) if words else list(DEFAULT_VOCABULARY), unknown_buckets)
     config = TinyConfig(vocab_size=tokenizer.vocab_size, d_model=d_model, layers=layers, heads=heads,
                         mlp_hidden=4 * d_model, max_context=max_context)
+    if attention_windows is not None:
+        config.attention_windows = list(attention_windows)
+    elif heads != len(config.attention_windows):
+        config.attention_windows = [4] * heads
     # A private generator state: initialising must neither depend on nor disturb the
     # caller's RNG.
     with torch.random.fork_rng(devices=[]):

@@ -105,7 +105,11 @@ class TrainerSession:
                           "the step was not applied")
         saved_parameters = [p.detach().clone() for p in parameters]
         saved_optimizer = copy.deepcopy(optimizer.state_dict())
-        optimizer.step()
+        if grad_norm > 0:
+            # A batch without signal (every group's rewards equal, no KL) has an exactly zero
+            # gradient. AdamW would still move the weights along its momentum, and with the
+            # sparse rewards of early RL that drift collapses the policy onto one answer.
+            optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         try:
             Path(output_dir).mkdir(parents=True, exist_ok=True)
