@@ -30,8 +30,22 @@ describe("a3r swarm", () => {
     expect(url.stderr).toContain("--url");
   });
 
+  it("refuses to listen beyond loopback without an admin token of at least 24 characters (nothing is bound)", async () => {
+    directory ??= await temporaryDirectory("swarm-cli");
+    const config = join(directory.path, "open.yaml");
+    await writeFile(config, "port: 0\n");
+    const none = await a3r("swarm", "serve", "--config", config, "--host", "0.0.0.0", "--admin-token", "");
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("--host: listening on 0.0.0.0 (beyond this machine) needs an admin token of at least 24 characters");
+    const short = await a3r("swarm", "serve", "--config", config, "--host", "0.0.0.0", "--admin-token", "short-token-1");
+    expect(short.code).toBe(2);
+    const missingFile = await a3r("swarm", "serve", "--config", config, "--admin-token-file", join(directory.path, "no-such-token"));
+    expect(missingFile.code).toBe(1);
+    expect(missingFile.stderr).toContain("cannot read the admin token file");
+  });
+
   it("reports a config error with file, line and fix, and an unknown task with the known ones", async () => {
-    directory = await temporaryDirectory("swarm-cli");
+    directory ??= await temporaryDirectory("swarm-cli");
     const config = join(directory.path, "bad.yaml");
     await writeFile(config, "train_batch_size: 2\nsampling:\n  temprature: 1\n");
     const bad = await a3r("swarm", "serve", "--config", config);

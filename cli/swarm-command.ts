@@ -1,11 +1,12 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { existsSync, readdirSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { A3rError } from "../core/errors.ts";
 import { createLogger } from "../core/logger.ts";
 import { loadSwarmConfig, SwarmConfigError } from "../swarm/index.ts";
-import { startSwarmServer } from "../swarm/index.ts";
+import { isLoopbackHost, startSwarmServer } from "../swarm/index.ts";
 import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/index.ts";
 import { progressBar, renderStatus } from "./views/swarm-status-view.ts";
 import { exitCode } from "./exit-codes.ts";
@@ -48,7 +49,8 @@ export function registerSwarmCommands(program: Command): void {
     .requiredOption("--config <file>", "swarm.yaml")
     .option("--port <n>", "port (0 picks a free one; overrides the config)", integerOption("--port", 0, 65535))
     .option("--host <address>", "address to listen on (overrides the config)")
-    .option("--admin-token <token>", "token required on control endpoints (or A3R_SWARM_ADMIN_TOKEN)")
+    .option("--admin-token <token>", "token required on control endpoints (visible in ps: prefer A3R_SWARM_ADMIN_TOKEN or --admin-token-file)")
+    .option("--admin-token-file <file>", "read the admin token from this file (first line)")
     .option("--resume", "resume from the latest checkpoint in experiment_dir when there is one")
     .option("--no-start", "wait for start_engine instead of starting the engine at once")
     .option("--exit-when-finished", "exit (code 0) a few seconds after max_steps is reached, once clients have seen it")
@@ -98,6 +100,7 @@ interface ServeOptions {
   port?: number;
   host?: string;
   adminToken?: string;
+  adminTokenFile?: string;
   resume?: boolean;
   start: boolean;
   exitWhenFinished?: boolean;
@@ -105,6 +108,22 @@ interface ServeOptions {
 
 /** Clients back off for at most 2 s between claims: this lets them all see "finished". */
 const finishedGraceMs = 5000;
+
+/** A non-loopback server's admin token must be at least this long (guessing it must not pay). */
+const minimumAdminTokenLength = 24;
+
+async function adminTokenFrom(options: ServeOptions): Promise<string | undefined> {
+  if (options.adminTokenFile === undefined) return options.adminToken === "" ? undefined : options.adminToken;
+  const text = await readFile(options.adminTokenFile, "utf8").catch((error: NodeJS.ErrnoException) => {
+    throw new A3rError("FILE_NOT_FOUND", `cannot read the admin token file: ${error.code ?? error.message}`, {
+      where: options.adminTokenFile,
+      hint: "give a file whose first line is the token",
+    });
+  });
+  const token = text.split("\n")[0]!.trim();
+  if (token === "") throw new A3rError("USAGE", "the admin token file is empty", { where: options.adminTokenFile, hint: "write the token on its first line" });
+  return token;
+}
 
 async function serve(options: ServeOptions): Promise<void> {
   let config;
@@ -117,7 +136,13 @@ async function serve(options: ServeOptions): Promise<void> {
   }
   if (options.port !== undefined) config = { ...config, port: options.port };
   if (options.host !== undefined) config = { ...config, host: options.host };
-  const adminToken = options.adminToken ?? process.env.A3R_SWARM_ADMIN_TOKEN ?? config.admin_token;
+  const adminToken = (await adminTokenFrom(options)) ?? process.env.A3R_SWARM_ADMIN_TOKEN ?? config.admin_token;
+  if (!isLoopbackHost(config.host) && (adminToken === undefined || adminToken.length < minimumAdminTokenLength)) {
+    throw new A3rError("USAGE", `listening on ${config.host} (beyond this machine) needs an admin token of at least ${minimumAdminTokenLength} characters`, {
+      where: options.host !== undefined ? "--host" : "host",
+      hint: "set A3R_SWARM_ADMIN_TOKEN (e.g. $(openssl rand -hex 24)) or --admin-token-file, or listen on 127.0.0.1",
+    });
+  }
   let server;
   try {
     server = await startSwarmServer({

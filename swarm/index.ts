@@ -3,6 +3,7 @@
  * behind an OpenAI-compatible API with per-episode keys, and a client SDK for agents.
  */
 export { startSwarmServer, type SwarmServer, type SwarmServerOptions } from "./server/swarm-server.ts";
+export { isLoopbackHost, requireEpisodeKey } from "./server/protocol-routes.ts";
 export { TrainingCoordinator } from "./server/training-coordinator.ts";
 export { engineStates, legalTransitions, type EngineState } from "./server/engine-state.ts";
 export { decideBatch, type StrategyDecision, type PoolProgress } from "./server/batching-strategies.ts";
