@@ -1,3 +1,5 @@
+import { writeFileAtomic } from "./atomic-file.ts";
+
 /**
  * Removes secrets before text leaves the machine (LLM prompts, reports, logs shown to
  * people). Patterns cover the key formats of the providers we talk to plus generic
@@ -47,4 +49,14 @@ export function redactSecrets(text: string, knownSecrets: string[] = secretValue
     .replace(urlCredentials, `$1${REDACTED}$3`)
     .replace(namedSecret, (_match, name, nameQuote, separator, quote) => `${name}${nameQuote}${separator}${quote}${REDACTED}${quote}`)
     .replace(flagSecret, (_match, flag, separator, quote) => `${flag}${separator}${quote}${REDACTED}${quote}`);
+}
+
+/**
+ * Writes a text meant for people (reports, plans, analyses) atomically with its secrets
+ * redacted: a key pasted into a topic or a log must not reach a report a3r writes.
+ */
+export async function writeRedactedFile(path: string, text: string): Promise<string> {
+  const redacted = redactSecrets(text);
+  await writeFileAtomic(path, redacted);
+  return redacted;
 }

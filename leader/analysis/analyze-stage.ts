@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { readResultDir } from "../../campaign/index.ts";
 import type { CampaignPaths, MetricsRecord } from "../../campaign/index.ts";
-import { writeFileAtomic } from "../../core/atomic-file.ts";
+import { writeRedactedFile } from "../../core/redact.ts";
 import { pathExists } from "../../core/path-exists.ts";
 import { bestConfiguration, formatNumber, isBetter, summarizeConfigurations } from "../domain/configurations.ts";
 import type { ConfigurationSummary, ExperimentOutcome, Prediction, StagePlan, StageRecord } from "../domain/planner.ts";
@@ -165,6 +165,6 @@ export async function analyzeStage(
   const reads = await readStageRuns(paths, plan);
   const analysis = analyzeStageResults(topic, plan, history, reads, (id) => paths.result(id));
   const file = analysisPath(paths, plan.stage);
-  await writeFileAtomic(file, renderAnalysis(analysis, topic, paths.root));
+  await writeRedactedFile(file, renderAnalysis(analysis, topic, paths.root));
   return { analysis, file };
 }

@@ -1,5 +1,5 @@
 import { appendEventOnce } from "../../campaign/index.ts";
-import { writeFileAtomic } from "../../core/atomic-file.ts";
+import { writeRedactedFile } from "../../core/redact.ts";
 import { renderFraming } from "./graph-steps.ts";
 import type { PlannerStep } from "../domain/planner.ts";
 import { writeStagePlan } from "../record/stage-plan-file.ts";
@@ -20,7 +20,7 @@ export function frameNode(context: NodeContext) {
       } catch (error) {
         return stopOnBudget(error, 0);
       }
-      await writeFileAtomic(`${paths.root}/framing.md`, renderFraming(framing, topic.title));
+      await writeRedactedFile(`${paths.root}/framing.md`, renderFraming(framing, topic.title));
     }
     await appendEventOnce(
       paths.events,

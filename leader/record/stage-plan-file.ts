@@ -1,6 +1,6 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { z } from "zod";
-import { writeFileAtomic } from "../../core/atomic-file.ts";
+import { writeRedactedFile } from "../../core/redact.ts";
 import { A3rError } from "../../core/errors.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
 import type { StagePlan } from "../domain/planner.ts";
@@ -90,7 +90,7 @@ export function parseStagePlan(text: string, file: string): StagePlan {
 export async function writeStagePlan(paths: CampaignPaths, plan: StagePlan, title: string): Promise<string> {
   const stage = paths.stage(plan.stage);
   await mkdir(stage.root, { recursive: true });
-  await writeFileAtomic(stage.plan, renderStagePlan(plan, title));
+  await writeRedactedFile(stage.plan, renderStagePlan(plan, title));
   return stage.plan;
 }
 

@@ -2,7 +2,7 @@ import { readdir } from "node:fs/promises";
 import { relative, sep } from "node:path";
 import { readEvents, readLedger, resultDirPaths, summarizeLedger } from "../../campaign/index.ts";
 import type { CampaignEvent, CampaignPaths } from "../../campaign/index.ts";
-import { writeFileAtomic } from "../../core/atomic-file.ts";
+import { writeRedactedFile } from "../../core/redact.ts";
 import { pathExists } from "../../core/path-exists.ts";
 import { readStoredAnswer } from "../graph/graph-steps.ts";
 import { analyzeStageResults, readStageRuns } from "../analysis/analyze-stage.ts";
@@ -60,10 +60,8 @@ export async function writeCampaignReport(input: CampaignReportInput): Promise<{
     plannedStages: await plannedStageNumbers(paths),
     reopenings,
   });
-  const markdown = renderReportMarkdown(model);
-  const html = renderReportHtml(model);
-  await writeFileAtomic(paths.report, markdown);
-  await writeFileAtomic(paths.reportHtml, html);
+  const markdown = await writeRedactedFile(paths.report, renderReportMarkdown(model));
+  const html = await writeRedactedFile(paths.reportHtml, renderReportHtml(model));
   return { markdown, html };
 }
 

@@ -20,6 +20,7 @@ import { loadTopic } from "../domain/topic.ts";
  * beyond itself, log no error, run no script, and link only to files that exist.
  */
 const title = "Which lr is best? <script>document.title='pwned'</script>";
+const plantedKeys = ["sk-ant-api03-PLANTED0123456789abcdefABCDEF", "PlantedAwsSecret0123456789abcdefABCDEFGH"];
 /** Never written: its configuration is measured on two seeds, and the report says it is missing. */
 const missingRun = "s1-lr-0.01-seed3";
 /** Written without result.md: its link falls back to status.json. */
@@ -119,7 +120,8 @@ describe("report.html in a browser", () => {
           { text: "lr 0.03 beats the baseline", experimentIds: ["s2-lr-0.03-seed1", "s2-lr-0.03-seed2", "s1-baseline-seed1"] },
           { text: "lr 3 would be better still", experimentIds: ["s4-lr-3-seed1"] },
         ],
-        caveats: ["only two seeds of lr 0.03 finished"],
+        // Secrets a model (or a pasted log) put into the conclusion never reach the report.
+        caveats: ["only two seeds of lr 0.03 finished", `the run used ${plantedKeys[0]} and AWS_SECRET_ACCESS_KEY=${plantedKeys[1]}`],
       },
     });
     browser = await chromium.launch({
@@ -138,6 +140,19 @@ describe("report.html in a browser", () => {
   afterAll(async () => {
     await browser?.close();
     await rm(runsDir, { recursive: true, force: true });
+  });
+
+  it("writes no planted secret into any file of the campaign folder but the topic the user wrote", async () => {
+    const { readdir } = await import("node:fs/promises");
+    const files = (await readdir(paths.root, { recursive: true, withFileTypes: true }))
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name));
+    expect(files).toContain(paths.report);
+    for (const file of files) {
+      const text = await readFile(file, "utf8").catch(() => "");
+      for (const key of plantedKeys) expect(text.includes(key), `${file} holds a planted secret`).toBe(false);
+    }
+    expect(await readFile(paths.report, "utf8")).toContain("[REDACTED]");
   });
 
   it("rebuilds the history and the stop from the files alone", async () => {
