@@ -46,6 +46,8 @@ export const blueprintFrontMatterSchema = z.looseObject({
   overrides: z.record(z.string(), z.unknown()).optional(),
   /** The campaign's command rules on top of the defaults (see `blueprintCommandRules`). */
   command_rules: z.array(commandRuleSchema).optional(),
+  /** Model-provider keys the run's processes may see (withheld otherwise; see worker/launch/attempt-plan.ts). */
+  env_passthrough: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")).optional(),
 });
 
 export type BlueprintFrontMatter = z.infer<typeof blueprintFrontMatterSchema>;

@@ -53,6 +53,17 @@ describe("worker fault injection", () => {
     expect(booked.llm.calls).toBe(0);
   });
 
+  it("withholds model-provider keys from the run unless env_passthrough lists them, and says so", async () => {
+    const env = { ...process.env, ANTHROPIC_API_KEY: "sk-ant-withheld-0123456789", OPENAI_API_KEY: "sk-passed-0123456789abcdef", HF_TOKEN: "hf_kept" };
+    const printer = `node -e "console.log('anthropic=' + (process.env.ANTHROPIC_API_KEY ? 'seen' : 'absent') + ' openai=' + (process.env.OPENAI_API_KEY ? 'seen' : 'absent') + ' hf=' + (process.env.HF_TOKEN ? 'seen' : 'absent'))" && node trainer.mjs --steps 2`;
+    const { path, resultDir } = await folder.write({ id: "withheld", command: printer, frontMatter: { env_passthrough: ["OPENAI_API_KEY"] } });
+    expect((await runWorker({ blueprintPath: path, progress: silentProgress, env })).state).toBe("succeeded");
+    const run = await expectComplete(resultDir, "succeeded");
+    expect(await readFile(join(resultDir, "logs", "attempt-1.log"), "utf8")).toContain("anthropic=absent openai=seen hf=seen");
+    expect(run.attempts).toContain("Withheld from the run's environment: ANTHROPIC_API_KEY (list them in env_passthrough to pass them)");
+    expect(run.events.find((event) => event.kind === "run.env-withheld")?.variables).toEqual(["ANTHROPIC_API_KEY"]);
+  });
+
   it("reads metrics from the JSONL file the run writes (A3R_METRICS_FILE)", async () => {
     const { path, resultDir } = await folder.write({ id: "jsonl", command: "node trainer.mjs --steps 4 --metrics jsonl" });
     expect((await runWorker({ blueprintPath: path, progress: silentProgress })).state).toBe("succeeded");

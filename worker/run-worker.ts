@@ -8,7 +8,7 @@ import { A3rError, isA3rError } from "../core/errors.ts";
 import { formatDuration } from "../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
-import { checkpointDirOf, configCopyPath, planAttempt, processEnv } from "./launch/attempt-plan.ts";
+import { checkpointDirOf, configCopyPath, envPassthroughOf, planAttempt, processEnv, withheldVariables } from "./launch/attempt-plan.ts";
 import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readConfigFile, readyUrlOf, swarmHooks } from "./launch/attempt-launch.ts";
 import { handleFailure } from "./recover/failure-handling.ts";
 import { finalizeRun } from "./finish/finalize-run.ts";
@@ -270,7 +270,12 @@ async function reattachSwarm(context: RunContext): Promise<SwarmHooks | undefine
   });
   return swarmHooks(
     url,
-    clientRelauncher(context.attempt, resultDirPaths(context.resultDir).logs, plan.cwd, processEnv(context.env, plan, context.blueprint.venv)),
+    clientRelauncher(
+      context.attempt,
+      resultDirPaths(context.resultDir).logs,
+      plan.cwd,
+      processEnv(context.env, plan, context.blueprint.venv, envPassthroughOf(context.blueprint)),
+    ),
   );
 }
 
@@ -349,6 +354,8 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
       },
     ),
   );
+  const withheld = withheldVariables(context.env, envPassthroughOf(blueprint));
+  if (first && withheld.length > 0) await writer.appendEvent("run.env-withheld", { variables: withheld });
   const commands = "failed" in launched ? [] : [...(launched.plan.serverCommand ? [`server: ${launched.plan.serverCommand}`] : []), ...launched.plan.commands];
   const overrides =
     Object.entries(memory.overrides)
@@ -362,6 +369,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
         `- Overrides: ${overrides}`,
         `- Config copy: ${configCopy ?? "none (the blueprint has no configuration)"}`,
         `- Resume from checkpoint: ${resume ? "yes (A3R_RESUME=1)" : "no"}`,
+        ...(withheld.length > 0 ? [`- Withheld from the run's environment: ${withheld.join(", ")} (list them in env_passthrough to pass them)`] : []),
         blueprint.mode === "swarm"
           ? `- Logs: logs/attempt-${attempt}.log (server), logs/attempt-${attempt}-client-K.log (clients)`
           : `- Log: logs/attempt-${attempt}.log`,

@@ -6,7 +6,7 @@ import type { Blueprint } from "../../blueprints/index.ts";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { SwarmClient } from "../../swarm/client/index.ts";
-import { planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
+import { envPassthroughOf, planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
 import { collectExit, isRecordRunning, launchRecorded, type LaunchedProcessRecord } from "./launched-process.ts";
 import { applyOverrides, type ConfigObject } from "../recover/overrides.ts";
 import type { SwarmHooks } from "../supervise/supervise-attempt.ts";
@@ -119,14 +119,14 @@ export async function launchAttempt(
 
   if (blueprint.mode === "classic") {
     const plan = planAttempt(planInput);
-    const env = processEnv(options.baseEnv, plan, blueprint.venv);
+    const env = processEnv(options.baseEnv, plan, blueprint.venv, envPassthroughOf(blueprint));
     const main = await launchRecorded({ role: "main", command: plan.commands[0]!, cwd: plan.cwd, env, logFile, exitFile });
     await options.onProcesses([main]);
     return { plan, processes: [main] };
   }
 
   const serverPlan = planAttempt(planInput);
-  const serverEnv = processEnv(options.baseEnv, serverPlan, blueprint.venv);
+  const serverEnv = processEnv(options.baseEnv, serverPlan, blueprint.venv, envPassthroughOf(blueprint));
   const server = await launchRecorded({ role: "server", command: serverPlan.serverCommand!, cwd: serverPlan.cwd, env: serverEnv, logFile, exitFile });
   await options.onProcesses([server]);
   const url = await waitForReady(server, options.readyTimeoutMs);
@@ -135,7 +135,7 @@ export async function launchAttempt(
     return { failed: true, processes: [server], logFile, reason: url.reason };
   }
   const plan = planAttempt({ ...planInput, swarmUrl: url });
-  const env = processEnv(options.baseEnv, plan, blueprint.venv);
+  const env = processEnv(options.baseEnv, plan, blueprint.venv, envPassthroughOf(blueprint));
   const processes: LaunchedProcessRecord[] = [server];
   for (const [index, command] of plan.commands.entries()) {
     const clientLog = join(logs, `attempt-${attempt}-client-${index + 1}.log`);

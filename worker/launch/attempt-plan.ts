@@ -118,8 +118,31 @@ export function planAttempt(input: AttemptPlanInput): AttemptPlan {
   return { cwd: blueprint.codebase, env, serverCommand, commands: clientCommands(input.command).map((line) => substitutePlaceholders(line, values)) };
 }
 
-/** The environment a process gets: the worker's own, the interpreter first on PATH, then the plan's. */
-export function processEnv(base: NodeJS.ProcessEnv, plan: AttemptPlan, venv: string): NodeJS.ProcessEnv {
+/**
+ * The keys of language-model providers: the worker holds them for its own diagnosis, the
+ * training program has no business with them (its log is text an attacker may steer).
+ * Other credentials a run needs (HF_TOKEN, WANDB_API_KEY) pass as before.
+ */
+const providerKeyNames =
+  /^(?:ANTHROPIC|OPENAI|A3R_LLM|AZURE_OPENAI|GEMINI|GOOGLE|MISTRAL|COHERE|GROQ|TOGETHER|DEEPSEEK|OPENROUTER|XAI|FIREWORKS|PERPLEXITY)_(?:API_)?KEY$/;
+
+/** The blueprint's `env_passthrough`: provider keys its processes may see. */
+export function envPassthroughOf(blueprint: Blueprint): string[] {
+  const listed = blueprint.frontMatter.env_passthrough;
+  return Array.isArray(listed) ? listed.filter((name): name is string => typeof name === "string") : [];
+}
+
+/** Provider keys in `base` the run will not see: those the blueprint's `env_passthrough` does not list. */
+export function withheldVariables(base: NodeJS.ProcessEnv, passthrough: readonly string[] = []): string[] {
+  return Object.keys(base)
+    .filter((name) => providerKeyNames.test(name) && !passthrough.includes(name))
+    .sort();
+}
+
+/** The environment a process gets: the worker's own less the withheld keys, the interpreter first on PATH, then the plan's. */
+export function processEnv(base: NodeJS.ProcessEnv, plan: AttemptPlan, venv: string, passthrough: readonly string[] = []): NodeJS.ProcessEnv {
   const path = [interpreterPath(venv), base.PATH ?? ""].filter(Boolean).join(":");
-  return { ...base, PATH: path, ...plan.env };
+  const env: NodeJS.ProcessEnv = { ...base, PATH: path, ...plan.env };
+  for (const name of withheldVariables(base, passthrough)) delete env[name];
+  return env;
 }
