@@ -15,6 +15,17 @@ describe("auditBlueprint on text", () => {
     expect(auditBlueprint(blueprintTemplate({ id: "t2", mode: "swarm", campaign: "c1" }))).toEqual([]);
   });
 
+  it("refuses overrides keys that would reach Object.prototype, naming the key (the worker refuses the same ones)", () => {
+    for (const key of ["__proto__.polluted", "constructor.prototype.x", "optimizer..lr"]) {
+      const findings = auditBlueprint(base.replace(/^overrides: .*$/m, `overrides: { "${key}": 1 }`));
+      expect(
+        findings.some((finding) => finding.severity === "error" && finding.message.includes("overrides") && finding.message.includes("dotted config path")),
+        key,
+      ).toBe(true);
+    }
+    expect(auditBlueprint(base.replace(/^overrides: .*$/m, "overrides: { optimizer.lr: 0.1 }"))).toEqual([]);
+  });
+
   it("names the file it was given on every finding", () => {
     const findings = auditBlueprint(base.replace("`/opt/a3r/examples/grpo-arithmetic`", "`grpo`"), { file: "stage-1/a.md" });
     expect(findings).toEqual([

@@ -1,3 +1,4 @@
+import { isSafeOverrideKey } from "./override-keys.ts";
 import { z } from "zod";
 import { parseDuration } from "../core/duration.ts";
 import { commandRuleSchema } from "./command-policy.ts";
@@ -43,7 +44,19 @@ export const blueprintFrontMatterSchema = z.looseObject({
   first_signal_timeout: durationText.optional(),
   metric: metricSchema.optional(),
   prediction: z.string().optional(),
-  overrides: z.record(z.string(), z.unknown()).optional(),
+  overrides: z
+    .record(z.string(), z.unknown())
+    .superRefine((overrides, context) => {
+      for (const key of Object.keys(overrides)) {
+        if (!isSafeOverrideKey(key))
+          context.addIssue({
+            code: "custom",
+            path: [key],
+            message: "not a dotted config path such as optimizer.lr (__proto__, constructor and prototype are refused)",
+          });
+      }
+    })
+    .optional(),
   /** The campaign's command rules on top of the defaults (see `blueprintCommandRules`). */
   command_rules: z.array(commandRuleSchema).optional(),
   /** Model-provider keys the run's processes may see (withheld otherwise; see worker/launch/attempt-plan.ts). */

@@ -29,3 +29,4 @@ export { blueprintTemplate } from "./blueprint-template.ts";
 export type { BlueprintTemplateOptions } from "./blueprint-template.ts";
 export { sameBlueprintMeaning, blueprintMeaning } from "./blueprint-meaning.ts";
 export { maxBlueprintBytes } from "./text-guards.ts";
+export { isSafeOverrideKey } from "./override-keys.ts";

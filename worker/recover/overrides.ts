@@ -1,3 +1,4 @@
+import { isSafeOverrideKey } from "../../blueprints/index.ts";
 import type { Overrides } from "./recovery-playbook.ts";
 import { A3rError } from "../../core/errors.ts";
 
@@ -49,12 +50,7 @@ export function baseValuesOf(config: ConfigObject | undefined): Overrides {
   return values;
 }
 
-/** Path parts that would reach Object.prototype instead of the config (keys may come from a model). */
-const forbiddenPathParts = new Set(["__proto__", "constructor", "prototype"]);
-
-export function isSafeOverrideKey(key: string): boolean {
-  return key.split(".").every((part) => part !== "" && !forbiddenPathParts.has(part));
-}
+export { isSafeOverrideKey };
 
 /** The config path an override key lands on (see the module comment). */
 export function resolveOverridePath(config: ConfigObject, key: string): string[] {
