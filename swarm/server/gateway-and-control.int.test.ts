@@ -221,6 +221,15 @@ describe("the episode protocol under bad input", () => {
     expect(badReward.status).toBe(400);
     expect(String(badReward.body.error)).toContain("workflow_output.reward");
 
+    const tooManyNames = await rawRequest(`${server.url}/end_episode`, {
+      headers,
+      body: JSON.stringify({
+        ...base,
+        workflow_output: { reward: 1, metadata: { task_id: "a" }, log_metrics: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`m${i}`, i])) },
+      }),
+    });
+    expect(tooManyNames.status).toBe(400);
+    expect(String(tooManyNames.body.error)).toContain("at most 64 log_metrics per episode");
     const noReward = await rawRequest(`${server.url}/end_episode`, {
       headers,
       body: JSON.stringify({ ...base, workflow_output: { reward: null, metadata: { task_id: "a" } } }),

@@ -30,11 +30,19 @@ const numberOrList = z
   .union([finite, z.array(finite).min(1, "give at least one number")])
   .transform((value) => (Array.isArray(value) ? value.reduce((sum, item) => sum + item, 0) / value.length : value));
 
+export const maxLogMetricsPerEpisode = 64;
+export const maxLogMetricNameLength = 64;
+
 export const workflowOutputSchema = z.looseObject({
   reward: numberOrList,
   is_success: z.boolean().nullable().optional(),
   metadata: z.looseObject({ task_id: z.string().optional() }).nullable().optional(),
-  log_metrics: z.record(z.string(), numberOrList).nullable().optional(),
+  // Names are bounded: 150k distinct names once made /metrics 10 MB and the server 400 MB.
+  log_metrics: z
+    .record(z.string().min(1).max(maxLogMetricNameLength, `a log_metrics name of at most ${maxLogMetricNameLength} characters`), numberOrList)
+    .refine((metrics) => Object.keys(metrics).length <= maxLogMetricsPerEpisode, `at most ${maxLogMetricsPerEpisode} log_metrics per episode`)
+    .nullable()
+    .optional(),
 });
 
 export const endEpisodeSchema = z.looseObject({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { PooledEpisode } from "./sample-pool.ts";
-import { renderPrometheus, summarizeStep } from "./step-metrics.ts";
+import { maxLogMetricNamesPerStep, renderPrometheus, summarizeStep } from "./step-metrics.ts";
 
 function pooled(reward: number, isSuccess: boolean, tokens: [number, number], logMetrics: Record<string, number> = {}): PooledEpisode {
   return {
@@ -18,6 +18,14 @@ function pooled(reward: number, isSuccess: boolean, tokens: [number, number], lo
 }
 
 describe("summarizeStep", () => {
+  it("reports at most 256 distinct log metric names per step and counts the rest as dropped", () => {
+    const flood = (offset: number) => Object.fromEntries(Array.from({ length: 60 }, (_, index) => [`name_${offset + index}`, index]));
+    const batch = Array.from({ length: 6 }, (_, index) => pooled(index % 2, false, [10, 10], flood(index * 60)));
+    const metrics = summarizeStep({ step: 1, batch, engineMetrics: {}, stepTimeMs: 1, trainTimeMs: 1, now: 0 });
+    expect(Object.keys(metrics).filter((name) => name.startsWith("log/"))).toHaveLength(maxLogMetricNamesPerStep);
+    expect(metrics.log_metrics_dropped).toBe(6 * 60 - maxLogMetricNamesPerStep);
+  });
+
   it("computes reward mean/std, success rate, merge ratio and averages log metrics", () => {
     const metrics = summarizeStep({
       step: 4,

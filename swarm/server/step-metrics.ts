@@ -21,6 +21,9 @@ export interface StepMetrics {
 }
 
 /** Pure: the metrics of a batch, given the engine's own numbers. */
+/** Distinct `log_metrics` names one step reports (see stepMetrics). */
+export const maxLogMetricNamesPerStep = 256;
+
 export function summarizeStep(input: {
   step: number;
   batch: readonly PooledEpisode[];
@@ -41,9 +44,24 @@ export function summarizeStep(input: {
     tokensWithoutMerge += episode.stats.tokensWithoutMerge;
     samples += episode.stats.samples;
   }
+  // A step reports at most maxLogMetricNamesPerStep distinct client metric names; the rest
+  // are dropped and counted (log_metrics_dropped), so clients cannot grow /metrics at will.
   const logMetrics: Record<string, number[]> = {};
+  let distinct = 0;
+  let dropped = 0;
   for (const episode of input.batch) {
-    for (const [name, value] of Object.entries(episode.logMetrics)) (logMetrics[`log/${name}`] ??= []).push(value);
+    for (const [name, value] of Object.entries(episode.logMetrics)) {
+      const key = `log/${name}`;
+      if (logMetrics[key] === undefined) {
+        if (distinct >= maxLogMetricNamesPerStep) {
+          dropped += 1;
+          continue;
+        }
+        distinct += 1;
+        logMetrics[key] = [];
+      }
+      logMetrics[key].push(value);
+    }
   }
   const metrics: StepMetrics = {
     step: input.step,
@@ -62,6 +80,7 @@ export function summarizeStep(input: {
     if (Number.isFinite(value) && !(name in metrics)) metrics[name] = value;
   }
   for (const [name, values] of Object.entries(logMetrics)) metrics[name] = average(values);
+  if (dropped > 0) metrics.log_metrics_dropped = dropped;
   return metrics;
 }
 

@@ -31,6 +31,10 @@ class TinyConfig:
     # The MLP is a random Fourier-feature layer: sin(W x + b) with a wide input gain maps
     # prompts that differ in one word to nearly orthogonal features (cosine ~0.2 instead of
     # ~0.95 with GELU), so a LoRA on lm_head can learn a per-prompt answer in a few steps.
+    # The ids lm_head produces logits for (the tokenizer's emittable ids); every other id
+    # gets -inf. The CPU builds of torch use a slow generic BLAS, and the 1024 hash buckets
+    # the model can never say would otherwise make lm_head 30 times wider than needed.
+    output_ids: list[int] = field(default_factory=list)
     mlp_activation: str = "sin"
     mlp_input_gain: float = 6.0
     mlp_output_gain: float = 3.0
@@ -103,7 +107,8 @@ class TinyCausalLM(nn.Module):
         self.position_embedding = nn.Embedding(config.max_context, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.final_norm = nn.LayerNorm(config.d_model)
-        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.lm_head = nn.Linear(config.d_model, len(config.output_ids) or config.vocab_size, bias=False)
+        self.register_buffer("output_ids", torch.tensor(config.output_ids, dtype=torch.long), persistent=False)
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -133,4 +138,8 @@ class TinyCausalLM(nn.Module):
         hidden = self.token_embedding(input_ids) + self.position_embedding(positions)[None]
         for block in self.blocks:
             hidden = block(hidden)
-        return self.lm_head(self.final_norm(hidden))
+        logits = self.lm_head(self.final_norm(hidden))
+        if not self.config.output_ids:
+            return logits
+        full = logits.new_full((*logits.shape[:-1], self.config.vocab_size), float("-inf"))
+        return full.index_copy(-1, self.output_ids, logits)

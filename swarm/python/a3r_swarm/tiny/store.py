@@ -34,7 +34,8 @@ def init_model_dir(out: str | Path, *, seed: int = 0, d_model: int = 64, layers:
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = WordTokenizer(list(words) if words else list(DEFAULT_VOCABULARY), unknown_buckets)
     config = TinyConfig(vocab_size=tokenizer.vocab_size, d_model=d_model, layers=layers, heads=heads,
-                        mlp_hidden=4 * d_model, max_context=max_context)
+                        mlp_hidden=4 * d_model, max_context=max_context,
+                        output_ids=list(tokenizer.emittable_ids))
     if attention_windows is not None:
         config.attention_windows = list(attention_windows)
     elif heads != len(config.attention_windows):
@@ -59,8 +60,8 @@ def load_model_dir(path: str | Path) -> tuple[TinyCausalLM, WordTokenizer, dict]
         raise ValueError(f"{path}: not an {MODEL_FORMAT} model")
     tokenizer = WordTokenizer.load(path / "tokenizer.json")
     config = TinyConfig(**manifest["dims"])
-    if config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"{path}: config vocab_size {config.vocab_size} != tokenizer's {tokenizer.vocab_size}")
+    if config.vocab_size != tokenizer.vocab_size or (config.output_ids and config.output_ids != tokenizer.emittable_ids):
+        raise ValueError(f"{path}: config.json does not match tokenizer.json (vocab size or emittable ids)")
     model = TinyCausalLM(config)
     model.load_state_dict(torch.load(path / "weights.pt", map_location="cpu"))
     return model, tokenizer, manifest

@@ -1,0 +1,1 @@
+"""Reference OpenAI-compatible inference server (vLLM-shaped token fields)."""
