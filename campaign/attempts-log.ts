@@ -1,3 +1,4 @@
+import { printable } from "../core/printable-text.ts";
 import { appendFile, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 
@@ -16,7 +17,8 @@ export interface AttemptEntry {
 export function formatAttemptEntry(entry: AttemptEntry): string {
   const time = (entry.time ?? new Date()).toISOString();
   const title = entry.title.replace(/\s+/g, " ").trim();
-  return `## Attempt ${entry.attempt}: ${title}\n\n_${time}_\n\n${entry.body.trimEnd()}\n\n`;
+  // Bodies quote logs (text a run's program, or an attacker, wrote): no terminal escapes.
+  return printable(`## Attempt ${entry.attempt}: ${title}\n\n_${time}_\n\n${entry.body.trimEnd()}\n\n`);
 }
 
 export async function appendAttempt(path: string, entry: AttemptEntry): Promise<void> {

@@ -1,3 +1,4 @@
+import { printable } from "../core/printable-text.ts";
 import { writeFileAtomic, writeJsonAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertTransition, initialRunState, isTerminalRunState, type RunState } from "./run-status.ts";
@@ -126,7 +127,7 @@ export class ResultDirWriter {
   }
 
   writeResult(markdown: string): Promise<void> {
-    return this.writeFileFenced(this.paths.result, markdown);
+    return this.writeFileFenced(this.paths.result, printable(markdown));
   }
 
   writeCurves(svg: string): Promise<void> {

@@ -40,4 +40,15 @@ describe("swarm status view", () => {
     expect(text).toContain("abcdef12");
     expect(text).toContain("1.3");
   });
+
+  it("shows a client's escape sequences as text instead of letting them act on the terminal", () => {
+    const text = renderStatus({
+      url: "http://x",
+      status: { engine_status: "ENGINE.ROLLING", engine_status_detail: "\x1b]0;owned\x07", global_step: 1, max_steps: 0 },
+      pool: { running_episode_details: { "\x1b[2Jabc": { episode_status: "running", client_uuid: "\x1b[31mred", episode_type: "train" } } },
+      metrics: [],
+    });
+    expect(text).not.toContain("\x1b");
+    expect(text).toContain("\\x1b");
+  });
 });

@@ -1,3 +1,4 @@
+import { printable } from "../../core/printable-text.ts";
 /** Pure text rendering for `a3r swarm status` and `a3r swarm client` (no I/O here). */
 
 const sparkTicks = "▁▂▃▄▅▆▇█";
@@ -71,5 +72,6 @@ export function renderStatus(snapshot: StatusSnapshot): string {
     }
     if (running.length > 20) lines.push(`    ... and ${running.length - 20} more`);
   }
-  return `${lines.join("\n")}\n`;
+  // Ids, task names and details come from clients: nothing in them may act on the terminal.
+  return printable(`${lines.join("\n")}\n`);
 }

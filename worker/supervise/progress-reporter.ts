@@ -1,3 +1,4 @@
+import { printable } from "../../core/printable-text.ts";
 import { formatDuration } from "../../core/duration.ts";
 
 /**
@@ -49,7 +50,7 @@ export function createProgressReporter(
   return {
     progress(snapshot) {
       if (options.quiet) return;
-      const text = formatProgress(snapshot);
+      const text = printable(formatProgress(snapshot));
       if (tty) {
         stream.write(`\r\x1b[2K${text}`);
         lineShown = true;
@@ -66,7 +67,7 @@ export function createProgressReporter(
     event(message) {
       if (options.quiet) return;
       clear();
-      stream.write(`${tty ? "" : `${new Date().toISOString()} `}${message}\n`);
+      stream.write(`${tty ? "" : `${new Date().toISOString()} `}${printable(message)}\n`);
     },
     done() {
       clear();
