@@ -89,7 +89,7 @@ function mean(values: number[]): number {
 
 describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model + persistent trainer)", () => {
   it("learns item-color through real gradients, loading a new adapter every step and unloading the old one", async () => {
-    const { client, experimentDir } = await startServer("learn", 30);
+    const { client, experimentDir, engine } = await startServer("learn", 30);
     // 30 steps of 16 episodes; chance is about 3 %. Threshold: the last 5 steps' mean
     // reward at least 0.5 and at least 0.35 above the first 5 steps'.
     const summary = await runEpisodes({ client, task: itemColor, episodes: 4000, concurrency: 8, seed: 7 });
@@ -105,9 +105,12 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
       expect(Number.isFinite(step.loss)).toBe(true);
       expect(step.inference_restarts).toBe(0);
     }
-    // One adapter folder per step, written by the trainer.
+    // One adapter folder per step, written by the trainer; the inference server holds only
+    // the base model and the newest adapter (the previous one is unloaded at every step).
     const adapters = await readdir(join(experimentDir, "adapters"));
     expect(adapters.length).toBe(30);
+    const served = (await (await fetch(`${engine().inferenceBaseUrl}/models`)).json()) as { data: { id: string }[] };
+    expect(served.data.map((entry) => entry.id)).toEqual(["a3r-base", expect.stringMatching(/^a3r-step-30-/)]);
   });
 
   it("keeps training when the inference server or the trainer is killed mid-run, and trains no step twice", async () => {

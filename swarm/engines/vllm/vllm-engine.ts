@@ -154,6 +154,11 @@ export class VllmEngine implements Engine {
     this.http.close();
   }
 
+  /** The inference server's OpenAI base URL (it changes when a restart picks a new free port). */
+  get inferenceBaseUrl(): string {
+    return this.server.baseUrl;
+  }
+
   /** For fault tests: kill the inference server's or the trainer's process group. */
   killForTest(part: "inference" | "trainer"): void {
     if (part === "inference") this.server.kill();
@@ -178,7 +183,7 @@ export class VllmEngine implements Engine {
       // A fresh server knows no adapter: load the current one again before serving.
       const current = this.adapter;
       this.adapter = undefined;
-      await this.serveAdapter(`${current.name.replace(/-r\d+$/, "")}-r${this.serverRestarts}`, current.path);
+      await this.serveAdapter(`${current.name.replace(/-r\d+$/, "")}-r${this.serverRestarts}`, current.path, { duringRestart: true });
     }
     this.watchServer();
   }
@@ -215,8 +220,9 @@ export class VllmEngine implements Engine {
   }
 
   /** Loads an adapter, switches requests to it, unloads the previous one. */
-  private async serveAdapter(baseName: string, path: string): Promise<void> {
-    if (this.restarting) await this.restarting;
+  private async serveAdapter(baseName: string, path: string, options: { duringRestart?: boolean } = {}): Promise<void> {
+    // A step's new adapter waits for a restart in progress (the restart itself must not).
+    if (this.restarting && !options.duringRestart) await this.restarting;
     // Names are never reused: servers refuse a second adapter under a name in use.
     const name = `${baseName}-${++this.adapterLoads}`;
     const origin = new URL(this.server.baseUrl).origin;
