@@ -30,7 +30,7 @@ export function registerWorkerDaemonCommand(parent: Command): Command {
   return parent
     .command("daemon")
     .description("pull blueprints from a Redis queue while GPU slots are free, run them detached, report back; re-attaches to its runs after a restart")
-    .requiredOption("--redis <url>", "Redis URL, e.g. redis://10.0.0.5:6379 (maxmemory-policy must be noeviction)")
+    .requiredOption("--redis <url>", "Redis URL, e.g. redis://redis.cluster.example:6379 (maxmemory-policy must be noeviction)")
     .requiredOption("--gpus <n>", "GPUs on this node (runs get CUDA_VISIBLE_DEVICES from 0..n-1)", wholeNumber("--gpus"))
     .requiredOption("--workdir <dir>", "folder for run folders and result directories on this node")
     .option("--queue <name>", "queue name (as in hosts.yaml)", "a3r")

@@ -34,12 +34,12 @@ describe("redactSecrets on the shapes configs and command lines take", () => {
       `{"api_key": "abcd1234efgh", "lr": 3e-6}`,
       `{'wandb_api_key': 'f00ba4f00ba4'}`,
       "python train.py --api-key abcdefgh12 --hf-token=hf1234567",
-      "redis://admin:s3cr3tpass@10.0.0.5:6379",
+      "redis://admin:s3cr3tpass@redis.cluster.example:6379",
     ].join("\n");
     const redacted = redactSecrets(text, []);
     for (const secret of ["abcd1234efgh", "f00ba4f00ba4", "abcdefgh12", "hf1234567", "s3cr3tpass"]) expect(redacted).not.toContain(secret);
     expect(redacted).toContain('"lr": 3e-6');
-    expect(redacted).toContain("redis://admin:[REDACTED]@10.0.0.5:6379");
+    expect(redacted).toContain("redis://admin:[REDACTED]@redis.cluster.example:6379");
   });
 
   it("keeps the numbers RL logs need: max_tokens, num_tokens, tokenizer", () => {

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -61,22 +62,35 @@ describe("loadHostsFile", () => {
   it("resolves ssh aliases through the ssh config the file names, explicit fields winning", async () => {
     const folder = await mkdtemp(join(tmpdir(), "a3r-hosts-config-"));
     try {
-      await writeFile(join(folder, "ssh_config"), "Host gpu\n  HostName 10.1.2.3\n  Port 2200\n  User ml\n  IdentityFile ~/.ssh/gpu_key\n");
+      await writeFile(join(folder, "ssh_config"), "Host gpu\n  HostName gpu-box.lab.example\n  Port 2200\n  User ml\n  IdentityFile ~/.ssh/gpu_key\n");
       await writeFile(
         join(folder, "hosts.yaml"),
         "ssh_config: ./ssh_config\nhosts:\n  - {name: gpu, kind: ssh, workdir: ~/a3r, gpus: 1}\n  - {name: other, kind: ssh, host: gpu, user: root, workdir: /w, gpus: 1, a3r: 'node /x/bin/a3r.js'}\n",
       );
       const file = await loadHostsFile(join(folder, "hosts.yaml"), { home: "/home/me" });
       expect(findHost(file, "gpu")).toMatchObject({
-        host: "10.1.2.3",
+        host: "gpu-box.lab.example",
         port: 2200,
         user: "ml",
         identityFiles: ["/home/me/.ssh/gpu_key"],
         a3r: "a3r",
         workdir: "~/a3r",
       });
-      expect(findHost(file, "other")).toMatchObject({ host: "10.1.2.3", user: "root", a3r: "node /x/bin/a3r.js" });
+      expect(findHost(file, "other")).toMatchObject({ host: "gpu-box.lab.example", user: "root", a3r: "node /x/bin/a3r.js" });
       expect(() => findHost(file, "nope")).toThrow(/no host named "nope".*/);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("calls the running a3r on a local host by default, not whatever PATH finds", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "a3r-hosts-config-"));
+    try {
+      await writeFile(join(folder, "hosts.yaml"), "hosts:\n  - {name: here, kind: local, workdir: /tmp/a3r-here, gpus: 0}\n");
+      const file = await loadHostsFile(join(folder, "hosts.yaml"), { sshConfigFile: "/nonexistent" });
+      const a3r = (findHost(file, "here") as { a3r: string }).a3r;
+      expect(a3r.startsWith(`${process.execPath} `)).toBe(true);
+      expect(existsSync(a3r.slice(process.execPath.length + 1))).toBe(true);
     } finally {
       await rm(folder, { recursive: true, force: true });
     }

@@ -1,9 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { isMap, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
+import { checkoutRoot } from "../core/checkout-root.ts";
 import { resolveSshAlias } from "./ssh/ssh-config.ts";
 
 /**
@@ -25,7 +26,7 @@ import { resolveSshAlias } from "./ssh/ssh-config.ts";
  *     workdir: /data/a3r
  *   - name: cluster            # queue: daemons on a cluster pull from Redis
  *     kind: queue
- *     redis: redis://10.0.0.5:6379
+ *     redis: redis://redis.cluster.example:6379
  *     gpus: 32                 # slots the dispatcher may fill; each daemon enforces its own
  * ```
  *
@@ -110,6 +111,15 @@ export interface HostsFile {
 
 /** The command that runs a3r on the host when hosts.yaml does not say. */
 export const defaultA3rCommand = "a3r";
+
+/**
+ * A local host's default: the a3r that is running now (this node, this checkout's entry),
+ * not whatever `a3r` PATH finds (only npx puts one there; `node bin/a3r.js research` had
+ * every run lost to `exec: a3r: not found`).
+ */
+export function runningA3rCommand(): string {
+  return `${process.execPath} ${join(checkoutRoot, "bin", "a3r.js")}`;
+}
 
 function lineOf(document: Document, lineCounter: LineCounter, path: readonly PropertyKey[]): number {
   // The deepest node that exists along the path: a missing key points at its parent.
@@ -203,7 +213,7 @@ export async function loadHostsFile(file: string, options: LoadHostsOptions = {}
     sshConfigText = await readFile(sshConfigFile, "utf8").catch(() => "");
   }
   const hosts: HostConfig[] = parsed.hosts.map((host) => {
-    if (host.kind === "local") return { ...host, workdir: expandHome(host.workdir, home), a3r: host.a3r ?? defaultA3rCommand };
+    if (host.kind === "local") return { ...host, workdir: expandHome(host.workdir, home), a3r: host.a3r ?? runningA3rCommand() };
     if (host.kind === "queue") return host;
     const alias = host.host ?? host.name;
     const resolved = resolveSshAlias(sshConfigText, alias, home);

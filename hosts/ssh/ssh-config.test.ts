@@ -11,7 +11,7 @@ Host gpu-*  !gpu-legacy
   Port=2222
 
 Host gpu-legacy
-  HostName 10.0.0.9
+  HostName gpu-node.lab.example
   User old
 
 Host box
@@ -39,7 +39,7 @@ describe("resolveSshAlias", () => {
 
   it("honours negated patterns: a negated match excludes the whole Host line", () => {
     const legacy = resolveSshAlias(config, "gpu-legacy", "/home/me");
-    expect(legacy.hostName).toBe("10.0.0.9");
+    expect(legacy.hostName).toBe("gpu-node.lab.example");
     expect(legacy.user).toBe("old");
     expect(legacy.port).toBe(22);
   });
