@@ -66,6 +66,8 @@ export class InferenceServer {
       ...pythonEnvironment(process.env),
       // Without it vLLM refuses /v1/load_lora_adapter.
       VLLM_ALLOW_RUNTIME_LORA_UPDATING: "True",
+      // The reference server stops itself when this process is gone (swarm/python/a3r_swarm/parent_watch.py).
+      A3R_PARENT_PID: String(process.pid),
       ...(inference.gpus ? { CUDA_VISIBLE_DEVICES: inference.gpus.join(",") } : {}),
       ...inference.env,
     };
@@ -89,6 +91,10 @@ export class InferenceServer {
   /** For fault tests: kill the server's group as the OOM killer would. */
   kill(): void {
     this.process?.kill();
+  }
+
+  get pid(): number | undefined {
+    return this.process?.pid;
   }
 
   get startCount(): number {

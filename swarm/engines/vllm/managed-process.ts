@@ -51,6 +51,10 @@ export class ManagedProcess {
     return new ManagedProcess(argv, { pipeStdin: false, pipeStdout: false, ...options });
   }
 
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   get running(): boolean {
     return !this.hasExited;
   }

@@ -51,6 +51,10 @@ export class TrainerClient {
 
   constructor(private readonly config: VllmEngineConfig) {}
 
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
   get running(): boolean {
     return this.process?.running === true;
   }

@@ -1,6 +1,6 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import itemColor from "../../../examples/tasks/item-color/task.ts";
@@ -56,12 +56,14 @@ function swarmYaml(experimentDir: string, maxSteps: number, extra: string[] = []
     "  seed: 1",
     "  inference: { server: reference, startTimeoutMs: 60000 }",
     "  trainer: { device: cpu }",
+    // What makes the random tiny model learn item-color in tens of steps (swarm/python/README.md).
+    "  lora: { rank: 16, alpha: 64, targetModules: [lm_head] }",
     ...extra,
     "port: 0",
-    "train_batch_size: 4",
+    "train_batch_size: 8",
     "num_repeat: 4",
     "swarm_mode_sample_collection_method: rollout_until_finish_enough_tasks",
-    "optimizer: { lr: 0.01, kl_coef: 0.0, clip: 0.2 }",
+    "optimizer: { lr: 0.02, kl_coef: 0.05, clip: 0.2 }",
     "sampling: { temperature: 1, top_p: 1, max_tokens: 3 }",
     "save_freq: 2",
     `max_steps: ${maxSteps}`,
@@ -89,18 +91,20 @@ function mean(values: number[]): number {
 
 describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model + persistent trainer)", () => {
   it("learns item-color through real gradients, loading a new adapter every step and unloading the old one", async () => {
-    const { client, experimentDir, engine } = await startServer("learn", 30);
-    // 30 steps of 16 episodes; chance is about 3 %. Threshold: the last 5 steps' mean
-    // reward at least 0.5 and at least 0.35 above the first 5 steps'.
-    const summary = await runEpisodes({ client, task: itemColor, episodes: 4000, concurrency: 8, seed: 7 });
+    const { client, experimentDir, engine } = await startServer("learn", 40);
+    // 40 steps of 8 tasks x 4 episodes; chance is about 3 %. Threshold: the last 5 steps'
+    // mean reward at least 0.4 and at least 0.3 above the first 5 steps' (five seeds by
+    // hand in Python gave 0.56-0.94 at this size).
+    const summary = await runEpisodes({ client, task: itemColor, episodes: 8000, concurrency: 8, seed: 7 });
     expect(summary.stoppedEarly).toContain("finished");
     const metrics = await client.metrics();
-    expect(metrics.length).toBe(30);
+    expect(metrics.length).toBe(40);
     const rewards = metrics.map((step) => step.reward_mean ?? step.rollout_reward_mean ?? Number.NaN);
     const first = mean(rewards.slice(0, 5));
     const last = mean(rewards.slice(-5));
-    expect(last, `reward per step: ${rewards.map((value) => value.toFixed(2)).join(" ")}`).toBeGreaterThanOrEqual(0.5);
-    expect(last - first).toBeGreaterThanOrEqual(0.35);
+    expect(last, `reward per step: ${rewards.map((value) => value.toFixed(2)).join(" ")}`).toBeGreaterThanOrEqual(0.4);
+    expect(last - first).toBeGreaterThanOrEqual(0.3);
+    console.log(`vllm engine on CPU, reward per step: ${rewards.map((value) => value.toFixed(2)).join(" ")}`);
     for (const step of metrics) {
       expect(Number.isFinite(step.loss)).toBe(true);
       expect(step.inference_restarts).toBe(0);
@@ -108,9 +112,9 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
     // One adapter folder per step, written by the trainer; the inference server holds only
     // the base model and the newest adapter (the previous one is unloaded at every step).
     const adapters = await readdir(join(experimentDir, "adapters"));
-    expect(adapters.length).toBe(30);
+    expect(adapters.length).toBe(40);
     const served = (await (await fetch(`${engine().inferenceBaseUrl}/models`)).json()) as { data: { id: string }[] };
-    expect(served.data.map((entry) => entry.id)).toEqual(["a3r-base", expect.stringMatching(/^a3r-step-30-/)]);
+    expect(served.data.map((entry) => entry.id)).toEqual(["a3r-base", expect.stringMatching(/^a3r-step-\d+-40$/)]);
   });
 
   it("keeps training when the inference server or the trainer is killed mid-run, and trains no step twice", async () => {
@@ -136,6 +140,46 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
     expect(lastStep.trainer_restarts).toBeGreaterThanOrEqual(1);
     // Episodes cut by the dead server were aborted, never trained on as if they had finished.
     expect(summary.failed).toBeGreaterThanOrEqual(0);
+  });
+
+  it("leaves no inference server or trainer behind when the swarm server is SIGKILLed", async () => {
+    const configFile = join(directory!.path, "holder.json");
+    const config = {
+      kind: "vllm",
+      model: tinyModel,
+      python,
+      optimizer: { lr: 0.01, klCoef: 0, clip: 0.2 },
+      experimentDir: join(directory!.path, "holder"),
+      inference: { server: "reference" },
+      trainer: { device: "cpu" },
+    };
+    await writeFile(configFile, JSON.stringify(config));
+    const holder = spawn(
+      process.execPath,
+      [join(import.meta.dirname, "../../../bin/run-ts.js"), join(import.meta.dirname, "fixtures/engine-holder.ts"), configFile],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const pids = await new Promise<{ inference: number; trainer: number }>((resolve, reject) => {
+      let output = "";
+      holder.stdout!.on("data", (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes("\n")) resolve(JSON.parse(output.split("\n")[0]!));
+      });
+      holder.once("exit", (code) => reject(new Error(`the engine holder exited with ${code}`)));
+    });
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive(pids.inference) && alive(pids.trainer)).toBe(true);
+    holder.kill("SIGKILL");
+    const deadline = Date.now() + 60_000;
+    while ((alive(pids.inference) || alive(pids.trainer)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect({ inference: alive(pids.inference), trainer: alive(pids.trainer) }).toEqual({ inference: false, trainer: false });
   });
 
   it("fails a start with the inference server's own error line when its model does not exist", async () => {

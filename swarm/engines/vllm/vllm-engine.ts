@@ -159,6 +159,11 @@ export class VllmEngine implements Engine {
     return this.server.baseUrl;
   }
 
+  /** The processes the engine owns (for tests and for `ps`). */
+  processIds(): { inference: number | undefined; trainer: number | undefined } {
+    return { inference: this.server.pid, trainer: this.trainer.pid };
+  }
+
   /** For fault tests: kill the inference server's or the trainer's process group. */
   killForTest(part: "inference" | "trainer"): void {
     if (part === "inference") this.server.kill();

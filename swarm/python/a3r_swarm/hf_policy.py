@@ -77,7 +77,7 @@ class TransformersPolicy(Policy):
             target_modules = present or "all-linear"
         config = self._peft.LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,
                                        target_modules=target_modules, task_type="CAUSAL_LM")
-        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+        with torch.random.fork_rng(devices=[self.device.index or 0] if self.device.type == "cuda" else []):
             torch.manual_seed(seed)
             try:
                 self.model = self._peft.get_peft_model(self.model, config)
@@ -90,15 +90,22 @@ class TransformersPolicy(Policy):
         return self.model.disable_adapter()
 
     def set_dropout_active(self, active: bool) -> None:
-        self.model.eval()
+        # Training mode is what makes transformers honour gradient checkpointing, so the
+        # training forward runs in train mode with every dropout except LoRA's switched off
+        # (the behaviour log-probs came from an eval-mode model).
+        self.model.train(active)
         for name, module in self.model.named_modules():
-            if ".lora_dropout." in f".{name}." and isinstance(module, torch.nn.Dropout):
-                module.train(active)
+            if isinstance(module, torch.nn.Dropout):
+                module.train(active and ".lora_dropout." in f".{name}.")
 
     def save_adapter(self, directory: str | Path) -> None:
         self.model.save_pretrained(str(directory))
 
     def load_adapter(self, name: str, path: str) -> None:
+        # Checked first: PEFT injects LoRA layers into the base model before it reads the
+        # weights, so a failure inside it could leave half an adapter behind.
+        if not (Path(path) / "adapter_config.json").is_file():
+            raise AdapterInvalid(f"invalid adapter at {path}: no adapter_config.json")
         try:
             if not self._adapters:
                 self.model = self._peft.PeftModel.from_pretrained(self.model, path, adapter_name=name)

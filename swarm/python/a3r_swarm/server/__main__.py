@@ -33,6 +33,10 @@ def fail(message: str) -> int:
     return 1
 
 
+def _stop_on_sigterm(signum, frame):
+    raise KeyboardInterrupt  # serve_forever unwinds and the socket is closed
+
+
 def main(argv: list[str] | None = None) -> int:
     args, unknown = parse_args(argv)
     if unknown:
@@ -66,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     name = args.served_model_name or args.model
     server.RequestHandlerClass = make_handler(ServerState(policy, name, args.seed, max_len))
     host, port = server.server_address[:2]
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    from ..parent_watch import watch_parent
+
+    watch_parent()
     print(f"a3r reference server ready on http://{host}:{port} (model {name})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

@@ -117,6 +117,7 @@ def make_handler(state: ServerState):
         def _body(self):
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY_BYTES:
+                self.close_connection = True  # the unread body would corrupt a kept-alive stream
                 raise HttpError(413, f"body: larger than {MAX_BODY_BYTES} bytes")
             raw = self.rfile.read(length) if length else b""
             try:

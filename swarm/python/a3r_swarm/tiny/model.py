@@ -71,13 +71,13 @@ class CausalSelfAttention(nn.Module):
         mixed = scores.softmax(dim=-1) @ v
         return self.o_proj(mixed.transpose(1, 2).reshape(batch, length, width))
 
-
     def _blocked(self, length: int, device: torch.device) -> torch.Tensor:
         """[heads, length, length]: True where a query may not look (the future, or
         beyond the head's window)."""
         positions = torch.arange(length, device=device)
         distance = positions[:, None] - positions[None, :]
-        blocked = [(distance < 0) | ((distance >= window) if window > 0 else (distance < 0)) for window in self.windows]
+        future = distance < 0
+        blocked = [future | (distance >= window) if window > 0 else future for window in self.windows]
         return torch.stack(blocked)[None]
 
 

@@ -19,7 +19,7 @@ import torch
 
 from ..errors import BadRequest, NanLoss, NotLoaded, OutOfMemory, is_out_of_memory
 from ..models import Policy, load_policy
-from .batch import assign_advantages, episode_reward_stats, pack_micro_batches, read_batch
+from .batch import Sample, assign_advantages, episode_reward_stats, pack_micro_batches, read_batch
 from .fields import get_field, reject_unknown
 from .grpo import LossSums, collate, micro_batch_loss
 from .settings import LoadSettings, parse_load
@@ -84,18 +84,8 @@ class TrainerSession:
         if policy.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(policy.device)
         samples = read_batch(batch_file, policy.vocab_size, policy.max_context, policy.emittable_mask)
-        assign_advantages(samples)
-        batch_masked = sum(sample.trained_tokens for sample in samples)
+        totals, batch_masked = self.compute_gradients(samples)
         opt = settings.optimizer
-        policy.set_dropout_active(True)
-        optimizer.zero_grad(set_to_none=True)
-        totals = LossSums()
-        for group in pack_micro_batches(samples, settings.micro_batch_tokens):
-            loss, sums = micro_batch_loss(policy, collate(group, policy.device), batch_masked,
-                                          clip_low=opt.clip_low, clip_high=opt.clip_high, kl_coef=opt.kl_coef)
-            loss.backward()
-            totals.add(sums)
-        policy.set_dropout_active(False)
         parameters = [p for _, p in policy.trainable_named_parameters()]
         max_norm = opt.max_grad_norm if opt.max_grad_norm > 0 else float("inf")
         grad_norm = float(torch.nn.utils.clip_grad_norm_(parameters, max_norm))
@@ -132,6 +122,27 @@ class TrainerSession:
         }
         log(f"step {step}: loss {metrics['loss']:.4f} reward {reward_mean:.3f} ({seconds:.2f}s)")
         return {"adapter_path": str(output_dir), "step": step, "metrics": metrics}
+
+    def compute_gradients(self, samples: list[Sample]) -> tuple[LossSums, int]:
+        """Advantages, then the loss of every micro-batch backpropagated into .grad (the
+        sum equals the full-batch token-mean loss). Returns the summed metrics and the
+        batch's trained-token count."""
+        policy, settings, optimizer = self.require_loaded()
+        assign_advantages(samples)
+        batch_masked = sum(sample.trained_tokens for sample in samples)
+        opt = settings.optimizer
+        policy.set_dropout_active(True)
+        optimizer.zero_grad(set_to_none=True)
+        totals = LossSums()
+        try:
+            for group in pack_micro_batches(samples, settings.micro_batch_tokens):
+                loss, sums = micro_batch_loss(policy, collate(group, policy.device), batch_masked,
+                                              clip_low=opt.clip_low, clip_high=opt.clip_high, kl_coef=opt.kl_coef)
+                loss.backward()
+                totals.add(sums)
+        finally:
+            policy.set_dropout_active(False)
+        return totals, batch_masked
 
     # -- checkpoints -----------------------------------------------------------------------
     def save(self, request: dict) -> dict:

@@ -1,0 +1,29 @@
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from a3r_swarm.tiny import init_model_dir  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    return str(init_model_dir(tmp_path_factory.mktemp("tiny") / "model", seed=0))
+
+
+def write_batch(path: Path, samples: list[dict]) -> str:
+    path.write_text("".join(json.dumps(sample) + "\n" for sample in samples))
+    return str(path)
+
+
+def sample(task: str, episode: str, prompt: list[int], completion: list[int], reward: float,
+           logprobs: list[float] | None = None) -> dict:
+    record = {"taskId": task, "episodeUuid": episode, "tokenIds": prompt + completion,
+              "lossMask": [0] * len(prompt) + [1] * len(completion), "reward": reward}
+    if logprobs is not None:
+        record["logprobs"] = [None] * len(prompt) + logprobs
+    return record
