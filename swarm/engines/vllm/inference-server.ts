@@ -41,6 +41,20 @@ export class InferenceServer {
   }
 
   async start(): Promise<void> {
+    // A port picked free can be taken by someone else before the server binds it: with
+    // `port: 0`, such a start is tried again on another port (twice at most).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.startOnce();
+        return;
+      } catch (error) {
+        const taken = error instanceof EngineError && /address already in use/i.test(error.message);
+        if (!taken || this.config.inference.port !== 0 || attempt >= 3) throw error;
+      }
+    }
+  }
+
+  private async startOnce(): Promise<void> {
     const { inference } = this.config;
     this.port = inference.port === 0 ? await freePort(inference.host) : inference.port;
     this.starts += 1;

@@ -115,10 +115,10 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
     expect(adapters.length).toBe(40);
     const served = (await (await fetch(`${engine().inferenceBaseUrl}/models`)).json()) as { data: { id: string }[] };
     expect(served.data.map((entry) => entry.id)).toEqual(["a3r-base", expect.stringMatching(/^a3r-step-\d+-40$/)]);
-  });
+  }, 300_000);
 
   it("keeps training when the inference server or the trainer is killed mid-run, and trains no step twice", async () => {
-    const { client, engine } = await startServer("faults", 8);
+    const { client, engine } = await startServer("faults", 6);
     const playing = runEpisodes({ client, task: itemColor, episodes: 20_000, concurrency: 8, seed: 11 });
     const stepAtLeast = async (step: number) => {
       const deadline = Date.now() + 180_000;
@@ -134,13 +134,13 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
     const summary = await playing;
     expect(summary.stoppedEarly).toContain("finished");
     const metrics = await client.metrics();
-    expect(metrics.map((step) => step.step ?? step.global_step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(metrics.map((step) => step.step ?? step.global_step)).toEqual([1, 2, 3, 4, 5, 6]);
     const lastStep = metrics.at(-1)!;
     expect(lastStep.inference_restarts).toBeGreaterThanOrEqual(1);
     expect(lastStep.trainer_restarts).toBeGreaterThanOrEqual(1);
     // Episodes cut by the dead server were aborted, never trained on as if they had finished.
     expect(summary.failed).toBeGreaterThanOrEqual(0);
-  });
+  }, 300_000);
 
   it("leaves no inference server or trainer behind when the swarm server is SIGKILLed", async () => {
     const configFile = join(directory!.path, "holder.json");

@@ -41,6 +41,8 @@ export class VllmEngine implements Engine {
   private serverRestarts = 0;
   private trainerRestarts = 0;
   private closing = false;
+  /** Why the engine cannot go on (the inference server could not be brought back). */
+  private broken: string | undefined;
   private restarting: Promise<void> | undefined;
   private training: Promise<unknown> = Promise.resolve();
 
@@ -65,6 +67,7 @@ export class VllmEngine implements Engine {
   }
 
   generate(request: GenerateRequest): Promise<GenerateResult> {
+    if (this.broken) return Promise.reject(new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", this.broken, "see logs/inference-server.log in the experiment dir"));
     // While the server restarts, requests fail at once: their episodes end as aborted.
     if (!this.server.running)
       return Promise.reject(
@@ -80,6 +83,7 @@ export class VllmEngine implements Engine {
   }
 
   private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
+    if (this.broken) throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", this.broken, "see logs/inference-server.log in the experiment dir");
     const started = performance.now();
     const batchDirectory = join(this.config.experimentDir, "batches");
     const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
@@ -202,15 +206,21 @@ export class VllmEngine implements Engine {
   }
 
   private async restartServer(): Promise<void> {
+    let last = "";
     for (let attempt = 1; !this.closing; attempt++) {
-      if (this.serverRestarts >= this.config.maxRestarts) return;
+      if (this.serverRestarts >= this.config.maxRestarts) {
+        // Given up: every request and step now fails with the reason instead of waiting.
+        this.broken = `the inference server died and ${this.serverRestarts} restart(s) failed${last ? `: ${last}` : ""}`;
+        return;
+      }
       this.serverRestarts += 1;
       await sleep(Math.min(500 * 2 ** (attempt - 1), 30_000));
       try {
         await this.startServer();
         return;
-      } catch {
+      } catch (error) {
         // Counted; the next attempt waits longer.
+        last = error instanceof Error ? error.message : String(error);
       }
     }
   }
