@@ -1,3 +1,4 @@
+import { slowTests } from "../../test-support/slow-tests.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -111,7 +112,6 @@ const killPoints: KillPoint[] = [
   { name: "writing the report", trigger: onLeaderLine("report", 1), mayFinishFirst: true, everyRun: true },
 ];
 
-const slowTests = process.env.A3R_SLOW_TESTS === "1";
 const chosenKillPoints = killPoints.filter((point) => slowTests || point.everyRun === true);
 
 interface KillOutcome {

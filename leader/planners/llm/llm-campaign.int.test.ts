@@ -1,3 +1,4 @@
+import { slowTests, slowTierNote } from "../../../test-support/slow-tests.ts";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -230,22 +231,27 @@ describe("a campaign planned by a scripted model", () => {
       expect(report).toContain("rm -rf");
     });
   });
-  it("flags in the report a conclusion's claim that cites an experiment the campaign never had", async () => {
-    const s = await scenario("invented-result.yaml", { seeds: 1 });
-    const result = await research(s);
-    expect(result.code, result.stderr).toBe(0);
-    const report = await readFile(join(s.campaign, "report.md"), "utf8");
-    expect(report).toContain("- lr 0.01 ran and recorded reward_mean (experiments: `s1-lr-0.01-seed1`)");
-    expect(report).toContain(
-      "- **FLAGGED: not supported by any experiment of this campaign** (cites s3-lr-0.003-seed1, which is not an experiment of this campaign): lr 0.003 reaches a final reward_mean of 0.9",
-    );
-    expect(report.match(/FLAGGED/g)).toHaveLength(1);
-    const html = await readFile(join(s.campaign, "report.html"), "utf8");
-    expect(html).toMatch(/flagged/i);
-    expect(html).toContain("s3-lr-0.003-seed1");
-    // The computed figures stand beside the claim: no run of lr 0.003 is in the report's tables.
-    expect(report).not.toMatch(/^\| [^|]*lr-0\.003/m);
-  }, 120_000);
+  // The report's own test (leader/report/html.int.test.ts) shows a flagged claim on every run.
+  it.skipIf(!slowTests)(
+    `flags in the report a conclusion's claim that cites an experiment the campaign never had${slowTierNote}`,
+    async () => {
+      const s = await scenario("invented-result.yaml", { seeds: 1 });
+      const result = await research(s);
+      expect(result.code, result.stderr).toBe(0);
+      const report = await readFile(join(s.campaign, "report.md"), "utf8");
+      expect(report).toContain("- lr 0.01 ran and recorded reward_mean (experiments: `s1-lr-0.01-seed1`)");
+      expect(report).toContain(
+        "- **FLAGGED: not supported by any experiment of this campaign** (cites s3-lr-0.003-seed1, which is not an experiment of this campaign): lr 0.003 reaches a final reward_mean of 0.9",
+      );
+      expect(report.match(/FLAGGED/g)).toHaveLength(1);
+      const html = await readFile(join(s.campaign, "report.html"), "utf8");
+      expect(html).toMatch(/flagged/i);
+      expect(html).toContain("s3-lr-0.003-seed1");
+      // The computed figures stand beside the claim: no run of lr 0.003 is in the report's tables.
+      expect(report).not.toMatch(/^\| [^|]*lr-0\.003/m);
+    },
+    120_000,
+  );
 
   it("stops cleanly with reason budget when the LLM budget refuses a call, still writes the whole report, and goes on with --reopen once the budget is raised", async () => {
     const s = await scenario("over-budget.yaml", {
