@@ -234,10 +234,39 @@ export class VllmEngine implements Engine {
     if (this.lastTrainerCheckpoint) await this.trainer.request({ op: "restore", path: this.lastTrainerCheckpoint });
   }
 
-  /** Loads an adapter, switches requests to it, unloads the previous one. */
+  /** Serves a new adapter, through a crash and restart of the inference server if need be. */
   private async serveAdapter(baseName: string, path: string, options: { duringRestart?: boolean } = {}): Promise<void> {
-    // A step's new adapter waits for a restart in progress (the restart itself must not).
-    if (this.restarting && !options.duringRestart) await this.restarting;
+    for (let attempt = 1; ; attempt++) {
+      // A step's new adapter waits for a restart in progress (the restart itself must not).
+      if (this.restarting && !options.duringRestart) await this.restarting;
+      try {
+        await this.loadAndSwitch(baseName, path);
+        return;
+      } catch (error) {
+        // The server died under the load request: once it is back, load there (a step
+        // must not fail, and take the run offline, because the server restarted).
+        const down = error instanceof EngineError && error.code === "ENGINE_UPSTREAM_UNAVAILABLE";
+        if (!down || options.duringRestart || this.closing || attempt >= 3) throw error;
+        await this.serverBack();
+      }
+    }
+  }
+
+  /** Waits until the inference server runs again after a crash (or the engine gave up on it). */
+  private async serverBack(): Promise<void> {
+    const deadline = Date.now() + this.config.inference.startTimeoutMs + 30_000;
+    // The crash watch starts the restart once the exit is seen: give it that moment.
+    await sleep(300);
+    while (!this.closing && Date.now() < deadline) {
+      if (this.broken) throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", this.broken, "see logs/inference-server.log in the experiment dir");
+      if (this.restarting) await this.restarting;
+      else if (this.server.running) return;
+      else await sleep(200);
+    }
+  }
+
+  /** Loads an adapter, switches requests to it, unloads the previous one. */
+  private async loadAndSwitch(baseName: string, path: string): Promise<void> {
     // Names are never reused: servers refuse a second adapter under a name in use.
     const name = `${baseName}-${++this.adapterLoads}`;
     const origin = new URL(this.server.baseUrl).origin;
