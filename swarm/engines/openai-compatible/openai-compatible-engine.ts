@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
 import type { OpenAiCompatibleEngineConfig } from "../engine-config.ts";
 import { EngineError } from "../engine-error.ts";
+import { safeJson, writeFileAtomically } from "../engine-files.ts";
 import { defaultVocabulary } from "../embedded/default-vocabulary.ts";
 import { createWordTokenizer, endTokenId, type WordTokenizer } from "../embedded/tokenizer.ts";
 import { UpstreamHttp, type UpstreamResponse } from "./upstream-http.ts";
@@ -256,17 +257,3 @@ const checkpointSchema = z.strictObject({
   model: z.string(),
   adapterPath: z.string().nullable(),
 });
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-async function writeFileAtomically(path: string, content: string): Promise<void> {
-  const temporary = `${path}.tmp-${process.pid}-${Date.now()}`;
-  await writeFile(temporary, content);
-  await rename(temporary, path);
-}

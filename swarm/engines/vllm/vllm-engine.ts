@@ -1,10 +1,11 @@
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
 import type { VllmEngineConfig } from "../engine-config.ts";
 import { EngineError } from "../engine-error.ts";
+import { safeJson, writeFileAtomically } from "../engine-files.ts";
 import { OpenAiCompatibleEngine } from "../openai-compatible/openai-compatible-engine.ts";
 import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
 import { InferenceServer, servedModelName } from "./inference-server.ts";
@@ -89,7 +90,7 @@ export class VllmEngine implements Engine {
     const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
     await mkdir(batchDirectory, { recursive: true });
     const batchFile = join(batchDirectory, `step-${step}.jsonl`);
-    await writeAtomically(batchFile, `${batch.map((sample) => JSON.stringify(sample)).join("\n")}\n`);
+    await writeFileAtomically(batchFile, `${batch.map((sample) => JSON.stringify(sample)).join("\n")}\n`);
     const request = { op: "train", batch_file: batchFile, step, output_dir: outputDirectory };
     let answer: Record<string, unknown>;
     try {
@@ -128,7 +129,7 @@ export class VllmEngine implements Engine {
     this.lastTrainerCheckpoint = trainerCheckpoint;
     const path = join(directory, `checkpoint-${step}.json`);
     const record = { format: "a3r-vllm/v1", step, model: this.config.model, trainerCheckpoint, adapterPath: this.adapter?.path ?? null };
-    await writeAtomically(path, `${JSON.stringify(record, null, 2)}\n`);
+    await writeFileAtomically(path, `${JSON.stringify(record, null, 2)}\n`);
     return path;
   }
 
@@ -301,17 +302,3 @@ const checkpointSchema = z.strictObject({
   trainerCheckpoint: z.string().min(1),
   adapterPath: z.string().nullable(),
 });
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-async function writeAtomically(path: string, content: string): Promise<void> {
-  const temporary = `${path}.tmp-${process.pid}-${Date.now()}`;
-  await writeFile(temporary, content);
-  await rename(temporary, path);
-}
