@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
 import type { OpenAiCompatibleEngineConfig } from "../engine-config.ts";
 import { EngineError } from "../engine-error.ts";
-import { safeJson, writeFileAtomically } from "../engine-files.ts";
+import { readCheckpointRecord, safeJson, writeBatchFile, writeCheckpointRecord } from "../engine-files.ts";
 import { defaultVocabulary } from "../embedded/default-vocabulary.ts";
 import { createWordTokenizer, endTokenId, type WordTokenizer } from "../embedded/tokenizer.ts";
 import { UpstreamHttp, type UpstreamResponse } from "./upstream-http.ts";
@@ -148,12 +148,9 @@ export class OpenAiCompatibleEngine implements Engine {
       );
     }
     const started = performance.now();
-    const batchDirectory = join(this.config.experimentDir, "batches");
     const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
-    await mkdir(batchDirectory, { recursive: true });
     await mkdir(outputDirectory, { recursive: true });
-    const batchFile = join(batchDirectory, `step-${step}.jsonl`);
-    await writeFileAtomically(batchFile, batch.map((sample) => JSON.stringify(sample)).join("\n") + "\n");
+    const batchFile = await writeBatchFile(this.config.experimentDir, step, batch);
     const stdout = await this.runTrainer(command, { A3R_BATCH_FILE: batchFile, A3R_STEP: String(step), A3R_OUTPUT_DIR: outputDirectory });
     const output = trainerOutputSchema.safeParse(lastJsonLine(stdout));
     if (!output.success) {
@@ -212,32 +209,26 @@ export class OpenAiCompatibleEngine implements Engine {
 
   async save(directory: string, step: number): Promise<string> {
     await this.training;
-    await mkdir(directory, { recursive: true });
-    const path = join(directory, `checkpoint-${step}.json`);
-    const record = { format: "a3r-openai-compatible/v1", step, model: this.config.model, adapterPath: this.adapterPath ?? null };
-    await writeFileAtomically(path, `${JSON.stringify(record, null, 2)}\n`);
-    return path;
+    return writeCheckpointRecord(directory, step, {
+      format: "a3r-openai-compatible/v1",
+      step,
+      model: this.config.model,
+      adapterPath: this.adapterPath ?? null,
+    });
   }
 
   async restore(path: string): Promise<number> {
     await this.training;
-    const record = checkpointSchema.safeParse(safeJson(await readFile(path, "utf8").catch(() => "")));
-    if (!record.success) {
-      throw new EngineError(
-        "ENGINE_CHECKPOINT_INVALID",
-        `${path}: not an openai-compatible checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`,
-        "pass the file returned by save()",
-      );
-    }
-    if (record.data.adapterPath) {
+    const record = await readCheckpointRecord(path, checkpointSchema, "an openai-compatible");
+    if (record.adapterPath) {
       // A fresh name: upstreams refuse to load a second adapter under a name already in use.
-      await this.loadAdapter(`a3r-step-${record.data.step}-restored-${++this.loadCounter}`, record.data.adapterPath);
+      await this.loadAdapter(`a3r-step-${record.step}-restored-${++this.loadCounter}`, record.adapterPath);
     } else {
       this.servedModel = this.config.model;
       this.adapterPath = undefined;
     }
-    this.globalStep = record.data.step;
-    return record.data.step;
+    this.globalStep = record.step;
+    return record.step;
   }
 
   async close(): Promise<void> {

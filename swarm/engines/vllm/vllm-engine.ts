@@ -1,11 +1,11 @@
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
 import type { VllmEngineConfig } from "../engine-config.ts";
 import { EngineError } from "../engine-error.ts";
-import { safeJson, writeFileAtomically } from "../engine-files.ts";
+import { readCheckpointRecord, writeBatchFile, writeCheckpointRecord } from "../engine-files.ts";
 import { OpenAiCompatibleEngine } from "../openai-compatible/openai-compatible-engine.ts";
 import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
 import { InferenceServer, servedModelName } from "./inference-server.ts";
@@ -86,11 +86,8 @@ export class VllmEngine implements Engine {
   private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
     if (this.broken) throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", this.broken, "see logs/inference-server.log in the experiment dir");
     const started = performance.now();
-    const batchDirectory = join(this.config.experimentDir, "batches");
     const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
-    await mkdir(batchDirectory, { recursive: true });
-    const batchFile = join(batchDirectory, `step-${step}.jsonl`);
-    await writeFileAtomically(batchFile, `${batch.map((sample) => JSON.stringify(sample)).join("\n")}\n`);
+    const batchFile = await writeBatchFile(this.config.experimentDir, step, batch);
     const request = { op: "train", batch_file: batchFile, step, output_dir: outputDirectory };
     let answer: Record<string, unknown>;
     try {
@@ -127,29 +124,25 @@ export class VllmEngine implements Engine {
     const saved = await this.trainer.request({ op: "save", dir: join(directory, `trainer-${step}`) });
     const trainerCheckpoint = z.object({ path: z.string() }).parse(saved).path;
     this.lastTrainerCheckpoint = trainerCheckpoint;
-    const path = join(directory, `checkpoint-${step}.json`);
-    const record = { format: "a3r-vllm/v1", step, model: this.config.model, trainerCheckpoint, adapterPath: this.adapter?.path ?? null };
-    await writeFileAtomically(path, `${JSON.stringify(record, null, 2)}\n`);
-    return path;
+    return writeCheckpointRecord(directory, step, {
+      format: "a3r-vllm/v1",
+      step,
+      model: this.config.model,
+      trainerCheckpoint,
+      adapterPath: this.adapter?.path ?? null,
+    });
   }
 
   async restore(path: string): Promise<number> {
     await this.training;
-    const record = checkpointSchema.safeParse(safeJson(await readFile(path, "utf8").catch(() => "")));
-    if (!record.success) {
-      throw new EngineError(
-        "ENGINE_CHECKPOINT_INVALID",
-        `${path}: not a vllm-engine checkpoint (${record.error.issues[0]?.path.join(".")} ${record.error.issues[0]?.message})`,
-        "pass the file returned by save()",
-      );
-    }
+    const record = await readCheckpointRecord(path, checkpointSchema, "a vllm-engine");
     const restored = z
       .object({ adapter_path: z.string().nullable().optional() })
-      .parse(await this.trainer.request({ op: "restore", path: record.data.trainerCheckpoint }));
-    this.lastTrainerCheckpoint = record.data.trainerCheckpoint;
-    const adapterPath = restored.adapter_path ?? record.data.adapterPath;
-    if (adapterPath) await this.serveAdapter(`a3r-step-${record.data.step}-restored`, adapterPath);
-    return record.data.step;
+      .parse(await this.trainer.request({ op: "restore", path: record.trainerCheckpoint }));
+    this.lastTrainerCheckpoint = record.trainerCheckpoint;
+    const adapterPath = restored.adapter_path ?? record.adapterPath;
+    if (adapterPath) await this.serveAdapter(`a3r-step-${record.step}-restored`, adapterPath);
+    return record.step;
   }
 
   async close(): Promise<void> {
