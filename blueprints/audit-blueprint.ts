@@ -8,6 +8,7 @@ import { blueprintCommandRules, checkCommand, commandRuleSchema, defaultCommandR
 import type { CommandRule } from "./command-policy.ts";
 import { problem, toFinding } from "./finding.ts";
 import type { Problem } from "./finding.ts";
+import { isFileRelative, isProgramName } from "./file-relative-path.ts";
 import { checkFrontMatter } from "./front-matter-check.ts";
 import { isSafeBlueprintId } from "./front-matter-schema.ts";
 import { a3rSectionTitles } from "./markdown-sections.ts";
@@ -145,16 +146,13 @@ function checkValues(blueprint: Blueprint, options: AuditOptions): Problem[] {
     const value = blueprint[key];
     if (value === null || value === "") continue;
     const line = blueprint.lines[`${key}.value`] ?? blueprint.lines[key] ?? 0;
+    if (key === "venv" && isProgramName(value)) continue;
     if (!value.startsWith("/")) {
       const tilde = value.startsWith("~") ? " (~ is not expanded)" : "";
-      problems.push(
-        problem(
-          "PATH_RELATIVE",
-          line,
-          `${title} path "${value}" is not absolute${tilde}`,
-          "write the full path from / : a worker runs in its own folder, so relative paths point elsewhere",
-        ),
-      );
+      const hint = isFileRelative(value)
+        ? "a path starting with ./ or ../ is relative to the blueprint's own file: validate the file itself, not standard input"
+        : "write the full path from /, or start it with ./ to mean the blueprint's own folder: a worker runs in its own folder, so other relative paths point elsewhere";
+      problems.push(problem("PATH_RELATIVE", line, `${title} path "${value}" is not absolute${tilde}`, hint));
       continue;
     }
     if (options.checkPaths && key !== "resultDir" && !pathExists(value)) {

@@ -5,7 +5,9 @@ import { auditBlueprint, findDuplicateIds } from "./audit-blueprint.ts";
 import type { AuditOptions } from "./audit-blueprint.ts";
 import { problem, toFinding } from "./finding.ts";
 import type { Problem } from "./finding.ts";
+import { isFileRelative } from "./file-relative-path.ts";
 import { analyzeBlueprint, parseBlueprint } from "./parse-blueprint.ts";
+import { renderBlueprint } from "./render-blueprint.ts";
 import { decodeBlueprintBytes, maxBlueprintBytes } from "./text-guards.ts";
 
 /**
@@ -94,4 +96,21 @@ export async function auditBlueprintFiles(paths: readonly string[], options: Omi
     if (blueprint) blueprints.push(blueprint);
   }
   return [...findings, ...findDuplicateIds(blueprints)];
+}
+
+/**
+ * The text to copy when a blueprint travels to another folder or host (a launcher's run
+ * folder, the result directory): the file's own text, unless it names paths relative to
+ * itself, which would point elsewhere from the copy; then the blueprint rendered with those
+ * paths made absolute (same meaning, see `renderBlueprint`).
+ */
+export async function blueprintTextForCopy(path: string): Promise<string> {
+  const read = await readBlueprintText(path);
+  if ("problem" in read) return readBlueprintFile(path).then(renderBlueprint);
+  const asWritten = analyzeBlueprint(read.text).blueprint;
+  const relative = asWritten !== undefined && [asWritten.codebase, asWritten.venv, asWritten.config ?? "", asWritten.resultDir].some(isFileRelative);
+  if (!relative) return read.text;
+  const { blueprint } = analyzeBlueprint(read.text, path);
+  // A blueprint too broken to render travels as written: the worker reports what is wrong.
+  return blueprint === undefined ? read.text : renderBlueprint(blueprint);
 }

@@ -24,8 +24,9 @@ export { auditBlueprint, auditBlueprint as audit, auditCampaignBlueprints, findD
 export type { AuditOptions } from "./audit-blueprint.ts";
 export { blueprintCommandRules, checkCommand, commandRuleSchema, defaultCommandRules, mergeCommandPolicy } from "./command-policy.ts";
 export type { CommandRule, CommandViolation } from "./command-policy.ts";
-export { auditBlueprintFile, auditBlueprintFiles, readBlueprintFile } from "./blueprint-file.ts";
+export { auditBlueprintFile, auditBlueprintFiles, blueprintTextForCopy, readBlueprintFile } from "./blueprint-file.ts";
 export { blueprintTemplate } from "./blueprint-template.ts";
+export { besideFile, isFileRelative, isProgramName } from "./file-relative-path.ts";
 export type { BlueprintTemplateOptions } from "./blueprint-template.ts";
 export { sameBlueprintMeaning, blueprintMeaning } from "./blueprint-meaning.ts";
 export { maxBlueprintBytes } from "./text-guards.ts";

@@ -5,6 +5,7 @@ import { anonymousFile, sectionKeys } from "./blueprint.ts";
 import type { Blueprint, BlueprintFormat, BlueprintMode, SectionKey } from "./blueprint.ts";
 import { hasErrors, problem } from "./finding.ts";
 import type { Problem } from "./finding.ts";
+import { besideFile } from "./file-relative-path.ts";
 import { readFrontMatter } from "./front-matter.ts";
 import { checkFrontMatter } from "./front-matter-check.ts";
 import { blueprintIdMaxLength, isSafeBlueprintId } from "./front-matter-schema.ts";
@@ -128,11 +129,11 @@ export function analyzeBlueprint(input: string, file?: string): BlueprintAnalysi
     id: chooseId(data.id, resultDir, file),
     mode: chooseMode(data.mode, command),
     purpose: content("purpose"),
-    codebase: content("codebase") === "" ? "" : extractPath(content("codebase")),
-    venv: content("venv") === "" ? "" : extractPath(content("venv")),
-    config: content("config") === "" ? "" : saysNone(content("config")) ? null : extractPath(content("config")),
+    codebase: content("codebase") === "" ? "" : besideFile(extractPath(content("codebase")), file),
+    venv: content("venv") === "" ? "" : besideFile(extractPath(content("venv")), file),
+    config: content("config") === "" ? "" : saysNone(content("config")) ? null : besideFile(extractPath(content("config")), file),
     command,
-    resultDir,
+    resultDir: besideFile(resultDir, file),
     timeBudgetMs,
     timeBudget,
     notes,

@@ -23,9 +23,9 @@ import {
   choosePlanner,
   rewriteCampaignReport,
   runLeader,
-  examplePathRewriter,
   loadTopic,
   parseTopic,
+  topicTextWithAbsolutePaths,
   type LeaderRun,
   type PlannerFlag,
   type ReviewAnswer,
@@ -160,10 +160,10 @@ export function registerResearchCommands(program: Command): void {
     .action(async (flags: { campaign?: string; runsDir: string; json?: boolean }) => {
       const runsDir = resolve(flags.runsDir);
       const campaignId = flags.campaign ?? demoCampaignId(new Date());
-      // The example is written for /work/main and /usr/bin/node; the campaign's copy is
-      // localized once, so a resumed demo needs nothing special. It runs here, never on
-      // the example hosts file.
-      const text = adjustTopicText(examplePathRewriter()(await readFile(demoTopic, "utf8")), { hostsFile: null });
+      // The example names its paths relative to its own file; the campaign's copy gets them
+      // absolute, so a resumed demo needs nothing special. It runs here, never on the
+      // example hosts file.
+      const text = adjustTopicText(topicTextWithAbsolutePaths(await readFile(demoTopic, "utf8"), demoTopic), { hostsFile: null });
       parseTopic(text, { file: demoTopic });
       await createCampaign(runsDir, campaignId, text, plannerChoiceFacts("heuristic", process.env));
       process.stderr.write(`demo campaign ${campaignId} in ${runsDir}\n`);
@@ -211,7 +211,12 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
   }
   // The campaign keeps its own copy of the topic: relative paths would break there, and
   // the budgets given here must hold again on resume.
-  const adjusted = adjustTopicText(text, { stages: flags.maxStages, experiments: flags.maxExperiments, hostsFile, ...(flags.review ? { review: true } : {}) });
+  const adjusted = adjustTopicText(topicTextWithAbsolutePaths(text, file), {
+    stages: flags.maxStages,
+    experiments: flags.maxExperiments,
+    hostsFile,
+    ...(flags.review ? { review: true } : {}),
+  });
   parseTopic(adjusted, { file });
   try {
     await createCampaign(runsDir, campaignId, adjusted, plannerChoiceFacts(flags.planner, process.env));

@@ -25,7 +25,7 @@ export { choosePlanner, openLeaderModel } from "./planners/planner-choice.ts";
 export type { PlannerFlag } from "./planners/planner-choice.ts";
 export { loadTopic, parseTopic } from "./domain/topic.ts";
 export type { Topic } from "./domain/topic.ts";
-export { examplePathRewriter } from "./design/write-blueprints.ts";
+export { topicTextWithAbsolutePaths } from "./domain/topic-paths.ts";
 export { formatNumber } from "./domain/configurations.ts";
 export { reviewAnswerEvent } from "./graph/graph-steps.ts";
 export { eventsOfCurrentRound } from "./record/reopen.ts";

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFile, cp, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
+import { blueprintTextForCopy } from "../../blueprints/index.ts";
 import { writeJsonAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId } from "../../campaign/index.ts";
@@ -74,7 +75,7 @@ export class LocalLauncher implements Launcher {
       return { ref, host: this.host, started: false, pgid: existing?.pgid ?? null };
     }
     const blueprintCopy = join(runDir, "blueprint.md");
-    await copyFile(request.blueprintFile, blueprintCopy);
+    await writeFile(blueprintCopy, await blueprintTextForCopy(request.blueprintFile));
     await mkdir(resultDir, { recursive: true });
     // A run in a campaign folder is held to the campaign's live LLM budget; one away from
     // it (a queue daemon's) only knows the allowance it was given.

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
-import { parseBlueprint } from "../../blueprints/index.ts";
+import { blueprintTextForCopy, parseBlueprint } from "../../blueprints/index.ts";
 import { describeProgress } from "../run-progress.ts";
 import { parseRunKey, runKey, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
 import { openCheckedRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
@@ -48,7 +48,7 @@ export class QueueLauncher implements Launcher {
   async launch(request: LaunchRequest): Promise<LaunchOutcome> {
     const ref = { campaign: request.campaign, blueprintId: request.blueprintId };
     const key = runKey(ref);
-    const text = await readFile(request.blueprintFile, "utf8");
+    const text = await blueprintTextForCopy(request.blueprintFile);
     const gpus = Number(parseBlueprint(text, request.blueprintFile).frontMatter.gpus ?? 0);
     const first = (await this.redis.sadd(this.keys.dispatched, key)) === 1;
     const data: LaunchJob = {

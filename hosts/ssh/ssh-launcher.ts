@@ -1,4 +1,5 @@
 import { mkdir, readFile } from "node:fs/promises";
+import { blueprintTextForCopy } from "../../blueprints/index.ts";
 import { join } from "node:path";
 import type { SFTPWrapper } from "ssh2";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
@@ -107,7 +108,7 @@ export class SshLauncher implements Launcher {
       const marker = parseLaunchMarker((await this.exec(`cat ${q}/launch.json 2>/dev/null`, true)).stdout);
       return { ref, host: this.host, started: false, pgid: marker?.pgid ?? null };
     }
-    const blueprint = await readFile(request.blueprintFile);
+    const blueprint = Buffer.from(await blueprintTextForCopy(request.blueprintFile));
     await this.options.connection.withSftp((sftp) => sftpWrite(sftp, `${runDir}/blueprint.md`, blueprint), { idempotent: true });
     const marker: Omit<LaunchMarker, "pgid"> = {
       campaign: ref.campaign,

@@ -8,7 +8,7 @@ import type { CampaignPaths } from "../../campaign/index.ts";
 import { planNext } from "../planners/heuristic/heuristic-planner.ts";
 import type { StagePlan } from "../domain/planner.ts";
 import { loadTopic, type Topic } from "../domain/topic.ts";
-import { examplePathRewriter, writeStageBlueprints } from "./write-blueprints.ts";
+import { writeStageBlueprints } from "./write-blueprints.ts";
 import { readStagePlan, writeStagePlan } from "../record/stage-plan-file.ts";
 
 const topicFile = resolve(import.meta.dirname, "../../examples/topics/embedded-lr.md");
@@ -33,8 +33,7 @@ describe("writeStageBlueprints", () => {
   });
 
   it("writes one audited blueprint per experiment, with every knob, the seed and the base overrides", async () => {
-    const rewrite = examplePathRewriter({ root: "/elsewhere/a3r", node: "/opt/node/bin/node" });
-    const written = await writeStageBlueprints(topic, plan, paths, { rewritePath: rewrite });
+    const written = await writeStageBlueprints(topic, plan, paths);
     expect(written.map((item) => item.blueprintId)).toEqual([
       "s1-baseline-seed1",
       "s1-baseline-seed2",
@@ -62,9 +61,11 @@ describe("writeStageBlueprints", () => {
     });
     expect(blueprint.frontMatter.prediction).toMatch(/higher than the baseline's/);
     expect(blueprint.resultDir).toBe(join(paths.results, "s1-lr-0.05-seed2"));
-    expect(blueprint.codebase).toBe("/elsewhere/a3r");
-    expect(blueprint.venv).toBe("/opt/node/bin/node");
-    expect(blueprint.config).toBe("/elsewhere/a3r/examples/blueprints/swarm-demo.swarm.yaml");
+    // The topic names them relative to its own file (`../..`, `node`): they arrive absolute.
+    const checkout = resolve(import.meta.dirname, "../..");
+    expect(blueprint.codebase).toBe(checkout);
+    expect(blueprint.venv).toBe("node");
+    expect(blueprint.config).toBe(join(checkout, "examples/blueprints/swarm-demo.swarm.yaml"));
     expect(blueprint.command.split("\n")).toHaveLength(2);
     expect(blueprint.timeBudgetMs).toBe(600_000);
     expect(blueprint.purpose).toMatch(/one factor at a time: lr 0.2 → 0.05/);

@@ -5,7 +5,6 @@ import { parseDuration } from "../../core/duration.ts";
 import { auditBlueprint, blueprintVersion, renderBlueprint } from "../../blueprints/index.ts";
 import type { Blueprint, Finding } from "../../blueprints/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
-import { checkoutRoot } from "../../core/checkout-root.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import type { BlueprintText, StagePlan } from "../domain/planner.ts";
@@ -21,11 +20,6 @@ import type { Topic } from "../domain/topic.ts";
  * blueprint already on disk with the same text is left alone, and one with different
  * text is refused (it may already be running; a changed plan needs a new stage).
  */
-export interface WriteBlueprintsOptions {
-  /** Rewrites each path and the command for the machine (see `examplePathRewriter`). */
-  rewritePath?: (text: string) => string;
-}
-
 export interface WrittenBlueprint {
   blueprintId: string;
   file: string;
@@ -34,14 +28,13 @@ export interface WrittenBlueprint {
 }
 
 /** Builds the blueprints of a stage without writing them. Pure. */
-export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths, options: WriteBlueprintsOptions = {}): Blueprint[] {
+export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths): Blueprint[] {
   const base = topic.base;
   const metric = topic.metric;
   if (!base || !metric)
     throw new A3rError("TOPIC_INVALID", "the topic has no base experiment or metric to write blueprints from", {
       hint: "add `base:` and `metric:` to the topic's front matter",
     });
-  const rewrite = options.rewritePath ?? ((text: string) => text);
   const timeBudgetMs = parseDuration(base.time_budget) ?? Number.NaN;
   return plan.experiments.map((experiment) => {
     const configuration = plan.configurations.find((item) => item.id === experiment.configurationId);
@@ -81,10 +74,10 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
         `Controlled: every other setting of the base configuration, the time budget and the seeds (1..${topic.seeds}); siblings in this stage: ${siblings.length > 0 ? siblings.join(", ") : "none"}.`,
         `Prediction (judged across seeds on ${scoreLabel(metric)}): ${configuration.prediction.text}.`,
       ].join("\n\n"),
-      codebase: rewrite(base.codebase),
-      venv: rewrite(base.interpreter),
-      config: base.config === null ? null : rewrite(base.config),
-      command: rewrite(base.command.trimEnd()),
+      codebase: base.codebase,
+      venv: base.interpreter,
+      config: base.config,
+      command: base.command.trimEnd(),
       resultDir: paths.result(experiment.blueprintId),
       timeBudgetMs,
       timeBudget: String(base.time_budget),
@@ -105,8 +98,8 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
 }
 
 /** The stage's blueprints as the graph renders them from the topic's base (pure). */
-export function draftStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths, options: WriteBlueprintsOptions = {}): BlueprintText[] {
-  return buildStageBlueprints(topic, plan, paths, options).map((blueprint) => ({ blueprintId: blueprint.id, text: renderBlueprint(blueprint) }));
+export function draftStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths): BlueprintText[] {
+  return buildStageBlueprints(topic, plan, paths).map((blueprint) => ({ blueprintId: blueprint.id, text: renderBlueprint(blueprint) }));
 }
 
 /**
@@ -117,9 +110,8 @@ export async function writeStageBlueprints(
   topic: Topic,
   plan: StagePlan,
   paths: CampaignPaths,
-  options: WriteBlueprintsOptions = {},
 ): Promise<WrittenBlueprint[]> {
-  const blueprints = buildStageBlueprints(topic, plan, paths, options);
+  const blueprints = buildStageBlueprints(topic, plan, paths);
   const texts = blueprints.map((blueprint) => ({ blueprintId: blueprint.id, text: renderBlueprint(blueprint) }));
   const files = await writeBlueprintTexts(paths, plan.stage, texts);
   return blueprints.map((blueprint, index) => ({
@@ -157,16 +149,3 @@ export async function writeBlueprintTexts(paths: CampaignPaths, stageNumber: num
   return files;
 }
 
-const exampleRoot = "/work/main";
-const exampleNode = "/usr/bin/node";
-
-/**
- * The example topics are written for one machine (checkout at /work/main, node at
- * /usr/bin/node), because blueprint paths are absolute by contract; this rewrites those
- * prefixes for the machine the leader runs on.
- */
-export function examplePathRewriter(places: { root?: string; node?: string } = {}): (text: string) => string {
-  const root = places.root ?? checkoutRoot;
-  const node = places.node ?? process.execPath;
-  return (text) => text.replaceAll(exampleNode, node).replaceAll(exampleRoot, root);
-}

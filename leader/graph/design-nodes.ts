@@ -7,12 +7,12 @@ import type { LeaderStateValue } from "./leader-state.ts";
 /** Design: blueprints drafted and written, audited (one repair round), and the budget gate before anything runs. Wiring: leader-graph.ts. */
 
 export function designNode(context: NodeContext) {
-  const { paths, planner, topicOf, enter, memo, stopOnBudget, options } = context;
+  const { paths, planner, topicOf, enter, memo, stopOnBudget } = context;
   return async (state: LeaderStateValue): Promise<Partial<LeaderStateValue>> => {
     await enter("design", state);
     const topic = await topicOf();
     const plan = state.stagePlan!;
-    const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
+    const drafts = draftStageBlueprints(topic, plan, paths);
     if (!planner.writeBlueprints) return { blueprintTexts: drafts };
     try {
       const texts = await memo(`write-${plan.stage}-r${state.instructions.length}`, () =>
@@ -26,13 +26,13 @@ export function designNode(context: NodeContext) {
 }
 
 export function auditNode(context: NodeContext) {
-  const { paths, planner, topicOf, enter, memo, decideStop, stopOnBudget, options } = context;
+  const { paths, planner, topicOf, enter, memo, decideStop, stopOnBudget } = context;
   return async (state: LeaderStateValue): Promise<Partial<LeaderStateValue>> => {
     await enter("audit", state);
     const topic = await topicOf();
     const plan = state.stagePlan!;
     const expected = plan.experiments.map((experiment) => experiment.blueprintId);
-    const drafts = draftStageBlueprints(topic, plan, paths, { rewritePath: options.rewritePath });
+    const drafts = draftStageBlueprints(topic, plan, paths);
     let texts = state.blueprintTexts;
     let findings = auditBlueprintTexts(paths, plan.stage, texts, drafts);
     if (findings.length > 0 && planner.writeBlueprints) {

@@ -7,7 +7,7 @@ import { parseHostsText } from "../../hosts/hosts-config.ts";
 import { LocalLauncher } from "../../hosts/index.ts";
 import type { DispatchHost, HostConfig } from "../../hosts/index.ts";
 import { runLeader } from "./leader-graph.ts";
-import { examplePathRewriter } from "../design/write-blueprints.ts";
+import { topicTextWithAbsolutePaths } from "../domain/topic-paths.ts";
 import { HeuristicPlanner } from "../planners/heuristic/heuristic-planner.ts";
 import { fixtureTopicText } from "../../test-support/fixture-topic.ts";
 
@@ -137,7 +137,8 @@ describe("the leader graph", () => {
 
   it("runs the embedded swarm example topic (2 tiny stages, real swarm engine) to a report whose answer is the measured best", async () => {
     // The example topic, made tiny: 3 training steps, one seed, on this machine only.
-    const text = (await readFile(join(root, "examples/topics/embedded-lr.md"), "utf8"))
+    const exampleTopic = join(root, "examples/topics/embedded-lr.md");
+    const text = topicTextWithAbsolutePaths(await readFile(exampleTopic, "utf8"), exampleTopic)
       .replace("overrides: { max_steps: 20 }", "overrides: { max_steps: 3 }")
       .replace("seeds: 2", "seeds: 1")
       .replace("hosts: ../hosts/local-only.yaml\n", "");
@@ -149,7 +150,6 @@ describe("the leader graph", () => {
       planner: new HeuristicPlanner(),
       hosts,
       intervalMs: 500,
-      rewritePath: examplePathRewriter(),
     });
 
     expect(final.history.map((record) => record.plan.kind)).toEqual(["screen", "refine"]);

@@ -45,8 +45,6 @@ export interface LeaderOptions {
   campaignId: string;
   planner: Planner;
   hosts: DispatchHost[];
-  /** Rewrites the topic's paths for this machine (see `examplePathRewriter`). */
-  rewritePath?: (text: string) => string;
   /** Poll interval while watching; default 2 s. */
   intervalMs?: number;
   onUpdate?: (rows: DispatchRow[]) => void;
