@@ -51,3 +51,38 @@ describe("redactSecrets on the shapes configs and command lines take", () => {
     expect(redactSecrets("key=zzzzsecretvalue-extended", ["secretvalue", "zzzzsecretvalue-extended"])).toBe(`key=${REDACTED}`);
   });
 });
+
+describe("redactSecrets on keys without a label or split over lines", () => {
+  const awsSecret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+
+  it("removes an unlabeled AWS secret access key and keeps git shas and words", () => {
+    const sha = "3f786850e387550fdab836ed7e6dc881de23001b";
+    const text = `creds: AKIAIOSFODNN7EXAMPLE ${awsSecret}\ncommit ${sha}\nstep 10 reward_mean 0.5`;
+    const redacted = redactSecrets(text, []);
+    expect(redacted).not.toContain(awsSecret);
+    expect(redacted).not.toContain("AKIAIOSFODNN7EXAMPLE");
+    expect(redacted).toContain(sha);
+    expect(redacted).toContain("step 10 reward_mean 0.5");
+  });
+
+  it("removes a provider key a log wrapped over two lines, both halves", () => {
+    const key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+    const text = `error: invalid key ${key.slice(0, 12)}\n${key.slice(12)} was refused\nnext line`;
+    const redacted = redactSecrets(text, []);
+    expect(redacted).not.toContain(key.slice(0, 12));
+    expect(redacted).not.toContain(key.slice(12));
+    expect(redacted).toContain("was refused\nnext line");
+  });
+
+  it("removes a known secret value split over two lines", () => {
+    const secret = "q8Zr!tv0-Lm3pW_x";
+    const redacted = redactSecrets(`token was ${secret.slice(0, 6)}\n${secret.slice(6)} end`, [secret]);
+    expect(redacted).not.toContain(secret.slice(6));
+    expect(redacted).toContain(" end");
+  });
+
+  it("leaves ordinary wrapped lines alone", () => {
+    const text = "loading shards from /data/checkpoints/step-\n100 done\nsk-\nlearn is a word";
+    expect(redactSecrets(text, [])).toBe(text);
+  });
+});
