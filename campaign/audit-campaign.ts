@@ -4,6 +4,7 @@ import type { Finding } from "./finding.ts";
 import { campaignAt, listStages } from "./campaign-store.ts";
 import { isSafeBlueprintId } from "../blueprints/front-matter-schema.ts";
 import { readEvents, type CampaignEvent } from "./event-log.ts";
+import { leaderDatabaseProblem } from "./leader-database.ts";
 import { readLedger } from "./ledger.ts";
 import { auditResultDir, problemToFinding, type ResultDirAuditOptions } from "./audit-result-dir.ts";
 import { blueprintInspector, type BlueprintInspector } from "./blueprint-inspector.ts";
@@ -14,7 +15,8 @@ import { blueprintInspector, type BlueprintInspector } from "./blueprint-inspect
  * its own audit, each blueprint passes the blueprint audit, and the event log and ledger
  * parse.
  *
- * Left out: whether the leader's decisions were wise, and leader.sqlite (LangGraph's).
+ * leader.sqlite (LangGraph's) is checked for being a readable SQLite file, not for what
+ * its checkpoints say. Left out: whether the leader's decisions were wise.
  */
 export interface CampaignAuditOptions extends ResultDirAuditOptions {
   checkPaths?: boolean;
@@ -59,6 +61,17 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
   }
   const ledgerRead = await readLedger(paths.ledger);
   findings.push(...ledgerRead.problems.map(problemToFinding));
+  const checkpointProblem = await leaderDatabaseProblem(paths.leaderDatabase);
+  if (checkpointProblem !== null) {
+    add(
+      paths.leaderDatabase,
+      0,
+      "error",
+      "CAMPAIGN_CHECKPOINT_UNREADABLE",
+      `leader.sqlite ${checkpointProblem}: the leader cannot resume from it`,
+      `the events log and result directories are intact: a3r resume ${basename(root)} --rebuild sets it aside and replays the campaign into a fresh checkpoint`,
+    );
+  }
 
   for (const name of await readdirOrEmpty(paths.stages)) {
     if (!/^\d+$/.test(name)) {

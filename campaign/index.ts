@@ -62,6 +62,7 @@ export type { ResultDirAuditOptions } from "./audit-result-dir.ts";
 export { auditResultDir, auditResultDirSnapshot, defaultHeartbeatMaxAgeMs } from "./audit-result-dir.ts";
 export type { CampaignAuditOptions } from "./audit-campaign.ts";
 export { auditCampaign, blueprintExplainedKinds, blueprintPendingKinds } from "./audit-campaign.ts";
+export { leaderDatabaseProblem } from "./leader-database.ts";
 export type { AuditReport, AuditTarget, AuditTargetKind } from "./audit-paths.ts";
 export { auditPaths, auditTarget, classifyAuditPath } from "./audit-paths.ts";
 export type { BlueprintInspector } from "./blueprint-inspector.ts";

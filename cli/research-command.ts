@@ -25,6 +25,7 @@ import {
   runLeader,
   loadTopic,
   parseTopic,
+  setLeaderCheckpointAside,
   topicTextWithAbsolutePaths,
   type LeaderRun,
   type PlannerFlag,
@@ -85,32 +86,44 @@ export function registerResearchCommands(program: Command): void {
     .option("--approve", "approve what a paused campaign waits for (a plan or a stage's blueprints)")
     .option("--instruct <text>", "send a paused campaign back to planning with this instruction (it is recorded)")
     .option("--reopen", "go on with a campaign that stopped on a budget, after raising that budget in its topic.md")
+    .option("--rebuild", "set an unreadable leader.sqlite aside and replay the campaign into a fresh one (nothing finished is run again)")
     .option("--json", "print the final summary as JSON")
-    .action(async (campaignId: string, flags: { runsDir: string; json?: boolean; approve?: boolean; instruct?: string; reopen?: boolean }) => {
-      const runsDir = resolve(flags.runsDir);
-      await loadCampaign(runsDir, campaignId);
-      if (flags.approve && flags.instruct !== undefined)
-        throw new A3rError("USAGE", "give either --approve or --instruct, not both", {
-          where: "--approve/--instruct",
-          hint: "approve as it is, or instruct a change",
-        });
-      if (flags.reopen && (flags.approve || flags.instruct !== undefined))
-        throw new A3rError("USAGE", "--reopen is for a finished campaign, --approve and --instruct for a paused one", {
-          where: "--reopen",
-          hint: "give one of them",
-        });
-      if (flags.instruct !== undefined && flags.instruct.trim() === "")
-        throw new A3rError("USAGE", "--instruct needs the instruction text", {
-          where: "--instruct",
-          hint: 'for example: --instruct "use 3 seeds per configuration"',
-        });
-      const answer: ReviewAnswer | undefined = flags.approve
-        ? { action: "approve" }
-        : flags.instruct !== undefined
-          ? { action: "instruct", text: flags.instruct.trim() }
-          : undefined;
-      await lead(runsDir, campaignId, { json: flags.json, answer, reopen: flags.reopen === true, runsDirFlag: runsDirFlag(flags.runsDir) });
-    });
+    .action(
+      async (campaignId: string, flags: { runsDir: string; json?: boolean; approve?: boolean; instruct?: string; reopen?: boolean; rebuild?: boolean }) => {
+        const runsDir = resolve(flags.runsDir);
+        await loadCampaign(runsDir, campaignId);
+        if (flags.rebuild && (flags.reopen || flags.approve || flags.instruct !== undefined))
+          throw new A3rError("USAGE", "--rebuild replays the campaign as it is: give it alone", {
+            where: "--rebuild",
+            hint: `run a3r resume ${campaignId} --rebuild first, then answer or reopen`,
+          });
+        if (flags.rebuild) {
+          const aside = await setLeaderCheckpointAside(runsDir, campaignId);
+          process.stderr.write(aside === null ? "rebuild: no leader.sqlite to set aside\n" : `rebuild: the old checkpoint is now ${aside}\n`);
+        }
+        if (flags.approve && flags.instruct !== undefined)
+          throw new A3rError("USAGE", "give either --approve or --instruct, not both", {
+            where: "--approve/--instruct",
+            hint: "approve as it is, or instruct a change",
+          });
+        if (flags.reopen && (flags.approve || flags.instruct !== undefined))
+          throw new A3rError("USAGE", "--reopen is for a finished campaign, --approve and --instruct for a paused one", {
+            where: "--reopen",
+            hint: "give one of them",
+          });
+        if (flags.instruct !== undefined && flags.instruct.trim() === "")
+          throw new A3rError("USAGE", "--instruct needs the instruction text", {
+            where: "--instruct",
+            hint: 'for example: --instruct "use 3 seeds per configuration"',
+          });
+        const answer: ReviewAnswer | undefined = flags.approve
+          ? { action: "approve" }
+          : flags.instruct !== undefined
+            ? { action: "instruct", text: flags.instruct.trim() }
+            : undefined;
+        await lead(runsDir, campaignId, { json: flags.json, answer, reopen: flags.reopen === true, runsDirFlag: runsDirFlag(flags.runsDir) });
+      },
+    );
 
   program
     .command("status")

@@ -18,6 +18,8 @@ export const errorCatalogue = {
   CAMPAIGN_NOT_FOUND: { retryable: false, user: true },
   CAMPAIGN_NOT_REOPENABLE: { retryable: false, user: true },
   CAMPAIGN_EXISTS: { retryable: false, user: true },
+  /** runs/<id>/leader.sqlite cannot be read (not SQLite, or damaged); `a3r resume ID --rebuild` starts a fresh one. */
+  LEADER_CHECKPOINT_UNREADABLE: { retryable: false, user: true },
   BLUEPRINT_ID_UNSAFE: { retryable: false, user: true },
   PATH_KIND_UNKNOWN: { retryable: false, user: true },
   LEASE_HELD: { retryable: true, user: false },
@@ -50,6 +52,8 @@ export const errorCatalogue = {
   SSH_KEY_INVALID: { retryable: false, user: true },
   REMOTE_COMMAND_FAILED: { retryable: false, user: false },
   LAUNCH_FAILED: { retryable: false, user: false },
+  /** The worker could not write its result directory (full, read-only, not its own): it stopped the run. */
+  RESULT_DIR_UNWRITABLE: { retryable: false, user: true },
   REDIS_UNREACHABLE: { retryable: true, user: true },
   REDIS_POLICY_INVALID: { retryable: false, user: true },
   INTERNAL: { retryable: false, user: false },

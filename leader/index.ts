@@ -26,6 +26,7 @@ export type { PlannerFlag } from "./planners/planner-choice.ts";
 export { loadTopic, parseTopic } from "./domain/topic.ts";
 export type { Topic } from "./domain/topic.ts";
 export { topicTextWithAbsolutePaths } from "./domain/topic-paths.ts";
+export { setLeaderCheckpointAside } from "./record/rebuild-checkpoint.ts";
 export { formatNumber } from "./domain/configurations.ts";
 export { reviewAnswerEvent } from "./graph/graph-steps.ts";
 export { eventsOfCurrentRound } from "./record/reopen.ts";

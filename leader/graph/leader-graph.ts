@@ -1,6 +1,6 @@
 import { Command, END, START, StateGraph } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { appendEventOnce, campaignPaths, readEvents } from "../../campaign/index.ts";
+import { appendEventOnce, campaignPaths, leaderDatabaseProblem, readEvents } from "../../campaign/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
 import { A3rError } from "../../core/errors.ts";
 import { openRoundOf, pendingReopen, reopenRefusal } from "../record/reopen.ts";
@@ -87,6 +87,13 @@ export interface LeaderRun {
  */
 export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer; reopen?: boolean }): Promise<LeaderRun> {
   const paths = campaignPaths(options.runsDir, options.campaignId);
+  const damaged = await leaderDatabaseProblem(paths.leaderDatabase);
+  if (damaged !== null) {
+    throw new A3rError("LEADER_CHECKPOINT_UNREADABLE", `${paths.leaderDatabase} ${damaged}`, {
+      where: paths.leaderDatabase,
+      hint: `the events log and result directories are intact: a3r resume ${options.campaignId} --rebuild sets the file aside and replays the campaign into a fresh checkpoint (finished runs are not launched again)`,
+    });
+  }
   const saver = SqliteSaver.fromConnString(paths.leaderDatabase);
   try {
     const app = buildLeaderGraph(options).compile({ checkpointer: saver });
