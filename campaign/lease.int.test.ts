@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { promisify } from "node:util";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { isA3rError } from "../core/errors.ts";
 import { acquireLease, readLease, releaseLease, renewLease } from "./lease.ts";
@@ -43,6 +43,30 @@ describe("run lease", () => {
     expect((error as Error).message).toContain("worker-a");
     expect((await readLease(dir))?.owner).toBe("worker-a");
     expect(first.token).toBe(1);
+  });
+
+  it("takes over at once from an owner of this machine whose process is gone, and waits for a live one", async () => {
+    const child = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" });
+    await new Promise((resolveSpawn) => child.once("spawn", resolveSpawn));
+    const living = `${hostname()}:${child.pid}`;
+    await acquireLease(dir, living, 60_000);
+    expect(isA3rError(await rejection(acquireLease(dir, "worker-b", 60_000)), "LEASE_HELD")).toBe(true);
+    const exited = new Promise((resolveExit) => child.once("exit", resolveExit));
+    child.kill("SIGKILL");
+    await exited;
+    const taken = await acquireLease(dir, "worker-b", 60_000);
+    expect(taken.token).toBe(2);
+    // Another machine's owner is judged by expiry alone: its pid means nothing here.
+    await writeFile(
+      join(dir, "lease.json"),
+      JSON.stringify({
+        owner: `elsewhere.example:${child.pid}`,
+        token: 3,
+        acquiredAt: new Date().toISOString(),
+        expiresAt: new Date(Date.now() + 60_000).toISOString(),
+      }),
+    );
+    expect(isA3rError(await rejection(acquireLease(dir, "worker-c", 60_000)), "LEASE_HELD")).toBe(true);
   });
 
   it("lets a new owner take over a stale lease and fences the old one's writes", async () => {

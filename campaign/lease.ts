@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
 import { writeJsonAtomic } from "../core/atomic-file.ts";
@@ -79,6 +80,24 @@ export function holdsLease(lease: Lease | undefined, handle: LeaseHandle): boole
   return lease !== undefined && lease.releasedAt === undefined && lease.owner === handle.owner && lease.token === handle.token;
 }
 
+/**
+ * A lease whose owner is `host:pid` of this machine and whose process no longer exists is
+ * as good as expired: a worker killed with its leader should not keep its run unwatched
+ * for two TTLs. A pid reused by another process reads as alive, so the error is only ever
+ * to wait (the safe direction); owners of other machines are judged by expiry alone.
+ */
+function ownerIsGoneHere(owner: string): boolean {
+  const colon = owner.lastIndexOf(":");
+  const pid = Number(owner.slice(colon + 1));
+  if (colon <= 0 || owner.slice(0, colon) !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
 /** Takes the run; throws LEASE_HELD when another owner holds a live lease. */
 export async function acquireLease(dir: string, owner: string, ttlMs: number, options: LeaseOptions = {}): Promise<LeaseHandle> {
   if (!(ttlMs > 0)) throw new RangeError(`lease ttlMs must be positive, got ${ttlMs}`);
@@ -89,7 +108,7 @@ export async function acquireLease(dir: string, owner: string, ttlMs: number, op
     async () => {
       const current = await readLease(dir);
       const at = now();
-      if (isLeaseLive(current, at) && current.owner !== owner) {
+      if (isLeaseLive(current, at) && current.owner !== owner && !ownerIsGoneHere(current.owner)) {
         throw new A3rError("LEASE_HELD", `run ${dir} is owned by ${current.owner} until ${current.expiresAt}`, {
           where: paths.lease,
           hint: "another supervisor owns this run; re-attach from that one, or wait until its lease expires",

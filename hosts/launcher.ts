@@ -40,6 +40,15 @@ export interface LaunchRequest extends RunRef {
    * folder (local) is held to the campaign's live budget instead, and ignores it.
    */
   llmAllowance?: LlmAllowance;
+  /**
+   * The run was found lost: its status is live (or absent) and no finish.flag, but its
+   * worker's process group is gone (killed with the leader, an OOM kill of the tree, a
+   * closed terminal). With `revive`, a launcher that finds such a claim sets it aside and
+   * starts a new worker on the same result directory, which re-attaches to the live
+   * trainer or resumes it from its checkpoint. Without it a claim is never taken over
+   * while it has a worker group on record, so `launch` stays idempotent.
+   */
+  revive?: boolean;
 }
 
 /** A share of the campaign's LLM budget: whole tokens, US dollars; either may be absent. */
@@ -90,7 +99,7 @@ export interface FetchOutcome {
 
 export interface Launcher {
   readonly host: string;
-  readonly kind: "local" | "ssh" | "queue";
+  readonly kind: "local" | "ssh" | "queue" | "slurm";
   launch(request: LaunchRequest): Promise<LaunchOutcome>;
   poll(ref: RunRef): Promise<RunProgress>;
   /** `poll` for many runs at once, in the same order; ssh answers them with one command. */

@@ -11,7 +11,8 @@ import { JsonlLedger, readResultDir, ResultDirWriter } from "../campaign/index.t
  *
  * The blueprint's front matter steers it: `fixture: { steps: 5, step_ms: 200, fail: false }`.
  * Every start appends a `run.launched` event, so a test can count launches. SIGTERM ends
- * the run as cancelled. A finished result directory is left alone (never run twice).
+ * the run as cancelled. A finished result directory is left alone (never run twice); a
+ * running one whose worker died is taken over from its last step.
  */
 interface FixtureSettings {
   steps: number;
@@ -48,7 +49,8 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
     return 0;
   }
   const host = process.env.A3R_HOST ?? hostname();
-  const run = await ResultDirWriter.open(resultDir, `fixture:${host}:${process.pid}`, { ttlMs: 60_000 });
+  // host:pid of this machine, as the real worker's: a revived fixture takes a dead one's lease at once.
+  const run = await ResultDirWriter.open(resultDir, `${hostname()}:${process.pid}`, { ttlMs: 60_000 });
   await run.writeBlueprint(await readFile(blueprintFile, "utf8"));
   await run.appendEvent("run.launched", {
     blueprintId: blueprint.id,
@@ -73,9 +75,19 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
       ok: true,
     });
   }
-  await run.writeStatus({ state: "queued", host });
-  await run.writeStatus({ state: "preparing" });
-  await run.writeStatus({ state: "running", attempt: 1, pid: process.pid, pgid: process.pid, startedAt: new Date().toISOString() });
+  // A run a dead worker left running is taken over where it stands (a revived worker).
+  const resumedAt = existing?.status?.state === "running" ? (existing.status.step ?? 0) : 0;
+  if (resumedAt === 0 && existing?.status?.state !== "running") {
+    await run.writeStatus({ state: "queued", host });
+    await run.writeStatus({ state: "preparing" });
+  }
+  await run.writeStatus({
+    state: "running",
+    attempt: (existing?.status?.attempt ?? 0) + 1,
+    pid: process.pid,
+    pgid: process.pid,
+    startedAt: new Date().toISOString(),
+  });
 
   let stopping = false;
   process.once("SIGTERM", () => {
@@ -88,7 +100,7 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
     await run.release();
     return state === "succeeded" ? 0 : 1;
   };
-  for (let step = 1; step <= settings.steps; step += 1) {
+  for (let step = resumedAt + 1; step <= settings.steps; step += 1) {
     await new Promise((done) => setTimeout(done, settings.stepMs));
     if (stopping) return finishAs("cancelled", "cancelled by SIGTERM");
     const reward = step / settings.steps;

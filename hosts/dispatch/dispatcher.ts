@@ -114,7 +114,45 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
     auditErrors: null,
   }));
 
-  // 1. Runs that exist somewhere are followed, not launched again.
+  // A run whose worker died while it was live (killed with the leader, say) gets a new
+  // worker on the same host and result directory, which re-attaches to the trainer or
+  // resumes it from its checkpoint. A few times per dispatch: a worker that keeps dying at
+  // once is a failure to report, not to repeat.
+  const revivals = new Map<DispatchRow, number>();
+  const maxRevivals = 3;
+  const revive = async (row: DispatchRow, item: DispatchItem, host: DispatchHost): Promise<boolean> => {
+    const done = revivals.get(row) ?? 0;
+    if (done >= maxRevivals) return false;
+    revivals.set(row, done + 1);
+    try {
+      const outcome = await host.launcher.launch({
+        ...refOf(item),
+        blueprintFile: item.file,
+        gpuIndices: row.gpuIndices,
+        resultDir: item.resultDir,
+        ...(item.llmAllowance === undefined ? {} : { llmAllowance: item.llmAllowance }),
+        revive: true,
+      });
+      Object.assign(row, {
+        state: "launching",
+        finished: false,
+        note: outcome.started ? "its worker was gone: a new one re-attaches" : "its worker was gone; the host did not start a new one",
+      });
+      if (item.eventsFile)
+        await appendEvent(item.eventsFile, "run.revived", {
+          blueprintId: item.blueprint.id,
+          host: host.config.name,
+          started: outcome.started,
+          attempt: done + 1,
+        });
+      return outcome.started;
+    } catch (error) {
+      row.note = `its worker is gone and a new one could not start: ${error instanceof Error ? error.message : String(error)}`;
+      return false;
+    }
+  };
+
+  // 1. Runs that exist somewhere are followed, not launched again (a lost one is revived).
   for (const [index, item] of options.items.entries()) {
     for (const host of options.hosts) {
       const progress = await host.launcher.poll(refOf(item));
@@ -132,6 +170,7 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
           { blueprintId: item.blueprint.id },
           { host: row.host, gpuIndices: progress.gpuIndices, started: false },
         );
+      if (progress.state === "lost") await revive(row, item, host);
       break;
     }
   }
@@ -254,6 +293,7 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
         continue;
       }
       refusedSince.delete(row);
+      if (progress.state === "lost" && (await revive(row, item, host))) continue;
       try {
         applyProgress(row, progress);
         const fetched = await host.launcher.fetch(refOf(item), item.resultDir);

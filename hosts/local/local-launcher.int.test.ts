@@ -62,6 +62,18 @@ describe("local launcher: runs nobody will finish", () => {
       expect(young2.started).toBe(false);
       expect((await readdir(join(workdir, "lost", "never-started"))).some((name) => name.startsWith("launch.never-started-"))).toBe(true);
       await launcher.cancel({ campaign: "lost", blueprintId: "never-started" });
+
+      // A lost run is launched again only when asked to revive it: a new worker then takes
+      // the same result directory over, and the dead claim is kept aside.
+      const fixture = await writeFixtureBlueprint(workdir, { id: "died", campaign: "lost", steps: 2, stepMs: 50 });
+      const died2 = { campaign: "lost", blueprintId: "died", blueprintFile: fixture, gpuIndices: [], resultDir: join(workdir, "results", "died") };
+      expect((await launcher.launch(died2)).started).toBe(false);
+      const revived = await launcher.launch({ ...died2, revive: true });
+      expect(revived.started).toBe(true);
+      expect((await readdir(join(workdir, "lost", "died"))).some((name) => name.startsWith("launch.worker-gone-"))).toBe(true);
+      expect((await waitForProgress(launcher, revived.ref, (progress) => progress.finished)).state).toBe("succeeded");
+      // A finished run is never revived.
+      expect((await launcher.launch({ ...died2, revive: true })).started).toBe(false);
     } finally {
       await rm(workdir, { recursive: true, force: true });
     }

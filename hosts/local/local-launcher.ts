@@ -70,7 +70,7 @@ export class LocalLauncher implements Launcher {
       pgid: null,
       launchedAt: new Date().toISOString(),
     };
-    if (!(await this.claim(ref, markerPath, marker))) {
+    if (!(await this.claim(ref, markerPath, marker, request.revive === true))) {
       const existing = await this.readMarker(ref);
       return { ref, host: this.host, started: false, pgid: existing?.pgid ?? null };
     }
@@ -121,7 +121,7 @@ export class LocalLauncher implements Launcher {
    * two launchers that both find the claim abandoned cannot each set aside the other's
    * fresh one.
    */
-  private async claim(ref: RunRef, markerPath: string, marker: LaunchMarker): Promise<boolean> {
+  private async claim(ref: RunRef, markerPath: string, marker: LaunchMarker, revive: boolean): Promise<boolean> {
     const text = `${JSON.stringify(marker)}\n`;
     if (await createExclusively(markerPath, text)) return true;
     // Held for a rename and a link: a lock older than 5 s was left by a launcher killed inside it.
@@ -129,9 +129,11 @@ export class LocalLauncher implements Launcher {
       join(dirname(markerPath), ".takeover.lock"),
       async () => {
         const existing = await this.readMarker(ref);
-        const abandoned = existing === undefined ? await staleUnreadable(markerPath) : await neverStarted(existing);
-        if (!abandoned) return false;
-        const setAside = existing === undefined ? "launch.unreadable" : "launch.never-started";
+        const setAside =
+          existing === undefined
+            ? (await staleUnreadable(markerPath)) && "launch.unreadable"
+            : ((await neverStarted(existing)) && "launch.never-started") || (revive && (await workerGone(existing)) && "launch.worker-gone");
+        if (!setAside) return false;
         try {
           await rename(markerPath, join(dirname(markerPath), `${setAside}-${Date.now()}.json`));
         } catch (error) {
@@ -284,6 +286,12 @@ async function staleUnreadable(path: string): Promise<boolean> {
  * died between writing the claim and starting the worker (a worker that did start writes
  * status.json at once, and the launcher records its group right after the spawn).
  */
+/** The claim's worker group is dead and the run has no finish.flag: nobody supervises it. */
+async function workerGone(marker: LaunchMarker): Promise<boolean> {
+  if (marker.pgid === null || isGroupAlive(marker.pgid)) return false;
+  return (await readText(join(marker.resultDir, "finish.flag"))) === undefined;
+}
+
 async function neverStarted(marker: LaunchMarker): Promise<boolean> {
   if (marker.pgid !== null || Date.now() - Date.parse(marker.launchedAt) <= launchGraceMs) return false;
   return (await readText(join(marker.resultDir, "status.json"))) === undefined;

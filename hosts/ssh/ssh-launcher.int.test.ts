@@ -123,6 +123,31 @@ describe("ssh launcher against a real sshd", () => {
     }
   });
 
+  it("revives a run whose worker group died without finish.flag, only when asked to, and never a finished one", async () => {
+    const launcher = makeLauncher();
+    const folder = await mkdtemp(join(tmpdir(), "a3r-ssh-revive-"));
+    try {
+      const blueprintFile = await writeFixtureBlueprint(folder, { id: "orphan", campaign: "revive", steps: 20, stepMs: 100 });
+      const request = { campaign: "revive", blueprintId: "orphan", blueprintFile, gpuIndices: [], resultDir: join(folder, "unused") };
+      const first = await launcher.launch(request);
+      expect(first.started).toBe(true);
+      await waitForProgress(launcher, first.ref, (progress) => (progress.step ?? 0) >= 1);
+      // The worker dies with nobody to record it (sshd runs on this machine, so its group is ours to kill).
+      process.kill(-first.pgid!, "SIGKILL");
+      expect((await waitForProgress(launcher, first.ref, (progress) => progress.state === "lost")).finished).toBe(false);
+      expect((await launcher.launch(request)).started).toBe(false);
+      const revived = await launcher.launch({ ...request, revive: true });
+      expect(revived.started).toBe(true);
+      expect(revived.pgid).not.toBe(first.pgid);
+      expect((await waitForProgress(launcher, revived.ref, (progress) => progress.finished)).state).toBe("succeeded");
+      expect((await readdir(join(workdir, "revive", "orphan"))).some((name) => name.startsWith("launch.worker-gone-"))).toBe(true);
+      expect((await launcher.launch({ ...request, revive: true })).started).toBe(false);
+    } finally {
+      await launcher.close();
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
   it("takes over an abandoned claim once when several launchers race, and is not blocked by the lock of a takeover that was killed", async () => {
     const launchers = Array.from({ length: 4 }, () => makeLauncher());
     const folder = await mkdtemp(join(tmpdir(), "a3r-ssh-takeover-"));

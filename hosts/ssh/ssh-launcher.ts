@@ -98,7 +98,12 @@ export class SshLauncher implements Launcher {
     const graceSeconds = Math.ceil(launchGraceMs / 1000);
     const age = (path: string) => `$(( $(date +%s) - $(stat -c %Y ${path} 2>/dev/null || date +%s) ))`;
     const abandoned = `[ ! -f ${q}/launch.json ] && [ ! -s ${q}/pgid ] && [ ${age(`${q}/.launched`)} -gt ${graceSeconds} ]`;
-    const takeOver = `( if command -v flock >/dev/null 2>&1; then flock -w 10 9 || exit 1; fi; ${abandoned} && mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null ) 9>${q}/.takeover.lock`;
+    // With `revive`: a claim whose worker group is dead and whose run has no finish.flag is
+    // set aside whole (claim, group id, marker) so a new worker re-attaches to the result.
+    const workerGone = `pg=; read pg < ${q}/pgid 2>/dev/null; [ -n "$pg" ] && ! kill -0 -- "-$pg" 2>/dev/null && [ ! -f ${q}/result/finish.flag ]`;
+    const setAsideGone = `s=$(date +%s%N); mv ${q}/.launched ${q}/.launched.worker-gone-$s && mv ${q}/pgid ${q}/pgid.worker-gone-$s && { mv ${q}/launch.json ${q}/launch.worker-gone-$s.json 2>/dev/null; true; }`;
+    const revive = request.revive === true ? ` elif ${workerGone}; then ${setAsideGone} && mkdir ${q}/.launched 2>/dev/null;` : "";
+    const takeOver = `( if command -v flock >/dev/null 2>&1; then flock -w 10 9 || exit 1; fi; if ${abandoned}; then mv ${q}/.launched ${q}/.launched.never-started-$(date +%s%N) 2>/dev/null && mkdir ${q}/.launched 2>/dev/null;${revive} else false; fi ) 9>${q}/.takeover.lock`;
     const claim = await this.exec(
       `mkdir -p ${q} && if mkdir ${q}/.launched 2>/dev/null; then echo NEW; elif ${takeOver}; then echo NEW; else echo EXISTS; fi`,
       false,
