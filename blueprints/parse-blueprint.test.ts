@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { analyzeBlueprint, parseBlueprint, toSafeId } from "./parse-blueprint.ts";
+import { auditBlueprint } from "./audit-blueprint.ts";
 
 const example = (name: string): string => readFileSync(new URL(`../examples/blueprints/${name}`, import.meta.url), "utf8");
 
@@ -145,5 +146,32 @@ describe("parseBlueprint details", () => {
     expect(toSafeId("..hidden")).toBe("hidden");
     expect(toSafeId("中文")).toBe("");
     expect(toSafeId("a".repeat(100))).toHaveLength(80);
+  });
+});
+
+describe("parseBlueprint, AlphaAutoResearch's annotated template", () => {
+  // The template gives each [exp_*] section `- description:` and `- hint:` bullets (with
+  // example paths and commands of their own), numbered `- content N:` and `- warning N:`
+  // bullets, and the time budget as `- content: 6 hours; ...`.
+  const text = readFileSync(new URL("./__fixtures__/alpha-template/annotated.agentjet.md", import.meta.url), "utf8");
+  const blueprint = parseBlueprint(text, "/lab/blueprints/annotated.agentjet.md");
+
+  it("takes each section's value bullet, never a description's or a hint's example", () => {
+    expect(blueprint).toMatchObject({
+      format: "agentjet",
+      codebase: "/opt/lab/ppo-math",
+      venv: "/opt/lab/ppo-math/.venv/bin/python",
+      config: "/opt/lab/ppo-math/configs/epochs-2.yaml",
+      command: "cd /opt/lab/ppo-math && .venv/bin/python train.py --config configs/epochs-2.yaml",
+      resultDir: "/tmp/a3r-runs/ppo-epochs-2",
+      timeBudgetMs: 6 * 3_600_000,
+    });
+    expect(blueprint.purpose).toMatch(/PPO epoch count of 2/);
+    expect(blueprint.notes).toMatch(/kl loss value/);
+  });
+
+  it("passes the audit (the description's sample command is not the command)", () => {
+    const errors = auditBlueprint(text, { file: "/lab/blueprints/annotated.agentjet.md" }).filter((finding) => finding.severity === "error");
+    expect(errors).toEqual([]);
   });
 });

@@ -21,8 +21,46 @@ function splitBullet(line: string): { key: string; value: string } | undefined {
   const colon = [rest.indexOf(":"), rest.indexOf("：")].filter((index) => index !== -1).sort((a, b) => a - b)[0];
   if (colon === undefined) return undefined;
   const key = stripEmphasis(rest.slice(0, colon).trim()).trim();
-  if (!/^[A-Za-z_][\w ]*$/.test(key)) return undefined;
-  return { key: key.toLowerCase().split(" ").filter(Boolean).join("_"), value: rest.slice(colon + 1).trim() };
+  if (key.length > 40 || !/^[A-Za-z_][\w ]*$/.test(key)) return undefined;
+  // Numbered bullets (`content 1`, `warning 2`) count as their kind.
+  const words = key.toLowerCase().split(" ").filter(Boolean);
+  if (words.length > 1 && /^\d+$/.test(words.at(-1)!)) words.pop();
+  return { key: words.join("_"), value: rest.slice(colon + 1).trim() };
+}
+
+/**
+ * Bullets that explain a section rather than hold its value: AlphaAutoResearch's
+ * template gives every `[exp_*]` section a `- description:` and a `- hint:`, and may add
+ * warnings and notes; their examples (a default path in backticks, a sample command) must
+ * never be read as the value.
+ */
+const annotationKeys = new Set(["description", "hint", "hints", "warning", "note", "notes", "tip", "example"]);
+
+/** The section's lines that are not annotation bullets (nor indented under one), with their 0-based line. One pass. */
+function valueLines(content: string): { line: string; at: number }[] {
+  const kept: { line: string; at: number }[] = [];
+  let skippingDeeperThan = -1;
+  content.split("\n").forEach((line, at) => {
+    const indent = line.length - line.trimStart().length;
+    if (skippingDeeperThan >= 0) {
+      if (line.trim() === "" || indent > skippingDeeperThan) return;
+      skippingDeeperThan = -1;
+    }
+    const bullet = splitBullet(line);
+    if (bullet && annotationKeys.has(bullet.key)) {
+      skippingDeeperThan = indent;
+      return;
+    }
+    kept.push({ line, at });
+  });
+  return kept;
+}
+
+/** The section without its annotation bullets. */
+export function withoutAnnotations(content: string): string {
+  return valueLines(content)
+    .map((entry) => entry.line)
+    .join("\n");
 }
 
 function stripEmphasis(text: string): string {
@@ -93,14 +131,15 @@ export function stripEnds(text: string, set: string, limit = Number.POSITIVE_INF
   return text.slice(start, end);
 }
 
-const pathKeys = ["dir", "path", "directory", "exe", "python", "venv", "file", "location"];
+const pathKeys = ["dir", "path", "directory", "exe", "python", "venv", "file", "location", "content", "value"];
 
 /**
  * The path a path section holds: a code span first, then a `- dir:`/`- path:` bullet, then
  * the first absolute path in free text, then the first line as written (so the audit can
  * say it is not absolute).
  */
-export function extractPath(content: string): string {
+export function extractPath(section: string): string {
+  const content = withoutAnnotations(section);
   const span = firstCodeSpan(content);
   if (span !== undefined && span.trim() !== "") return span.trim();
   const bullet = bulletValue(content, pathKeys) ?? bulletValue(content);
@@ -146,19 +185,20 @@ export function firstFencedBlock(content: string): string | undefined {
 
 /** 0-based line of the first fenced block's first code line inside the section, or 0. */
 export function fencedBlockOffset(content: string): number {
-  const lines = content.split("\n");
-  const start = lines.findIndex((line) => /^\s*(`{3,}|~{3,})/.test(line));
+  const lines = valueLines(content);
+  const start = lines.findIndex((entry) => /^\s*(`{3,}|~{3,})/.test(entry.line));
   if (start === -1) return 0;
   let first = start + 1;
-  while (first < lines.length && lines[first]!.trim() === "") first += 1;
-  return first;
+  while (first < lines.length && lines[first]!.line.trim() === "") first += 1;
+  return lines[first]?.at ?? lines[start]!.at + 1;
 }
 
 /** The command a Command section holds: a fenced block, a `- command:` bullet, or the text. */
-export function extractCommand(content: string): string {
+export function extractCommand(section: string): string {
+  const content = withoutAnnotations(section);
   const block = firstFencedBlock(content);
   if (block !== undefined) return block;
-  const bullet = bulletValue(content, ["command", "cmd", "launch_command"]);
+  const bullet = bulletValue(content, ["command", "cmd", "launch_command", "content"]);
   if (bullet !== undefined && bullet !== "") return unwrap(bullet);
   const trimmed = content.trim();
   const span = firstCodeSpan(trimmed);
@@ -170,8 +210,9 @@ const durationRun =
   /\d+(?:\.\d+)?\s*(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b(?:[\s,]*(?:and\s+)?\d+(?:\.\d+)?\s*(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b)*/i;
 
 /** The time budget as written: a bullet value, a code span or the first line. */
-export function extractTimeBudgetText(content: string): string {
-  const bullet = bulletValue(content, ["time", "max_time", "budget", "time_budget", "duration", "limit"]) ?? bulletValue(content);
+export function extractTimeBudgetText(section: string): string {
+  const content = withoutAnnotations(section);
+  const bullet = bulletValue(content, ["time", "max_time", "budget", "time_budget", "duration", "limit", "content"]) ?? bulletValue(content);
   if (bullet !== undefined && bullet !== "") return unwrap(bullet);
   const span = firstCodeSpan(content);
   if (span !== undefined && span.trim() !== "") return span.trim();
