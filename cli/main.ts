@@ -16,6 +16,7 @@ const commandGroups: ReadonlyArray<{ names: readonly string[]; load: () => Promi
   { names: ["swarm"], load: async () => (await import("./swarm-command.ts")).registerSwarmCommands },
   { names: ["worker"], load: async () => (await import("./worker-command.ts")).registerWorkerCommands },
   { names: ["hosts", "dispatch", "runs"], load: async () => (await import("./hosts-command.ts")).registerHostsCommands },
+  { names: ["topic"], load: async () => (await import("./topic-command.ts")).registerTopicCommands },
   { names: ["research", "resume", "status", "report", "demo"], load: async () => (await import("./research-command.ts")).registerResearchCommands },
 ];
 

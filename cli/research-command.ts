@@ -1,8 +1,8 @@
 import { InvalidArgumentError, type Command } from "commander";
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createCampaign, loadCampaign } from "../campaign/index.ts";
+import { createCampaign, loadCampaign, slugifyCampaignId } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
 import { localDispatchHost, openDispatchHostsFile } from "./research/hosts-option.ts";
@@ -23,6 +23,7 @@ import {
   choosePlanner,
   rewriteCampaignReport,
   runLeader,
+  heuristicNeeds,
   loadTopic,
   parseTopic,
   setLeaderCheckpointAside,
@@ -32,6 +33,7 @@ import {
   type ReviewAnswer,
 } from "../leader/index.ts";
 import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option.ts";
+import { collect, draftFromFile, type DraftFlags } from "./research/draft-from-file.ts";
 
 /**
  * `a3r research`, `a3r resume`, `a3r status` and `a3r demo`: thin wrappers around the
@@ -59,13 +61,16 @@ interface ResearchFlags {
   maxExperiments?: number;
   review?: boolean;
   json?: boolean;
+  base?: string;
 }
+
+type ResearchCommandFlags = ResearchFlags & DraftFlags;
 
 export function registerResearchCommands(program: Command): void {
   program
     .command("research")
     .description("run a research campaign from a topic file to report.md (heuristic planner; this machine unless --hosts)")
-    .argument("<topic>", "topic markdown file")
+    .argument("<topic>", 'topic markdown file, or a question in quotes with --base ("Which lr learns fastest?" --base blueprint.md --knob lr=0.1,0.2)')
     .option("--campaign <id>", "campaign id (default: from the topic's title)")
     .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
     .option("--hosts <file>", "hosts.yaml (default: the topic's hosts, else this machine, 2 runs at a time, no GPU)")
@@ -74,7 +79,13 @@ export function registerResearchCommands(program: Command): void {
     .option("--max-experiments <n>", "experiment budget (overrides the topic's)", positiveInteger("--max-experiments"))
     .option("--review", "pause for a person after each plan and each stage's blueprints (a3r resume --approve | --instruct)")
     .option("--json", "print the final summary as JSON")
-    .action(async (topicFile: string, flags: ResearchFlags) => {
+    .option("--base <file>", "with a question instead of a topic file: the blueprint or config the base experiment comes from")
+    .option("--knob <key=v1,v2>", "with --base: a config key to vary and its values (repeatable; default: proposed)", collect)
+    .option("--metric <name[:goal]>", "with --base: the metric (default: the blueprint's)")
+    .option("--command <text>", "with --base: the base command (needed for a config alone)")
+    .option("--seeds <n>", "with --base: seeds per configuration (default 3)", positiveInteger("--seeds"))
+    .action(async (topicArgument: string, flags: ResearchCommandFlags) => {
+      const topicFile = flags.base === undefined ? topicArgument : await draftedTopicFile(topicArgument, flags);
       await research(topicFile, flags);
     });
 
@@ -211,11 +222,35 @@ function plannerOption(value: string): PlannerFlag {
   throw new InvalidArgumentError("--planner must be heuristic, llm or auto.");
 }
 
+/**
+ * `a3r research "question" --base FILE`: the topic is drafted (as `a3r topic new` would)
+ * into the runs folder, where the campaign's record can point at it, and run from there.
+ */
+async function draftedTopicFile(question: string, flags: ResearchCommandFlags): Promise<string> {
+  const folder = join(resolve(flags.runsDir), ".topics");
+  await mkdir(folder, { recursive: true });
+  const file = join(folder, `${slugifyCampaignId(question).slice(0, 48).replace(/-+$/, "") || "topic"}.md`);
+  const draft = await draftFromFile(flags.base!, question, file, flags);
+  await writeFile(file, draft.text);
+  for (const line of draft.assumptions) process.stderr.write(`assumed ${line}\n`);
+  process.stderr.write(`topic: ${file}\n`);
+  return file;
+}
+
 async function research(topicFile: string, flags: ResearchFlags): Promise<void> {
   const file = resolve(topicFile);
   const { topic, text } = await loadTopic(file);
   // Says which planner and why first, and refuses `--planner llm` without a model before anything is created.
-  process.stderr.write(`${choosePlanner(flags.planner, process.env).line}\n`);
+  const chosen = choosePlanner(flags.planner, process.env);
+  process.stderr.write(`${chosen.line}\n`);
+  // A topic the heuristic planner cannot plan is refused before a campaign exists for it.
+  const needs = chosen.planner === "heuristic" ? heuristicNeeds(topic) : [];
+  if (needs.length > 0) {
+    throw new A3rError("TOPIC_INVALID", `${file}: the heuristic planner cannot plan this topic yet:\n${needs.map((need) => `  - ${need}`).join("\n")}`, {
+      where: file,
+      hint: "add those lines to the topic's front matter, or draft one with: a3r topic new --from <blueprint or swarm.yaml>",
+    });
+  }
   const runsDir = resolve(flags.runsDir);
   const campaignId = flags.campaign ?? campaignIdFor(topic, file);
   const hostsFile = flags.hosts === undefined ? topic.hostsFile : resolve(flags.hosts);
@@ -298,6 +333,8 @@ async function lead(
       ),
       hosts,
       intervalMs: topic.leaderPollMs,
+      // The swarm engine's config schema: the leader keeps refinement inside its bounds and audits overrides against it.
+      engineSchemas: { swarm: (await import("../swarm/index.ts")).swarmConfigSchema },
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
         view.note(`leader: ${node}${stage === undefined ? "" : ` (stage ${stage})`}`);

@@ -23,9 +23,11 @@ export async function createLlmPlanner(options: LlmPlannerOptions): Promise<impo
 }
 export { choosePlanner, openLeaderModel } from "./planners/planner-choice.ts";
 export type { PlannerFlag } from "./planners/planner-choice.ts";
-export { loadTopic, parseTopic } from "./domain/topic.ts";
+export { heuristicNeeds, loadTopic, parseTopic } from "./domain/topic.ts";
 export type { Topic } from "./domain/topic.ts";
 export { topicTextWithAbsolutePaths } from "./domain/topic-paths.ts";
+export { draftTopic, parseKnobFlag, proposeKnobs } from "./domain/topic-draft.ts";
+export type { KnobProposal, TopicDraft } from "./domain/topic-draft.ts";
 export { setLeaderCheckpointAside } from "./record/rebuild-checkpoint.ts";
 export { formatNumber } from "./domain/configurations.ts";
 export { reviewAnswerEvent } from "./graph/graph-steps.ts";
