@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The Python side's tests (trainer, reference server, tiny model), run by `npm test`.
+# The Python side's tests (trainer, reference server, tiny model, client SDK), run by `npm test`.
+# The client SDK tests start `node bin/a3r.js swarm serve` (node from PATH, or A3R_NODE).
 # They need Debian's python3-torch and python3-pytest (`.ci/run` installs both); where
 # they are missing this says so and passes, as the TypeScript tests of this stack skip.
 set -u

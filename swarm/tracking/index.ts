@@ -1,3 +1,3 @@
 export type { RecordedCall, CompareLevel } from "./recorded-call.ts";
-export { mergeTimelines, extendsCall, type Timeline } from "./timeline-merge.ts";
+export { mergeTimelines, extendsCall, identicalCalls, type MergeOptions, type Timeline } from "./timeline-merge.ts";
 export { buildTrainingSamples, type BuildSamplesOptions, type BuildSamplesStats } from "./training-samples.ts";

@@ -72,10 +72,14 @@ describe("buildTrainingSamples", () => {
     expect(samples[1]!.lossMask).toEqual(samples[0]!.lossMask);
   });
 
-  it("never merges calls of different agent names, even with identical messages", () => {
+  it("merges calls of different agent names only when the later prompt replays the other agent's call in text and tokens", () => {
     const first = call([user("a")], "yes", { agentName: "planner" });
     const second = call([user("a"), assistant("yes"), user("b")], "no", { agentName: "critic" });
-    expect(build([first, second]).samples).toHaveLength(2);
+    expect(build([first, second]).samples).toHaveLength(1);
+    // The same words with the whitespace the planner produced stripped: equal as text, not as tokens the policy saw.
+    const generated = { ...first, completionTokenIds: [123456, E] };
+    expect(build([generated, second]).samples).toHaveLength(2);
+    expect(build([generated, { ...second, agentName: "planner" }]).samples).toHaveLength(1);
   });
 
   it("keeps calls offered different tool schemas separate at text level", () => {
@@ -102,14 +106,26 @@ describe("buildTrainingSamples", () => {
     expect(build([first, rewritten], "token").samples).toHaveLength(2);
   });
 
-  it("merges a branch into the first call that extends it and keeps the second branch whole", () => {
+  it("gives a branched ancestor to the latest call that extends it and keeps the earlier branch as its own sample", () => {
     const root = call([user("a")], "yes");
     const left = call([user("a"), assistant("yes"), user("b")], "no");
     const right = call([user("a"), assistant("yes"), user("c")], "no");
     const { samples } = build([root, left, right]);
     expect(samples).toHaveLength(2);
+    expect(samples[0]!.tokenIds).toEqual([U, a, E, A, yes, E, U, c, E, A, no, E]);
     expect(samples[0]!.lossMask).toEqual([0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1]);
+    expect(samples[1]!.tokenIds).toEqual([U, a, E, A, yes, E, U, b, E, A, no, E]);
     expect(samples[1]!.lossMask).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1]);
+  });
+
+  it("trains a retried call that got the same answer once", () => {
+    const first = call([sys("a"), user("b")], "yes");
+    const retry = { ...first, callIndex: nextIndex++ };
+    const next = call([sys("a"), user("b"), assistant("yes"), user("c")], "no");
+    const { samples, stats } = build([first, retry, next]);
+    expect(samples).toHaveLength(1);
+    expect(samples[0]!.lossMask.filter((bit) => bit === 1)).toHaveLength(4);
+    expect(stats).toMatchObject({ calls: 3, samples: 1, tokensWithoutMerge: 9 + 9 + 15, tokensWithMerge: 15 });
   });
 
   it("merges a call cut by max_tokens: the end token the client's replay adds is context", () => {

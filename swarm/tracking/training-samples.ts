@@ -1,9 +1,12 @@
 import type { Engine, TrainingSample } from "../engines/engine.ts";
 import type { CompareLevel, RecordedCall } from "./recorded-call.ts";
-import { mergeTimelines, startsWith, type Timeline } from "./timeline-merge.ts";
+import { startsWith } from "./call-keys.ts";
+import { mergeTimelines, type Timeline } from "./timeline-merge.ts";
 
 export interface BuildSamplesOptions {
   compareLevel: CompareLevel;
+  /** Merge calls offered different tool lists (MERGE.md); default false. */
+  ignoreTools?: boolean;
   taskId: string;
   episodeUuid: string;
   reward: number;
@@ -21,10 +24,11 @@ export interface BuildSamplesStats {
 /**
  * Turns the recorded calls of one finished episode into training samples: one per merged
  * timeline, the loss mask 1 exactly on tokens the policy generated (the absorbed calls'
- * completions and the last call's own), with their sampling log-probs kept.
+ * completions and the last call's own), with their sampling log-probs kept. A duplicate call
+ * (MERGE.md rule 1) adds no tokens: its identical twin already carries them.
  */
 export function buildTrainingSamples(calls: RecordedCall[], options: BuildSamplesOptions): { samples: TrainingSample[]; stats: BuildSamplesStats } {
-  const timelines = mergeTimelines(calls, options.compareLevel);
+  const timelines = mergeTimelines(calls, { compareLevel: options.compareLevel, ignoreTools: options.ignoreTools ?? false });
   const samples = timelines.map((timeline) => sampleOf(timeline, options));
   let tokensWithoutMerge = 0;
   for (const call of calls) tokensWithoutMerge += call.promptTokenIds.length + call.completionTokenIds.length;

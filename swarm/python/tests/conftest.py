@@ -27,3 +27,23 @@ def sample(task: str, episode: str, prompt: list[int], completion: list[int], re
     if logprobs is not None:
         record["logprobs"] = [None] * len(prompt) + logprobs
     return record
+
+
+@pytest.fixture(scope="module")
+def swarm_server(tmp_path_factory):
+    """A factory: `swarm_server(config_text)` starts `a3r swarm serve` on a free port; the
+    servers stop when the test module is done (one start costs about a second)."""
+    from swarm_server_process import ServerProcess
+
+    started: list[ServerProcess] = []
+
+    def start(config_text: str) -> ServerProcess:
+        directory = tmp_path_factory.mktemp("swarm-server")
+        server = ServerProcess(directory, config_text)
+        started.append(server)
+        server.wait_until_rolling()
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
