@@ -48,9 +48,14 @@ async function tryCreate(lockPath: string): Promise<boolean> {
     const handle = await open(lockPath, "wx");
     try {
       await handle.writeFile(`${process.pid} ${new Date().toISOString()}\n`);
-    } finally {
-      await handle.close();
+    } catch (error) {
+      // On a full disk the file is created but not written: an empty lock nobody holds
+      // would stall every later writer until it is stale.
+      await handle.close().catch(() => undefined);
+      await rm(lockPath, { force: true }).catch(() => undefined);
+      throw error;
     }
+    await handle.close();
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;

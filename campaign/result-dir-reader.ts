@@ -1,6 +1,6 @@
 import { readFile, stat } from "node:fs/promises";
 import type { RecordProblem } from "./finding.ts";
-import { isRunState, isTerminalRunState, type TerminalRunState } from "./run-status.ts";
+import { isRunState, isTerminalRunState, terminalRunStates, type TerminalRunState } from "./run-status.ts";
 import { readRunStatus, type RunStatus } from "./status-file.ts";
 import { readLease, type Lease } from "./lease.ts";
 import { readMetrics, type MetricsRecord } from "./metrics-log.ts";
@@ -82,7 +82,7 @@ async function readFinishFlag(path: string, problems: RecordProblem[]): Promise<
       file: path,
       line: 1,
       code: "FINISH_FLAG_INVALID",
-      message: `${resultDirFileNames.finishFlag} says "${trimmed.slice(0, 40)}", which is not a final state (succeeded, failed, timed_out, cancelled)`,
+      message: `${resultDirFileNames.finishFlag} says "${trimmed.slice(0, 40)}", which is not a final state (${terminalRunStates.join(", ")})`,
     });
   }
   return { text: trimmed, state, modifiedAt: info.mtime };

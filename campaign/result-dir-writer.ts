@@ -1,14 +1,15 @@
 import { printable } from "../core/printable-text.ts";
-import { writeFileAtomic, writeJsonAtomic } from "../core/atomic-file.ts";
+import { writeFileAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertTransition, initialRunState, isTerminalRunState, type RunState } from "./run-status.ts";
-import { newRunStatus, readRunStatus, type RunStatus } from "./status-file.ts";
+import { newRunStatus, parseRunStatus, readRunStatus, type RunStatus } from "./status-file.ts";
 import { acquireLease, releaseLease, withLease, writeRenewedLease, type LeaseHandle, type LeaseOptions } from "./lease.ts";
 import { resultDirPaths, type ResultDirPaths } from "./result-dir-paths.ts";
 import { appendMetrics, type MetricsRecord, type MetricsRecordInput } from "./metrics-log.ts";
 import { appendEvent, type CampaignEvent, type EventEvidence } from "./event-log.ts";
 import { appendAttempt, type AttemptEntry } from "./attempts-log.ts";
 import { pathExists } from "../core/path-exists.ts";
+import { readFile, rm } from "node:fs/promises";
 
 /**
  * The only way to write a result directory: every write goes through the run's lease
@@ -34,10 +35,29 @@ export type StatusChange = Partial<RunStatus> & { state?: RunState };
 
 export interface ResultDirWriterOptions extends LeaseOptions {
   ttlMs: number;
+  /** Told about every foreign write the writer undid (it is also an event in events.jsonl). */
+  onForeignWrite?: (write: ForeignWrite) => void;
+}
+
+/**
+ * A write to a file this writer owns (status.json, finish.flag) by someone else, usually
+ * the training program writing into its own result directory. The writer undoes it: the
+ * status it wrote last is put back, a finish.flag it did not write is removed (a reader
+ * trusts finish.flag), and `result-dir.foreign-write` is appended to events.jsonl.
+ */
+export interface ForeignWrite {
+  file: "status.json" | "finish.flag";
+  /** What was found, in words (never the whole foreign content). */
+  found: string;
+  action: string;
 }
 
 export class ResultDirWriter {
   readonly paths: ResultDirPaths;
+
+  /** status.json exactly as this writer last wrote (or, at open, found) it; undefined = unknown. */
+  private ownStatusText: string | undefined;
+  private wroteFinishFlag = false;
 
   private constructor(
     readonly lease: LeaseHandle,
@@ -49,7 +69,61 @@ export class ResultDirWriter {
   /** Acquires the run's lease (LEASE_HELD when another live owner has it). */
   static async open(dir: string, owner: string, options: ResultDirWriterOptions): Promise<ResultDirWriter> {
     const lease = await acquireLease(dir, owner, options.ttlMs, options);
-    return new ResultDirWriter(lease, options);
+    const writer = new ResultDirWriter(lease, options);
+    await writer.adoptStatus();
+    return writer;
+  }
+
+  /** Takes a valid status.json found at open as the baseline later foreign writes are told from. */
+  private async adoptStatus(): Promise<void> {
+    const text = await readFile(this.paths.status, "utf8").catch(() => undefined);
+    if (text !== undefined && parseRunStatus(text, this.paths.status).status !== undefined) this.ownStatusText = text;
+  }
+
+  /**
+   * Checks the files only this writer may write and undoes foreign writes (see ForeignWrite).
+   * Cheap when nothing happened (two reads, no lock); a supervisor calls it every poll.
+   */
+  async guardOwnedFiles(): Promise<ForeignWrite[]> {
+    const text = await readFile(this.paths.status, "utf8").catch(() => undefined);
+    const flag = !this.wroteFinishFlag && (await pathExists(this.paths.finishFlag));
+    if (!flag && (this.ownStatusText === undefined || text === this.ownStatusText)) return [];
+    return withLease(this.lease, () => this.reclaimOwnedFiles(), this.options);
+  }
+
+  /** Inside the lock: restores status.json and removes a foreign finish.flag; reports each. */
+  private async reclaimOwnedFiles(): Promise<ForeignWrite[]> {
+    const found: ForeignWrite[] = [];
+    const text = await readFile(this.paths.status, "utf8").catch(() => undefined);
+    if (this.ownStatusText !== undefined && text !== this.ownStatusText) {
+      const parsed = text === undefined ? undefined : parseRunStatus(text, this.paths.status);
+      const what =
+        text === undefined
+          ? "status.json was deleted"
+          : parsed?.status === undefined
+            ? `status.json was overwritten with an invalid one (${parsed?.problems[0]?.message ?? "unreadable"})`
+            : `status.json was overwritten (state ${parsed.status.state})`;
+      await writeFileAtomic(this.paths.status, this.ownStatusText);
+      found.push({ file: "status.json", found: what, action: "restored the worker's last status" });
+    }
+    if (!this.wroteFinishFlag && (await pathExists(this.paths.finishFlag))) {
+      const own = this.ownStatusText === undefined ? undefined : parseRunStatus(this.ownStatusText, this.paths.status).status;
+      // A run this writer knows to be finished keeps its flag: that one is final, not foreign.
+      if (own === undefined || !isTerminalRunState(own.state)) {
+        const flag = (await readFile(this.paths.finishFlag, "utf8").catch(() => "")).trim().slice(0, 40);
+        await rm(this.paths.finishFlag, { force: true });
+        found.push({
+          file: "finish.flag",
+          found: `finish.flag appeared ("${printable(flag)}") while the run is ${own?.state ?? "not finished"}`,
+          action: "removed it",
+        });
+      }
+    }
+    for (const write of found) {
+      await appendEvent(this.paths.events, "result-dir.foreign-write", { file: write.file, found: write.found, action: write.action }, this.now());
+      this.options.onForeignWrite?.(write);
+    }
+    return found;
   }
 
   /** A writer for a lease acquired elsewhere (its token is checked on every write). */
@@ -85,6 +159,7 @@ export class ResultDirWriter {
   }
 
   private async writeStatusLocked(change: StatusChange): Promise<RunStatus> {
+    await this.reclaimOwnedFiles();
     if (await pathExists(this.paths.finishFlag)) {
       throw new A3rError("STATUS_TRANSITION_ILLEGAL", `run ${this.dir} has finished (finish.flag exists); its status is final`, { where: this.paths.status });
     }
@@ -105,7 +180,9 @@ export class ResultDirWriter {
       next = { ...current.status, ...change };
       if (next.state !== current.status.state) assertTransition(current.status.state, next.state);
     }
-    await writeJsonAtomic(this.paths.status, next);
+    const text = `${JSON.stringify(next, null, 2)}\n`;
+    await writeFileAtomic(this.paths.status, text);
+    this.ownStatusText = text;
     return next;
   }
 
@@ -143,6 +220,7 @@ export class ResultDirWriter {
     return withLease(
       this.lease,
       async () => {
+        await this.reclaimOwnedFiles();
         const current = await readRunStatus(this.paths.status);
         const state = current.status?.state;
         if (state === undefined || !isTerminalRunState(state)) {
@@ -152,6 +230,7 @@ export class ResultDirWriter {
           });
         }
         await writeFileAtomic(this.paths.finishFlag, `${state}\n`);
+        this.wroteFinishFlag = true;
         return state;
       },
       this.options,

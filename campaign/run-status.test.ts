@@ -17,6 +17,12 @@ const legal: [RunState, RunState][] = [
   ["recovering", "failed"],
   ["recovering", "timed_out"],
   ["recovering", "cancelled"],
+  ["recovering", "awaiting_approval"],
+  ["awaiting_approval", "recovering"],
+  ["awaiting_approval", "failed"],
+  ["awaiting_approval", "timed_out"],
+  ["awaiting_approval", "cancelled"],
+  ["queued", "refused"],
 ];
 
 function thrown(action: () => void): unknown {

@@ -11,9 +11,12 @@ import { A3rError } from "../core/errors.ts";
  *                              ▼  │
  *                           recovering
  *
- *   failed    <── preparing, running, recovering
- *   timed_out <── running, recovering
- *   cancelled <── queued, preparing, running, recovering
+ *                        recovering ──> awaiting_approval ──> recovering
+ *
+ *   failed    <── preparing, running, recovering, awaiting_approval
+ *   timed_out <── running, recovering, awaiting_approval
+ *   cancelled <── queued, preparing, running, recovering, awaiting_approval
+ *   refused   <── queued
  * ```
  *
  * - queued: accepted, nothing on the host touched yet.
@@ -21,30 +24,49 @@ import { A3rError } from "../core/errors.ts";
  * - running: the training process group is alive and being supervised.
  * - recovering: a failure was classified and a fix is being applied before relaunch;
  *   a successful relaunch goes back to running with the next attempt number.
- * - succeeded | failed | timed_out | cancelled: terminal, no exits. A finished run is
+ * - awaiting_approval: the fix is a command the blueprint did not contain and the campaign's
+ *   `commands.allow` does not cover; no process runs until a person approves it
+ *   (`a3r worker approve`, back to recovering) or refuses it (failed). The worker keeps
+ *   its lease and heartbeat while it waits; status.json `approval` holds the proposal.
+ * - refused: the worker's command policy refused the blueprint; nothing was prepared or
+ *   launched, and the result directory says why (status.json `reason`, events.jsonl).
+ * - succeeded | failed | timed_out | cancelled | refused: terminal, no exits. A finished run is
  *   never revived: a new try of the same blueprint is a new result directory.
  *
  * Left out on purpose: why a run failed (status.json `reason`, events.jsonl) and how many
  * attempts are allowed (the worker's recovery policy).
  */
-export const runStates = ["queued", "preparing", "running", "recovering", "succeeded", "failed", "timed_out", "cancelled"] as const;
+export const runStates = [
+  "queued",
+  "preparing",
+  "running",
+  "recovering",
+  "awaiting_approval",
+  "succeeded",
+  "failed",
+  "timed_out",
+  "cancelled",
+  "refused",
+] as const;
 
 export type RunState = (typeof runStates)[number];
 
-export const terminalRunStates = ["succeeded", "failed", "timed_out", "cancelled"] as const satisfies readonly RunState[];
+export const terminalRunStates = ["succeeded", "failed", "timed_out", "cancelled", "refused"] as const satisfies readonly RunState[];
 
 export type TerminalRunState = (typeof terminalRunStates)[number];
 
 /** The legal transitions: the states each state may move to. Staying in a state is not a transition. */
 export const runStatusTransitions: Readonly<Record<RunState, readonly RunState[]>> = {
-  queued: ["preparing", "cancelled"],
+  queued: ["preparing", "cancelled", "refused"],
   preparing: ["running", "failed", "cancelled"],
   running: ["recovering", "succeeded", "failed", "timed_out", "cancelled"],
-  recovering: ["running", "failed", "timed_out", "cancelled"],
+  recovering: ["running", "awaiting_approval", "failed", "timed_out", "cancelled"],
+  awaiting_approval: ["recovering", "failed", "timed_out", "cancelled"],
   succeeded: [],
   failed: [],
   timed_out: [],
   cancelled: [],
+  refused: [],
 };
 
 /** The state a new status.json must start in. */
@@ -60,7 +82,7 @@ export function isTerminalRunState(state: RunState): state is TerminalRunState {
 
 /** A live state: a supervisor is expected to be heartbeating. */
 export function isActiveRunState(state: RunState): boolean {
-  return state === "preparing" || state === "running" || state === "recovering";
+  return state === "preparing" || state === "running" || state === "recovering" || state === "awaiting_approval";
 }
 
 export function canTransition(from: RunState, to: RunState): boolean {

@@ -9,6 +9,8 @@ import { createProgressReporter } from "../worker/index.ts";
 import { loadBlueprintForRun, runWorker } from "../worker/index.ts";
 import { workerSettingsOf } from "../worker/index.ts";
 import { prepareDemoBlueprint, type DemoMode } from "../worker/index.ts";
+import { answerApproval } from "../worker/index.ts";
+import { hostname, userInfo } from "node:os";
 import { registerWorkerDaemonCommand } from "./worker-daemon-command.ts";
 import { exitCode } from "./exit-codes.ts";
 
@@ -86,12 +88,47 @@ export function registerWorkerCommands(program: Command): void {
       await runBlueprint(blueprintPath, { llm: false, ...(flags.quiet ? { quiet: true } : {}), ...(flags.json ? { json: true } : {}) });
     });
 
+  worker
+    .command("approve")
+    .description(
+      "approve (or --refuse) the command a diagnosis proposed for a run that is awaiting_approval; a command line the blueprint did not contain and the campaign's commands.allow does not cover runs only after this",
+    )
+    .argument("<run>", "the run's result directory (the folder with status.json)")
+    .option("--refuse", "refuse the proposed command: the run fails with the diagnosis")
+    .option("--note <text>", "why, recorded in the run's events")
+    .option("--command <text>", "approve only if this is exactly the command awaiting approval")
+    .option("--by <name>", "who answers, recorded in events.jsonl (default: user@host)")
+    .action(async (run: string, flags: { refuse?: boolean; note?: string; command?: string; by?: string }) => {
+      const by = flags.by ?? `${safeUser()}@${hostname()}`;
+      const { pending, decision } = await answerApproval({
+        resultDir: run,
+        by,
+        ...(flags.refuse ? { refuse: true } : {}),
+        ...(flags.note ? { note: flags.note } : {}),
+        ...(flags.command !== undefined ? { expectCommand: flags.command } : {}),
+      });
+      process.stdout.write(
+        `${decision.decision === "approved" ? "approved" : "refused"} for attempt ${pending.attempt + 1} of ${resolve(run)}:\n${pending.command}\n` +
+          `(the run's worker picks the answer up at its next poll)\n`,
+      );
+    });
+
   registerWorkerDaemonCommand(worker);
+}
+
+function safeUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER ?? "someone";
+  }
 }
 
 /** Runs one blueprint to a complete result directory and sets the exit code from its outcome. */
 async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<void> {
-  const blueprint = await loadBlueprintForRun(blueprintPath);
+  // A blueprint the command policy refuses leaves a `refused` result directory (not on --dry-run).
+  const refusal = flags.dryRun ? {} : { recordRefusal: flags.resultDir === undefined ? {} : { resultDir: flags.resultDir } };
+  const blueprint = await loadBlueprintForRun(blueprintPath, undefined, refusal);
   const resultDir = resolve(flags.resultDir ?? blueprint.resultDir);
   const choice = flags.llm ? describeModelChoice(process.env) : undefined;
   if (flags.dryRun) {

@@ -14,9 +14,13 @@ export async function writeFileAtomic(path: string, content: string | Uint8Array
   try {
     await handle.writeFile(content);
     await handle.sync();
-  } finally {
-    await handle.close();
+  } catch (error) {
+    // A full disk must not also be left holding half-written temp files.
+    await handle.close().catch(() => undefined);
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw error;
   }
+  await handle.close();
   try {
     await rename(temp, path);
   } catch (error) {

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { open, readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { open, readFile, readdir } from "node:fs/promises";
 
 /**
  * Starts a training command in its own session and process group (setsid), with output to
@@ -111,4 +112,101 @@ export async function readExitStatus(exitFile: string): Promise<ExitStatus> {
   if (text === "" || !Number.isInteger(code)) return { exitCode: null, signal: "SIGKILL" };
   if (code > 128 && signalNames[code - 128]) return { exitCode: code, signal: signalNames[code - 128]! };
   return { exitCode: code, signal: null };
+}
+
+export interface TaggedProcess {
+  pid: number;
+  /** The command line, for the report (arguments joined by spaces, cut to 200 characters). */
+  command: string;
+  /** /proc/<pid>/stat start time, so a recycled pid is never signalled. */
+  startTime: string | null;
+}
+
+function procStartTime(stat: string): string | null {
+  // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return fields[19] ?? null;
+}
+
+/**
+ * The live processes whose environment carries `name=value` (read from /proc/<pid>/environ):
+ * how a run's processes are found after some left its process group and session (`setsid`,
+ * daemonising launchers), since the environment is inherited across both. Empty where
+ * /proc is absent; processes of other users are not readable and not found. Zombies have
+ * no environment and are skipped. Linear in the number of processes.
+ */
+export async function findTaggedProcesses(name: string, value: string, exclude: readonly number[] = [process.pid]): Promise<TaggedProcess[]> {
+  const needle = Buffer.from(`${name}=${value}\0`);
+  let entries: string[];
+  try {
+    entries = await readdir("/proc");
+  } catch {
+    return [];
+  }
+  const found: TaggedProcess[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (exclude.includes(pid)) continue;
+    try {
+      const environ = await readFile(`/proc/${pid}/environ`);
+      // Each variable ends with NUL; the first has no NUL before it.
+      if (!(environ.subarray(0, needle.length).equals(needle) || environ.includes(Buffer.concat([Buffer.from("\0"), needle])))) continue;
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0").filter(Boolean).join(" ");
+      found.push({ pid, command: cmdline.slice(0, 200), startTime: procStartTime(stat) });
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
+}
+
+/** Still the same live process: same start time, and not a zombie waiting for its parent. */
+function sameProcess(target: TaggedProcess): boolean {
+  try {
+    const stat = readFileSync(`/proc/${target.pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X" && procStartTime(stat) === target.startTime;
+  } catch {
+    return false;
+  }
+}
+
+function signalProcess(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** TERM to each process, KILL after the grace period to those left; says what each took. */
+export async function terminateProcesses(
+  processes: readonly TaggedProcess[],
+  graceMs: number,
+): Promise<Array<TaggedProcess & { outcome: "terminated" | "killed" | "gone" }>> {
+  const outcome = new Map<number, "terminated" | "killed" | "gone">();
+  for (const target of processes) {
+    if (!sameProcess(target)) outcome.set(target.pid, "gone");
+    else if (!signalProcess(target.pid, "SIGTERM")) outcome.set(target.pid, "gone");
+  }
+  const pending = () => processes.filter((target) => !outcome.has(target.pid) && sameProcess(target));
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && pending().length > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+  for (const target of pending()) outcome.set(target.pid, signalProcess(target.pid, "SIGKILL") ? "killed" : "terminated");
+  for (const target of processes) if (!outcome.has(target.pid)) outcome.set(target.pid, "terminated");
+  return processes.map((target) => ({ ...target, outcome: outcome.get(target.pid)! }));
+}
+
+/** One variable of a live process's environment (/proc/<pid>/environ), or undefined. */
+export function processEnvVariable(pid: number, name: string): string | undefined {
+  try {
+    const prefix = `${name}=`;
+    for (const entry of readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")) if (entry.startsWith(prefix)) return entry.slice(prefix.length);
+  } catch {
+    // Gone, or not ours to read.
+  }
+  return undefined;
 }

@@ -108,5 +108,9 @@ describe("worker re-attach", () => {
     expect(events.some((event) => event.kind === "worker.found-ended")).toBe(true);
     // The log lines written while nobody watched are still recorded, once each.
     expect((await readMetrics(join(resultDir, "metrics.jsonl"))).records.map((record) => record.step)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // ...and marked: their time is when the second worker read them, not when the run made them.
+    const late = events.find((event) => event.kind === "metrics.recorded-late");
+    expect(late).toMatchObject({ attempt: 1, fromStep: 3, toStep: 8, count: 6 });
+    expect(typeof late?.unwatchedSince).toBe("string");
   });
 });

@@ -27,4 +27,6 @@ export interface RunContext {
   commandRules?: readonly CommandRule[];
   runStartedAtMs: number;
   attempt: number;
+  /** swarm: the run's admin token (launch/swarm-admin-token.ts); held in memory only, never in status.json. */
+  swarmAdminToken?: string;
 }

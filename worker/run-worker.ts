@@ -1,27 +1,52 @@
 import { mkdir, readFile, readdir, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { hostname } from "node:os";
-import { resolve } from "node:path";
-import { auditBlueprint, blueprintCommandRules, readBlueprintFile, type Blueprint, type CommandRule } from "../blueprints/index.ts";
-import { readRunStatus, readMetrics, resultDirPaths, ResultDirWriter, type LedgerSink, type RunState, type RunStatus } from "../campaign/index.ts";
+import { dirname, resolve } from "node:path";
+import { auditBlueprint, blueprintCommandRules, blueprintTextForCopy, readBlueprintFile, type Blueprint, type CommandRule } from "../blueprints/index.ts";
+import {
+  findCampaignOf,
+  isTerminalRunState,
+  readRunStatus,
+  readMetrics,
+  resultDirPaths,
+  ResultDirWriter,
+  type LedgerSink,
+  type RunState,
+  type RunStatus,
+} from "../campaign/index.ts";
 import { A3rError, isA3rError } from "../core/errors.ts";
 import { formatDuration } from "../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
 import { checkpointDirOf, configCopyPath, envPassthroughOf, planAttempt, processEnv, withheldVariables } from "./launch/attempt-plan.ts";
 import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readConfigFile, readyUrlOf, swarmHooks } from "./launch/attempt-launch.ts";
-import { handleFailure } from "./recover/failure-handling.ts";
+import { handleFailure, resumeAwaitingApproval } from "./recover/failure-handling.ts";
 import { finalizeRun } from "./finish/finalize-run.ts";
+import { recordRefusal } from "./finish/refusal.ts";
 import { isRecordRunning, stopRecord } from "./launch/launched-process.ts";
+import { stopEscapedProcesses } from "./launch/run-tag.ts";
+import { confineResultDir } from "./launch/result-dir-confinement.ts";
+import { newSwarmAdminToken, swarmAdminTokenOf, swarmAdminTokenVariable } from "./launch/swarm-admin-token.ts";
 import { withHeartbeat } from "./supervise/keep-alive.ts";
 import { readOomKillCount } from "./supervise/oom-kill-counter.ts";
 import { baseValuesOf } from "./recover/overrides.ts";
+import { lossMetricsOf } from "./recover/loss-metrics.ts";
 import { createProgressReporter, type ProgressReporter } from "./supervise/progress-reporter.ts";
 import { emptyMemory, memoryFields, memoryFromStatus } from "./run-memory.ts";
 import { superviseAttempt, type AttemptEnd, type SwarmHooks } from "./supervise/supervise-attempt.ts";
 import { workerSettingsOf, type WorkerSettings } from "./worker-settings.ts";
 import type { RunContext } from "./run-context.ts";
 import { pathExists } from "../core/path-exists.ts";
+import {
+  findStorageFailureRecord,
+  removeStorageFailureRecord,
+  saveStorageFailureRecord,
+  storageFailureOf,
+  storageFailureRecord,
+  type StopOutcome as StorageStopOutcome,
+  type StorageFailureRecord,
+} from "./supervise/storage-failure.ts";
+import { interpreterFound } from "./launch/interpreter.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
@@ -57,6 +82,12 @@ export interface RunWorkerOptions {
   commandRules?: readonly CommandRule[];
   /** Who owns the lease; defaults to host:pid. */
   owner?: string;
+  /**
+   * Folders the result directory must really (symlinks resolved) be inside; default: the
+   * campaign's `results/` for a run placed there, else anywhere. A result directory that is
+   * a symbolic link is always refused (launch/result-dir-confinement.ts).
+   */
+  allowedRoots?: readonly string[];
 }
 
 export interface WorkerOutcome {
@@ -70,14 +101,26 @@ export interface WorkerOutcome {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function loadBlueprintForRun(path: string, rules?: readonly CommandRule[]): Promise<Blueprint> {
+/**
+ * Reads and audits a blueprint; BLUEPRINT_INVALID for any error. With `recordRefusal`, a
+ * blueprint whose only errors are the command policy's gets a `refused` result directory
+ * first (in `recordRefusal.resultDir`, else its own Result Directory; see finish/refusal.ts).
+ */
+export async function loadBlueprintForRun(
+  path: string,
+  rules?: readonly CommandRule[],
+  options: { recordRefusal?: { resultDir?: string } } = {},
+): Promise<Blueprint> {
   const blueprint = await readBlueprintFile(resolve(path));
   const errors = auditBlueprint(blueprint, rules ? { commandRules: rules } : {}).filter((finding) => finding.severity === "error");
   if (errors.length > 0) {
     const first = errors[0]!;
+    const refusedOnly = errors.every((finding) => finding.code === "COMMAND_FORBIDDEN");
+    const resultDir = options.recordRefusal?.resultDir ?? blueprint.resultDir;
+    const recorded = refusedOnly && options.recordRefusal !== undefined && (await recordRefusal(blueprint, resolve(resultDir), errors));
     throw new A3rError("BLUEPRINT_INVALID", `${errors.length} problem(s) in the blueprint, first: ${first.message}`, {
       where: `${first.file}:${first.line}`,
-      hint: `${first.hint} (run \`a3r blueprint validate ${path}\` for all of them)`,
+      hint: `${first.hint} (run \`a3r blueprint validate ${path}\` for all of them)${recorded ? `; recorded as refused in ${resolve(resultDir)}` : ""}`,
     });
   }
   return blueprint;
@@ -96,7 +139,12 @@ async function acquireWriter(dir: string, owner: string, settings: WorkerSetting
   let told = false;
   for (;;) {
     try {
-      return await ResultDirWriter.open(dir, owner, { ttlMs: settings.leaseTtlMs, staleMs: lockStaleMs, timeoutMs: 15_000 });
+      return await ResultDirWriter.open(dir, owner, {
+        ttlMs: settings.leaseTtlMs,
+        staleMs: lockStaleMs,
+        timeoutMs: 15_000,
+        onForeignWrite: (write) => progress.event(`someone else wrote ${write.file} (${write.found}); the worker owns it and ${write.action}`),
+      });
     } catch (error) {
       const waitable = isA3rError(error, "LEASE_HELD") || isA3rError(error, "LOCK_TIMEOUT");
       if (!waitable || Date.now() > deadline) throw error;
@@ -127,8 +175,11 @@ export async function hasCheckpoint(resultDir: string, mode: Blueprint["mode"]):
 export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcome> {
   const env = options.env ?? process.env;
   const progress = options.progress ?? createProgressReporter(process.stderr);
-  const blueprint = await loadBlueprintForRun(options.blueprintPath, options.commandRules);
+  const blueprint = await loadBlueprintForRun(options.blueprintPath, options.commandRules, {
+    recordRefusal: options.resultDir === undefined ? {} : { resultDir: options.resultDir },
+  });
   const resultDir = resolve(options.resultDir ?? blueprint.resultDir);
+  await confineResultDir(resultDir, options.allowedRoots ?? ((await findCampaignOf(resultDir)) ? [dirname(resultDir)] : []));
   const settings = workerSettingsOf(blueprint, resultDir);
   const paths = resultDirPaths(resultDir);
   const outcome = (state: RunState, extra: Partial<WorkerOutcome> = {}): WorkerOutcome => ({
@@ -141,19 +192,22 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
     ...extra,
   });
 
-  if (await pathExists(paths.finishFlag)) {
-    const state = (await readFile(paths.finishFlag, "utf8")).trim() as RunState;
-    progress.event(`${blueprint.id}: already finished (${state}); a finished run is never run again (use a new result directory)`);
-    return outcome(state, { alreadyFinished: true });
+  const finished = await finishedState(paths);
+  if (finished) {
+    progress.event(`${blueprint.id}: already finished (${finished}); a finished run is never run again (use a new result directory)`);
+    return outcome(finished, { alreadyFinished: true });
   }
-  await mkdir(resultDir, { recursive: true });
-  const writer = await acquireWriter(resultDir, options.owner ?? `${hostname()}:${process.pid}`, settings, progress);
+  let writer: ResultDirWriter | undefined;
+  // Known once the run's memory is read: what to stop if the result directory fails us.
+  let watched: RunContext | undefined;
   try {
+    await mkdir(resultDir, { recursive: true });
+    writer = await acquireWriter(resultDir, options.owner ?? `${hostname()}:${process.pid}`, settings, progress);
     // The worker whose lease we waited out may have finished the run meanwhile.
-    if (await pathExists(paths.finishFlag)) {
-      const state = (await readFile(paths.finishFlag, "utf8")).trim() as RunState;
-      progress.event(`${blueprint.id}: finished (${state}) by the worker that held it; nothing to do`);
-      return outcome(state, { alreadyFinished: true });
+    const finishedMeanwhile = await finishedState(paths);
+    if (finishedMeanwhile) {
+      progress.event(`${blueprint.id}: finished (${finishedMeanwhile}) by the worker that held it; nothing to do`);
+      return outcome(finishedMeanwhile, { alreadyFinished: true });
     }
     const read = await readRunStatus(paths.status);
     const status: RunStatus | undefined = read.status;
@@ -174,11 +228,21 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
       runStartedAtMs: status?.startedAt ? Date.parse(status.startedAt) : Date.now(),
       attempt: status?.attempt ?? 0,
     };
+    watched = context;
+    const abandoned = await findStorageFailureRecord(resultDir);
+    if (abandoned) return outcome("failed", await finishAbandoned(context, status, abandoned));
     const state = status?.state;
     if (state === "succeeded" || state === "failed" || state === "timed_out" || state === "cancelled") {
       // The previous worker died between the last status and finish.flag: finish its work.
       await finalizeRun(context, state, status?.reason ?? null, { alreadyTerminal: true });
       return outcome(state, { attempts: context.attempt, reason: status?.reason ?? null });
+    }
+    if (state === "awaiting_approval") {
+      // The worker before this one died while a proposed command awaited a person: wait on.
+      const next = await resumeAwaitingApproval(context, status as Record<string, unknown>);
+      if (next.kind === "finished") return outcome(next.state, { attempts: context.attempt, reason: next.reason });
+      const final = await loop(context, undefined);
+      return outcome(final.state, { attempts: context.attempt, reason: final.reason });
     }
     if (state === "running" || state === "recovering") {
       const live = [];
@@ -187,14 +251,14 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
       if (state === "running" && mainRecord && live.includes(mainRecord)) {
         await writer.appendEvent("worker.reattached", { attempt: context.attempt, pid: mainRecord.pid, pgid: mainRecord.pgid });
         progress.event(`${blueprint.id}: re-attached to attempt ${context.attempt} (pid ${mainRecord.pid}), not launching again`);
-        const end = await supervise(context, await reattachSwarm(context));
+        const end = await supervise(context, await reattachSwarm(context), null, status?.heartbeatAt ?? null);
         const final = await loop(context, end);
         return outcome(final.state, { attempts: context.attempt, reattached: true, reason: final.reason });
       }
       if (state === "running") {
         // The run ended while nobody watched: judge it from its exit file and log.
         await writer.appendEvent("worker.found-ended", { attempt: context.attempt });
-        const end = await supervise(context, await reattachSwarm(context));
+        const end = await supervise(context, await reattachSwarm(context), null, status?.heartbeatAt ?? null);
         const final = await loop(context, end);
         return outcome(final.state, { attempts: context.attempt, reason: final.reason });
       }
@@ -207,10 +271,107 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
     if (!prepared) return outcome("failed", { attempts: 0, reason: (await readRunStatus(paths.status)).status?.reason ?? null });
     const final = await loop(context, undefined);
     return outcome(final.state, { attempts: context.attempt, reason: final.reason });
+  } catch (error) {
+    const failure = storageFailureOf(error, resultDir);
+    if (!failure) throw error;
+    throw await abandonRun(resultDir, watched, failure, settings);
   } finally {
     progress.done();
-    await writer.release().catch(() => false);
+    await writer?.release().catch(() => false);
   }
+}
+
+/**
+ * The worker cannot write its result directory: it stops every process of the run (the
+ * training must never go on unwatched), tries to finish the run as `failed` in place (the
+ * failure may be one file), and otherwise leaves the record next to the run folder for the
+ * next worker. Returns the error the CLI prints (exit code 1).
+ */
+async function abandonRun(resultDir: string, context: RunContext | undefined, failure: NodeJS.ErrnoException, settings: WorkerSettings): Promise<A3rError> {
+  const status = context ? undefined : await readRunStatus(resultDirPaths(resultDir).status).catch(() => undefined);
+  const processes = context?.memory.processes ?? memoryFromStatus(status?.status, {}).processes;
+  const stopped: StorageStopOutcome[] = [];
+  // Clients first, as the supervisor stops them, so the server's last checkpoint is not disturbed.
+  for (const record of [...processes].reverse())
+    stopped.push({ role: record.role, pid: record.pid, outcome: await stopRecord(record, settings.gracePeriodMs) });
+  for (const escaped of await stopEscapedProcesses(resultDir, settings.gracePeriodMs))
+    stopped.push({ role: `escaped: ${escaped.command}`, pid: escaped.pid, outcome: escaped.outcome });
+  const attempt = context?.attempt ?? status?.status?.attempt ?? 0;
+  const record = storageFailureRecord(resultDir, attempt, failure, stopped.reverse());
+  let finishedInPlace = false;
+  if (context) {
+    try {
+      context.memory.history.push({ attempt, ending: record.reason });
+      await finalizeRun(context, "failed", record.reason);
+      finishedInPlace = true;
+    } catch {
+      // As expected when the whole folder is unwritable: the record below is the truth.
+    }
+  }
+  const saved = finishedInPlace || (attempt === 0 && stopped.length === 0) ? null : await saveStorageFailureRecord(record);
+  const where = finishedInPlace
+    ? "the run is recorded as failed in its result directory"
+    : saved
+      ? `the run's end is recorded in ${saved} until the result directory can be written again`
+      : attempt === 0 && stopped.length === 0
+        ? "nothing had been launched"
+        : "no fallback location could be written either (this message is the only record)";
+  return new A3rError("RESULT_DIR_UNWRITABLE", `${record.reason}; ${where}`, {
+    where: failure.path ?? resultDir,
+    hint: "free space on the result directory's disk or fix its permissions, then run `a3r worker run` on the blueprint again: it finishes the run as failed from the record",
+    cause: failure,
+    details: { code: failure.code, attempt, stopped, record: saved },
+  });
+}
+
+/** A previous worker stopped this run because it could not write here: finish it as failed, with its reason. */
+async function finishAbandoned(
+  context: RunContext,
+  status: RunStatus | undefined,
+  abandoned: { path: string; record: StorageFailureRecord },
+): Promise<Partial<WorkerOutcome>> {
+  const { writer, settings } = context;
+  const { record } = abandoned;
+  // The record says these were stopped; whatever is alive again is not allowed to run on.
+  for (const process of context.memory.processes) if (await isRecordRunning(process)) await stopRecord(process, settings.gracePeriodMs);
+  if (status === undefined) await writer.writeStatus({ state: "queued", host: hostname(), ...memoryFields(context.memory) });
+  if (status === undefined || status.state === "queued") await writer.writeStatus({ state: "preparing" });
+  // A folder that lost everything (a tmpfs gone with its mount) still says what was run.
+  if (!(await pathExists(resultDirPaths(context.resultDir).blueprint))) await writer.writeBlueprint(await blueprintTextForCopy(context.blueprint.file!));
+  const terminal = status?.state === "succeeded" || status?.state === "failed" || status?.state === "timed_out" || status?.state === "cancelled";
+  const state: RunState = terminal ? status!.state : "failed";
+  const reason = terminal ? (status?.reason ?? record.reason) : record.reason;
+  context.attempt = Math.max(context.attempt, record.attempt);
+  await writer.appendEvent("worker.storage-failure", {
+    attempt: record.attempt,
+    stoppedAt: record.time,
+    error: record.error,
+    stopped: record.stopped,
+    record: abandoned.path,
+  });
+  if (!terminal) {
+    await writer.appendAttempt({
+      attempt: record.attempt,
+      title: "stopped by the worker: it could not write the result directory",
+      body: `${record.reason}.\n\nThe failed write: ${record.error.message}. Recorded at ${record.time} in ${abandoned.path}; finished from that record by the next worker.`,
+    });
+    context.memory.history.push({ attempt: record.attempt, ending: record.reason });
+  }
+  await finalizeRun(context, state, reason, terminal ? { alreadyTerminal: true } : {});
+  await removeStorageFailureRecord(abandoned.path);
+  return { attempts: context.attempt, reason };
+}
+
+/**
+ * The final state when the run has finished: finish.flag, backed by a terminal status.json.
+ * A flag beside a live status was written by someone else (the training program, in its own
+ * result directory): the run is not over, and the writer removes that flag and reports it.
+ */
+async function finishedState(paths: ReturnType<typeof resultDirPaths>): Promise<RunState | undefined> {
+  if (!(await pathExists(paths.finishFlag))) return undefined;
+  const status = (await readRunStatus(paths.status).catch(() => undefined))?.status;
+  if (status === undefined || !isTerminalRunState(status.state)) return undefined;
+  return status.state;
 }
 
 /** Checks paths, interpreter and config, copies the blueprint; false when the run failed here. */
@@ -219,14 +380,14 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   if (fresh) await writer.writeStatus({ state: "queued", host: hostname(), ...memoryFields(context.memory) });
   await writer.writeStatus({ state: "preparing", host: hostname() });
   await writer.appendEvent("run.preparing", { blueprint: blueprint.id, mode: blueprint.mode });
-  await writer.writeBlueprint(await readFile(blueprint.file!, "utf8"));
+  await writer.writeBlueprint(await blueprintTextForCopy(blueprint.file!));
   const problems: string[] = [];
   const isDirectory = await stat(blueprint.codebase).then(
     (info) => info.isDirectory(),
     () => false,
   );
   if (!isDirectory) problems.push(`the codebase ${blueprint.codebase} is not a folder`);
-  if (!(await pathExists(blueprint.venv))) problems.push(`the interpreter or environment ${blueprint.venv} does not exist`);
+  if (!(await interpreterFound(blueprint.venv, process.env.PATH))) problems.push(`the interpreter or environment ${blueprint.venv} does not exist`);
   if (blueprint.config !== null) {
     try {
       await readConfigFile(blueprint.config);
@@ -268,18 +429,24 @@ async function reattachSwarm(context: RunContext): Promise<SwarmHooks | undefine
     a3rBin,
     nodeExecutable: process.execPath,
   });
+  // The live server's token, read back from its environment: restarted clients need it.
+  const token = server ? swarmAdminTokenOf(server.pid) : undefined;
+  if (token) context.swarmAdminToken = token;
+  const env = processEnv(context.env, plan, context.blueprint.venv, envPassthroughOf(context.blueprint));
   return swarmHooks(
     url,
-    clientRelauncher(
-      context.attempt,
-      resultDirPaths(context.resultDir).logs,
-      plan.cwd,
-      processEnv(context.env, plan, context.blueprint.venv, envPassthroughOf(context.blueprint)),
-    ),
+    clientRelauncher(context.attempt, resultDirPaths(context.resultDir).logs, plan.cwd, token ? { ...env, [swarmAdminTokenVariable]: token } : env),
+    token,
   );
 }
 
-async function supervise(context: RunContext, swarm: SwarmHooks | undefined, oomKillsAtStart: number | null = null): Promise<AttemptEnd> {
+/** `unwatchedSince`: on re-attach, the dead worker's last heartbeat (what the run made after it is marked late). */
+async function supervise(
+  context: RunContext,
+  swarm: SwarmHooks | undefined,
+  oomKillsAtStart: number | null = null,
+  unwatchedSince: string | null = null,
+): Promise<AttemptEnd> {
   const metrics = await readMetrics(resultDirPaths(context.resultDir).metrics);
   const ofAttempt = metrics.records.filter((record) => record.attempt === context.attempt);
   let lastStep = ofAttempt.length > 0 ? Math.max(...ofAttempt.map((record) => record.step)) : null;
@@ -293,6 +460,8 @@ async function supervise(context: RunContext, swarm: SwarmHooks | undefined, oom
     processes: context.memory.processes,
     ...(swarm ? { swarm } : {}),
     settings: context.settings,
+    resultDir: context.resultDir,
+    ...(unwatchedSince ? { unwatchedSince } : {}),
     runStartedAtMs: context.runStartedAtMs,
     attemptStartedAtMs: context.memory.attemptStartedAt ? Date.parse(context.memory.attemptStartedAt) : Date.now(),
     budgetMs: context.blueprint.timeBudgetMs,
@@ -300,6 +469,7 @@ async function supervise(context: RunContext, swarm: SwarmHooks | undefined, oom
     oomKillsAtStart,
     ...(context.signal ? { signal: context.signal } : {}),
     ...(metricName ? { metricName } : {}),
+    lossMetrics: lossMetricsOf(context.blueprint.frontMatter),
     progress: context.progress,
     saveProcesses: async (records) => {
       context.memory.processes = records;
@@ -338,6 +508,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
         baseEnv: context.env,
         readyTimeoutMs: context.settings.swarmReadyTimeoutMs,
         graceMs: context.settings.gracePeriodMs,
+        ...(blueprint.mode === "swarm" ? { swarmAdminToken: (context.swarmAdminToken ??= newSwarmAdminToken()) } : {}),
         onProcesses: async (records) => {
           memory.processes = records;
           const main = records[0]!;
@@ -401,6 +572,11 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   return supervise(context, launched.swarm, oomKillsAtStart);
 }
 
+/** Whether the run recorded anything a training run records: a step or a metric, in any attempt. */
+async function hasTrainingSignal(resultDir: string): Promise<boolean> {
+  return (await readMetrics(resultDirPaths(resultDir).metrics)).records.length > 0;
+}
+
 /** Drives attempts until the run is over: `end` is how the current attempt ended, if one ran. */
 async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{ state: RunState; reason: string | null }> {
   let current = end;
@@ -420,6 +596,21 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
       current = await launchNext(context, resume);
     }
     const ended: AttemptEnd = current;
+    if (ended.kind === "succeeded" && context.settings.requireTrainingSignal && !(await hasTrainingSignal(context.resultDir))) {
+      // A program that trained nothing (wrong entry point, empty dataset, a flag typo that
+      // only prints usage) must not be recorded as a result.
+      const reason = `${ended.detail} without a training signal: no step and no metric was recorded in ${context.attempt} attempt(s)`;
+      const said = context.blueprint.mode === "classic" ? "exited 0 without a training signal" : "finished without a training signal";
+      context.memory.history.push({ attempt: context.attempt, ending: said });
+      await context.writer.appendAttempt({
+        attempt: context.attempt,
+        title: said,
+        body: `${reason}. Success needs at least one step or metric (log lines, $A3R_METRICS_FILE or the swarm server's /metrics); a blueprint whose run trains nothing says \`worker: { require_training_signal: false }\`.`,
+      });
+      await context.writer.appendEvent("run.no-training-signal", { attempt: context.attempt, detail: ended.detail });
+      await finalizeRun(context, "failed", `${said} (${ended.detail}; no step and no metric recorded)`);
+      return { state: "failed", reason: `${said} (${ended.detail}; no step and no metric recorded)` };
+    }
     if (ended.kind === "succeeded") {
       context.memory.history.push({ attempt: context.attempt, ending: `succeeded (${ended.detail})` });
       await context.writer.appendAttempt({ attempt: context.attempt, title: "succeeded", body: `${ended.detail}; last step ${ended.lastStep ?? "none"}.` });

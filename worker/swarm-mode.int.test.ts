@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { auditResultDir, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
 import { memoryFromStatus } from "./run-memory.ts";
+import { processEnvVariable } from "../core/process-group.ts";
 import { runWorker } from "./run-worker.ts";
 import { silentProgress } from "./supervise/progress-reporter.ts";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
@@ -70,6 +71,13 @@ describe("worker in swarm mode", () => {
     const metricsPath = join(resultDir, "metrics.jsonl");
     await until(async () => (await readMetrics(metricsPath)).records.length >= 1);
     const [server, firstClient] = await processesOf(resultDir);
+    // The server got a per-run admin token through its environment only, and enforces it.
+    const token = processEnvVariable(server!.pid, "A3R_SWARM_ADMIN_TOKEN")!;
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    expect(processEnvVariable(firstClient!.pid, "A3R_SWARM_ADMIN_TOKEN")).toBe(token);
+    const url = memoryFromStatus((await readRunStatus(join(resultDir, "status.json"))).status, {}).swarmUrl!;
+    expect((await fetch(`${url}/get_server_experiment_dir`)).status).toBe(401);
+    expect((await fetch(`${url}/get_server_experiment_dir`, { headers: { "x-admin-token": token } })).status).toBe(200);
     process.kill(-firstClient!.pgid, "SIGKILL");
     await until(async () => (await readEvents(join(resultDir, "events.jsonl"))).events.some((event) => event.kind === "client.restarted"));
     const [serverAfterClientCrash, restartedClient] = await processesOf(resultDir);
@@ -104,5 +112,9 @@ describe("worker in swarm mode", () => {
     const attempts = await readFile(join(resultDir, "attempts.md"), "utf8");
     expect(attempts).toContain("## Attempt 2: relaunched, resuming from the last checkpoint");
     expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);
+    // No file of the result directory (status, attempts.md, events, logs, config copies) holds the token.
+    const files = (await readdir(resultDir, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile());
+    expect(files.length).toBeGreaterThan(10);
+    for (const file of files) expect(await readFile(join(file.parentPath, file.name), "utf8"), file.name).not.toContain(token);
   });
 });

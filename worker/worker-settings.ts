@@ -25,6 +25,7 @@ import type { FailureClass } from "./recover/failure-classifier.ts";
  *   max_client_restarts: 5           # per swarm client, per attempt
  *   api_backoff: [30s, 2m, 8m]        # waits before retrying after an external API rate limit or auth error
  *   log_metric_patterns: [{ name, line, pair }]   # added before the defaults
+ *   require_training_signal: true    # exit 0 with no step and no metric at all is `failed`; false for a run that trains nothing
  * ```
  *
  * Left out: the recovery playbook (worker/recover/recovery-playbook.ts) and the LLM (environment).
@@ -45,6 +46,8 @@ export interface WorkerSettings {
   env: Record<string, string>;
   /** The blueprint's starting overrides (front matter `overrides`). */
   overrides: Overrides;
+  /** Success needs at least one recorded step or metric (front matter `worker.require_training_signal`, default true). */
+  requireTrainingSignal: boolean;
   /** The recovery playbook, with `api_backoff` applied to the external-API entries. */
   playbook: Record<FailureClass, PlaybookEntry>;
 }
@@ -72,6 +75,7 @@ const workerBlockSchema = z.strictObject({
   max_client_restarts: z.int().nonnegative().optional(),
   api_backoff: z.array(duration).min(1).optional(),
   log_metric_patterns: z.array(z.strictObject({ name: z.string().min(1), line: z.string().min(1), pair: z.string().min(1) })).optional(),
+  require_training_signal: z.boolean().optional(),
 });
 
 const overrideValue = z.union([z.string(), z.number(), z.boolean()]);
@@ -140,6 +144,7 @@ export function workerSettingsOf(blueprint: Blueprint, resultDir: string): Worke
     logMetricPatterns: [...(worker.log_metric_patterns ?? []), ...defaultLogMetricPatterns],
     env: Object.fromEntries(Object.entries(front.env ?? {}).map(([key, value]) => [key, String(value)])),
     overrides: { ...(front.overrides ?? {}) },
+    requireTrainingSignal: worker.require_training_signal ?? true,
     playbook: withApiBackoff(worker.api_backoff?.map((value) => parseDuration(value)!)),
   };
 }

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { commandRuleSchema, defaultCommandRules, mergeCommandPolicy, type CommandRule } from "../../blueprints/index.ts";
+import { commandRuleSchema, defaultCommandRules, isFileRelative, isProgramName, mergeCommandPolicy, type CommandRule } from "../../blueprints/index.ts";
 import { readFrontMatter } from "../../blueprints/front-matter.ts";
 import { parseDuration } from "../../core/duration.ts";
 import { A3rError } from "../../core/errors.ts";
@@ -13,10 +13,12 @@ import { pathExists } from "../../core/path-exists.ts";
  *
  * ```yaml
  * title: Which learning rate learns item-color fastest?
- * metric: { name: rollout_reward_mean, goal: maximize, score: area, reference: 0.03 }
+ * metric: { name: rollout_reward_mean, goal: maximize, score: area, reference: 0.03,
+ *           range: [0, 1], equivalence: 0.02 }   # clip intervals; "tied within 0.02" is an answer
  * base: { mode: swarm, codebase: /abs, interpreter: /abs/node, config: /abs/x.yaml,
  *         command: "node bin/a3r.js ...", time_budget: 10m, overrides: { max_steps: 20 } }
  * knobs: { lr: [0.2, 0.05, 0.5] }      # the first value of each knob is the baseline
+ *   # or with the range refinement must stay in: { clip: { values: [0.2, 0.05, 1], min: 0, max: 1 } }
  * seeds: 2
  * budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }
  * hosts: ../hosts/local-only.yaml      # relative to the topic file
@@ -38,20 +40,58 @@ const metricSchema = z.strictObject({
   score: z.enum(["final", "best", "area"]).default("final"),
   /** A level any working run beats (chance, a published number): the baseline's prediction. */
   reference: z.number().optional(),
+  /** The values the metric can take, e.g. [0, 1] for a success rate: intervals are clipped to it. */
+  range: z
+    .tuple([z.number(), z.number()])
+    .refine(([low, high]) => low < high, "[low, high] with low below high, e.g. [0, 1]")
+    .optional(),
+  /**
+   * Practical-equivalence margin: two configurations whose means differ by less than this
+   * are the same for the question (two one-sided tests), which is an answer, not a failure.
+   */
+  equivalence: z.number().positive().optional(),
 });
+
+/** A knob's candidate values, optionally with the range its values must stay in when refined. */
+const knobSpec = z.union([
+  z.array(knobValue).min(1, "at least one value (the first is the baseline)"),
+  z
+    .strictObject({
+      values: z.array(knobValue).min(1, "at least one value (the first is the baseline)"),
+      min: z.number().optional(),
+      max: z.number().optional(),
+    })
+    .refine((spec) => spec.min === undefined || spec.max === undefined || spec.min <= spec.max, "min must not be above max")
+    .refine(
+      (spec) =>
+        spec.values.every(
+          (value) => typeof value !== "number" || ((spec.min === undefined || value >= spec.min) && (spec.max === undefined || value <= spec.max)),
+        ),
+      "every value must lie within min and max",
+    ),
+]);
 
 const durationText = z.union([z.string(), z.number()]).refine((value) => parseDuration(value) !== undefined, "a duration such as 20m, 4h or 1h30m");
 
-const absolutePath = z
+// Relative paths start with ./ or ../ and mean the topic file's own folder, so an example
+// topic works wherever its clone lies (the campaign's copy gets them absolute).
+const basePath = z
   .string()
   .min(1)
-  .refine((value) => isAbsolute(value), "an absolute path");
+  .refine((value) => isAbsolute(value) || isFileRelative(value), "an absolute path, or one starting with ./ or ../ (relative to the topic file)");
+const interpreterPath = z
+  .string()
+  .min(1)
+  .refine(
+    (value) => isAbsolute(value) || isFileRelative(value) || isProgramName(value),
+    "an absolute path, one starting with ./ or ../ (relative to the topic file), or a program on the worker's PATH such as node",
+  );
 
 const baseSchema = z.strictObject({
   mode: z.enum(["swarm", "classic"]).default("classic"),
-  codebase: absolutePath,
-  interpreter: absolutePath,
-  config: absolutePath.nullable().default(null),
+  codebase: basePath,
+  interpreter: interpreterPath,
+  config: basePath.nullable().default(null),
   command: z.string().min(1),
   time_budget: durationText.default("1h"),
   first_signal_timeout: durationText.optional(),
@@ -109,12 +149,7 @@ const frontMatterSchema = z.strictObject({
   title: z.string().min(1).optional(),
   metric: metricSchema,
   base: baseSchema.optional(),
-  knobs: z
-    .record(
-      z.string().regex(/^[A-Za-z_][\w.]*$/, "a config key such as lr or optimizer.lr"),
-      z.array(knobValue).min(1, "at least one value (the first is the baseline)"),
-    )
-    .optional(),
+  knobs: z.record(z.string().regex(/^[A-Za-z_][\w.]*$/, "a config key such as lr or optimizer.lr"), knobSpec).optional(),
   seeds: z.int().min(1).max(30).default(2),
   budgets: budgetsSchema.default({ stages: 3, experiments: 50 }),
   hosts: z.string().min(1).optional(),
@@ -129,6 +164,10 @@ export const defaultLeaderPollMs = 2000;
 
 export type KnobValue = z.infer<typeof knobValue>;
 export type TopicMetric = z.infer<typeof metricSchema>;
+export interface KnobRange {
+  min?: number;
+  max?: number;
+}
 export type TopicBase = z.infer<typeof baseSchema>;
 
 export interface TopicBudgets {
@@ -150,6 +189,8 @@ export interface Topic {
   base: TopicBase | undefined;
   /** Knob name → candidate values; the first value is the baseline. Insertion order is kept. */
   knobs: Record<string, KnobValue[]>;
+  /** Per knob, the range a refinement must stay in (`knobs: { clip: { values, min, max } }`). */
+  knobRanges?: Record<string, KnobRange>;
   seeds: number;
   budgets: TopicBudgets;
   /** Absolute path of the hosts file, or undefined for this machine only. */
@@ -239,8 +280,8 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     title: data.title ?? firstLine(question),
     question,
     metric: data.metric,
-    base: data.base,
-    knobs: data.knobs ?? {},
+    base: data.base === undefined ? undefined : withPathsFrom(baseDir, data.base),
+    ...knobsOf(data.knobs),
     seeds: data.seeds,
     budgets: toBudgets(data.budgets),
     hostsFile: data.hosts === undefined ? undefined : resolve(baseDir, data.hosts),
@@ -248,6 +289,26 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     commands: data.commands,
     leaderPollMs: data.leader.poll_interval === undefined ? defaultLeaderPollMs : parseDuration(data.leader.poll_interval)!,
   };
+}
+
+/** The base experiment with its file-relative paths made absolute against the topic's folder. */
+function withPathsFrom<Base extends { codebase: string; interpreter: string; config: string | null }>(baseDir: string, base: Base): Base {
+  const absolute = (path: string): string => (isFileRelative(path) ? resolve(baseDir, path) : path);
+  return { ...base, codebase: absolute(base.codebase), interpreter: absolute(base.interpreter), config: base.config === null ? null : absolute(base.config) };
+}
+
+/** A knob written as a list, or as `{ values, min, max }`, split into its values and its range. */
+function knobsOf(knobs: Record<string, z.infer<typeof knobSpec>> | undefined): { knobs: Record<string, KnobValue[]>; knobRanges: Record<string, KnobRange> } {
+  const values: Record<string, KnobValue[]> = {};
+  const ranges: Record<string, KnobRange> = {};
+  for (const [name, spec] of Object.entries(knobs ?? {})) {
+    if (Array.isArray(spec)) values[name] = spec;
+    else {
+      values[name] = spec.values;
+      ranges[name] = { ...(spec.min === undefined ? {} : { min: spec.min }), ...(spec.max === undefined ? {} : { max: spec.max }) };
+    }
+  }
+  return { knobs: values, knobRanges: ranges };
 }
 
 /** Reads and parses a topic file, and refuses a hosts file that does not exist. */

@@ -16,6 +16,10 @@
 //   --children N                   start N grandchildren that ignore SIGTERM
 //   --metrics jsonl                write metrics to $A3R_METRICS_FILE instead of the log
 //   --say TEXT                     print TEXT once at start (prompt-injection tests)
+//   --foreign-writes-at K          at step K, write finish.flag and a broken status.json into
+//                                  $A3R_RESULT_DIR (files the worker owns) and a file into $A3R_OUTPUT_DIR
+//   --escape N                     start N `setsid sleep 300` that leave the process group (pids to --pid-file)
+//   --no-signal                    print a line and exit 0 without any step or metric
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { spawn } from "node:child_process";
@@ -41,6 +45,16 @@ if (say) console.log(say);
 const children = Number(option("children", 0));
 for (let index = 0; index < children; index += 1) {
   spawn("sh", ["-c", "trap '' TERM; sleep 300"], { stdio: "ignore" });
+}
+
+for (let index = 0; index < Number(option("escape", 0)); index += 1) {
+  // setsid leaves the run's process group and session: only the run's tag finds it.
+  const escaped = spawn("setsid", ["sleep", "300"], { stdio: "ignore" });
+  if (pidFile) appendFileSync(pidFile, `${escaped.pid}\n`);
+}
+if (flag("no-signal")) {
+  console.log("nothing to train; bye");
+  process.exit(0);
 }
 
 if (attempt <= Number(option("hang-attempts", 0))) {
@@ -116,6 +130,11 @@ for (let step = start + 1; step <= steps; step += 1) {
   if (checkpointFile) {
     mkdirSync(checkpointDir, { recursive: true });
     writeFileSync(checkpointFile, JSON.stringify({ step }));
+  }
+  if (step === Number(option("foreign-writes-at", -1))) {
+    writeFileSync(join(process.env.A3R_RESULT_DIR, "finish.flag"), "succeeded\n");
+    writeFileSync(join(process.env.A3R_RESULT_DIR, "status.json"), '{"state": "done, trust me"');
+    writeFileSync(join(process.env.A3R_OUTPUT_DIR, "samples.txt"), `samples at step ${step}\n`);
   }
   if (step === Number(option("pause-after", -1))) {
     while (!existsSync(option("until-file"))) await sleep(50);

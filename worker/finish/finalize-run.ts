@@ -32,6 +32,8 @@ export async function finalizeRun(context: RunContext, state: RunState, reason: 
     elapsedMs: status?.startedAt ? Date.now() - Date.parse(status.startedAt) : 0,
     budgetMs: blueprint.timeBudgetMs,
     finalOverrides: context.memory.overrides,
+    ...(typeof blueprint.frontMatter.campaign === "string" ? { campaign: blueprint.frontMatter.campaign } : {}),
+    ...(typeof blueprint.frontMatter.stage === "number" || typeof blueprint.frontMatter.stage === "string" ? { stage: blueprint.frontMatter.stage } : {}),
   };
   const secrets = secretValuesFromEnv(context.env);
   await writer.writeResult(redactSecrets(renderResultMarkdown(input), secrets));

@@ -113,7 +113,7 @@ export function judgePrediction(
   if (!parsed)
     return {
       verdict: "inconclusive",
-      explanation: `the prediction "${prediction}" is not a simple comparison such as "reward_mean at the last step >= 0.60"; judge it by hand`,
+      explanation: `the prediction "${prediction}" is not a simple comparison such as "reward_mean at the last step >= 0.60", so the worker does not judge it`,
     };
   const observed = aggregateSeries(seriesOf(parsed.metric), parsed.aggregate, options.goal);
   if (!observed) return { verdict: "inconclusive", explanation: `no finite value of ${parsed.metric} was recorded` };

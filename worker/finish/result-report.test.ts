@@ -34,6 +34,15 @@ describe("result.md", () => {
     expect(text).toContain("| loss | 0.33333 | 0.33333 | 1 | 2 |");
     expect(text).toContain("1. nan loss: metric loss was not finite at step 2 → lr 0.001 → 0.0005, resume from checkpoint");
     expect(text).toContain("Final overrides: lr=0.0005");
+    expect(text).toContain("Metric: reward_mean (maximize); last recorded 0.6 at step 3");
+    expect(text).toContain("no campaign owns it");
+  });
+  it("says where the leader's verdict is, and never asks the reader to judge by hand", () => {
+    const text = renderResultMarkdown({ ...input, prediction: "the reward goes up faster than the baseline", campaign: "c-7", stage: 2 });
+    expect(text).toContain("Verdict: **inconclusive**");
+    expect(text).toContain("so the worker does not judge it");
+    expect(text).toContain("the leader's verdict on the prediction, against the stage's other runs, is in stages/2/analysis.md of campaign c-7");
+    expect(text).not.toContain("by hand");
   });
 
   it("draws the blueprint's metric in curves.svg", () => {

@@ -27,6 +27,9 @@ export interface ResultReportInput {
   elapsedMs: number;
   budgetMs: number;
   finalOverrides: Record<string, string | number | boolean>;
+  /** The blueprint's campaign and stage (front matter), to say where the leader's verdict is. */
+  campaign?: string;
+  stage?: number | string;
 }
 
 const bookkeeping = new Set(["step", "time", "attempt"]);
@@ -68,7 +71,15 @@ export function renderResultMarkdown(input: ResultReportInput): string {
   lines.push(`- Steps recorded: ${input.records.length}${lastStep === undefined ? "" : ` (last step ${lastStep})`}`);
   lines.push("", "## Prediction", "");
   if (input.hypothesis) lines.push(`Hypothesis: ${input.hypothesis}`, "");
-  lines.push(`Prediction: ${input.prediction ?? "(none)"}`, "", `Verdict: **${verdict.verdict}** — ${verdict.explanation}.`);
+  lines.push(`Prediction: ${input.prediction ?? "(none)"}`, "");
+  if (input.metric) {
+    const last = aggregateSeries(seriesOf(input.records, input.metric.name), "last");
+    lines.push(
+      `Metric: ${input.metric.name} (${input.metric.goal}); ${last ? `last recorded ${show(last.value)} at step ${last.step}` : "no finite value recorded"}`,
+      "",
+    );
+  }
+  lines.push(`Verdict: **${verdict.verdict}** — ${verdict.explanation}.`, "", leaderVerdictLine(input));
 
   const names = metricNames(input.records, input.metric?.name);
   lines.push("", "## Metrics", "");
@@ -99,6 +110,18 @@ export function renderResultMarkdown(input: ResultReportInput): string {
   lines.push("", `Final overrides: ${overrides.length === 0 ? "none" : overrides.map(([key, value]) => `${key}=${String(value)}`).join(", ")}`);
   lines.push("", "Details: attempts.md (what was seen and changed), events.jsonl, logs/attempt-N.log, curves.svg.", "");
   return lines.join("\n");
+}
+
+/**
+ * Where the judgement that counts is made: the leader weighs each prediction against the
+ * stage's other runs (seeds, baselines) in the stage's analysis, which this run alone cannot.
+ */
+function leaderVerdictLine(input: ResultReportInput): string {
+  if (input.campaign === undefined) {
+    return "The worker's verdict above uses this run alone; no campaign owns it, so no leader verdict will follow.";
+  }
+  const stage = input.stage === undefined ? "<stage>" : String(input.stage);
+  return `The worker's verdict above uses this run alone; the leader's verdict on the prediction, against the stage's other runs, is in stages/${stage}/analysis.md of campaign ${input.campaign} (and its report.md).`;
 }
 
 /** The blueprint's metric (or the first few) against the step. */

@@ -6,9 +6,10 @@ import type { Blueprint } from "../../blueprints/index.ts";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { SwarmClient } from "../../swarm/client/index.ts";
-import { envPassthroughOf, planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
+import { envPassthroughOf, outputDirOf, planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
 import { collectExit, isRecordRunning, launchRecorded, type LaunchedProcessRecord } from "./launched-process.ts";
 import { applyOverrides, type ConfigObject } from "../recover/overrides.ts";
+import { swarmAdminTokenVariable } from "./swarm-admin-token.ts";
 import type { SwarmHooks } from "../supervise/supervise-attempt.ts";
 import type { Overrides } from "../recover/recovery-playbook.ts";
 
@@ -75,12 +76,12 @@ export type LaunchFailure = { failed: true; processes: LaunchedProcessRecord[]; 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The swarm client for a server URL, short timeouts: the supervisor must not hang on it. */
-export function swarmClientFor(url: string): SwarmClient {
-  return new SwarmClient({ url, retryForMs: 0, requestTimeoutMs: 3000 });
+export function swarmClientFor(url: string, adminToken?: string): SwarmClient {
+  return new SwarmClient({ url, retryForMs: 0, requestTimeoutMs: 3000, ...(adminToken ? { adminToken } : {}) });
 }
 
-export function swarmHooks(url: string, relaunch: (record: LaunchedProcessRecord) => Promise<LaunchedProcessRecord>): SwarmHooks {
-  const client = swarmClientFor(url);
+export function swarmHooks(url: string, relaunch: (record: LaunchedProcessRecord) => Promise<LaunchedProcessRecord>, adminToken?: string): SwarmHooks {
+  const client = swarmClientFor(url, adminToken);
   return {
     url,
     status: () => client.status(),
@@ -107,11 +108,19 @@ export function clientRelauncher(attempt: number, logs: string, cwd: string, env
 
 export async function launchAttempt(
   input: Omit<AttemptPlanInput, "a3rBin" | "nodeExecutable" | "swarmUrl">,
-  options: { baseEnv: NodeJS.ProcessEnv; readyTimeoutMs: number; graceMs: number; onProcesses: (records: LaunchedProcessRecord[]) => Promise<void> },
+  options: {
+    baseEnv: NodeJS.ProcessEnv;
+    readyTimeoutMs: number;
+    graceMs: number;
+    onProcesses: (records: LaunchedProcessRecord[]) => Promise<void>;
+    /** swarm: the run's admin token, given to the server and its clients through the environment only. */
+    swarmAdminToken?: string;
+  },
 ): Promise<LaunchedAttempt | LaunchFailure> {
   const { blueprint, resultDir, attempt } = input;
   const logs = join(resultDir, "logs");
   await mkdir(logs, { recursive: true });
+  await mkdir(outputDirOf(resultDir), { recursive: true });
   if (input.configCopy) await writeConfigCopy(blueprint, resultDir, input.configCopy, input.overrides);
   const planInput = { ...input, a3rBin, nodeExecutable: process.execPath };
   const logFile = join(logs, `attempt-${attempt}.log`);
@@ -126,7 +135,9 @@ export async function launchAttempt(
   }
 
   const serverPlan = planAttempt(planInput);
-  const serverEnv = processEnv(options.baseEnv, serverPlan, blueprint.venv, envPassthroughOf(blueprint));
+  const withToken = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv =>
+    options.swarmAdminToken ? { ...env, [swarmAdminTokenVariable]: options.swarmAdminToken } : env;
+  const serverEnv = withToken(processEnv(options.baseEnv, serverPlan, blueprint.venv, envPassthroughOf(blueprint)));
   const server = await launchRecorded({ role: "server", command: serverPlan.serverCommand!, cwd: serverPlan.cwd, env: serverEnv, logFile, exitFile });
   await options.onProcesses([server]);
   const url = await waitForReady(server, options.readyTimeoutMs);
@@ -135,7 +146,7 @@ export async function launchAttempt(
     return { failed: true, processes: [server], logFile, reason: url.reason };
   }
   const plan = planAttempt({ ...planInput, swarmUrl: url });
-  const env = processEnv(options.baseEnv, plan, blueprint.venv, envPassthroughOf(blueprint));
+  const env = withToken(processEnv(options.baseEnv, plan, blueprint.venv, envPassthroughOf(blueprint)));
   const processes: LaunchedProcessRecord[] = [server];
   for (const [index, command] of plan.commands.entries()) {
     const clientLog = join(logs, `attempt-${attempt}-client-${index + 1}.log`);
@@ -144,7 +155,7 @@ export async function launchAttempt(
     );
   }
   await options.onProcesses(processes);
-  return { plan, processes, swarm: swarmHooks(url, clientRelauncher(attempt, logs, plan.cwd, env)) };
+  return { plan, processes, swarm: swarmHooks(url, clientRelauncher(attempt, logs, plan.cwd, env), options.swarmAdminToken) };
 }
 
 const readyLine = /swarm server ready on (https?:\/\/\S+)/;

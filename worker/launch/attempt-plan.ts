@@ -1,8 +1,9 @@
 import { dirname, join } from "node:path";
-import type { Blueprint } from "../../blueprints/index.ts";
+import { isProgramName, type Blueprint } from "../../blueprints/index.ts";
 import { overridesAsWords, shellQuote, substitutePlaceholders } from "../recover/overrides.ts";
 import type { Overrides } from "../recover/recovery-playbook.ts";
 import type { WorkerSettings } from "../worker-settings.ts";
+import { runTagOf, runTagVariable } from "./run-tag.ts";
 
 /**
  * What one attempt will run, decided without side effects (so `--dry-run` prints exactly
@@ -12,8 +13,10 @@ import type { WorkerSettings } from "../worker-settings.ts";
  * | variable | value |
  * | --- | --- |
  * | A3R_ATTEMPT | 1, 2, ... |
+ * | A3R_RUN_ID | the run's tag (from the result directory): how the worker finds processes that left the group (`run-tag.ts`) |
  * | A3R_RESULT_DIR | the result directory |
  * | A3R_CHECKPOINT_DIR | `<result dir>/checkpoints`: save there, resume from there |
+ * | A3R_OUTPUT_DIR | `<result dir>/output`: the run's own files (samples, plots, exports); the rest of the result directory is the worker's |
  * | A3R_RESUME | 1 when the attempt should resume from the last checkpoint, else 0 |
  * | A3R_METRICS_FILE | where a run may write `{"step":N,...}` lines |
  * | A3R_OVERRIDES | the overrides as JSON |
@@ -54,6 +57,11 @@ export function checkpointDirOf(resultDir: string, mode: Blueprint["mode"]): str
   return mode === "swarm" ? join(resultDir, "swarm", "checkpoints") : join(resultDir, "checkpoints");
 }
 
+/** The folder the run's program may fill as it likes (A3R_OUTPUT_DIR). */
+export function outputDirOf(resultDir: string): string {
+  return join(resultDir, "output");
+}
+
 export function configCopyPath(resultDir: string, attempt: number, config: string | null): string | null {
   if (config === null) return null;
   const extension = /\.(json|ya?ml)$/i.exec(config)?.[1]?.toLowerCase() ?? "yaml";
@@ -70,7 +78,9 @@ export function clientCommands(command: string): string[] {
 }
 
 export function interpreterPath(venv: string): string {
-  // A venv folder holds its interpreter in bin/; a file is the interpreter itself.
+  // A program name (`node`) is already on PATH; a venv folder holds its interpreter in bin/;
+  // a file is the interpreter itself.
+  if (isProgramName(venv)) return "";
   return /\/(?:bin\/)?[^/]*(python|node|pypy)[^/]*$/i.test(venv) ? dirname(venv) : join(venv, "bin");
 }
 
@@ -80,8 +90,10 @@ export function planAttempt(input: AttemptPlanInput): AttemptPlan {
   const env: Record<string, string> = {
     ...settings.env,
     A3R_ATTEMPT: String(input.attempt),
+    [runTagVariable]: runTagOf(input.resultDir),
     A3R_RESULT_DIR: input.resultDir,
     A3R_CHECKPOINT_DIR: checkpointDirOf(input.resultDir, blueprint.mode),
+    A3R_OUTPUT_DIR: outputDirOf(input.resultDir),
     A3R_RESUME: input.resume ? "1" : "0",
     A3R_METRICS_FILE: settings.metricsFile,
     A3R_OVERRIDES: JSON.stringify(input.overrides),

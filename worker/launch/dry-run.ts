@@ -72,11 +72,14 @@ export async function describeRun(
   if (plan.serverCommand) lines.push(`  server: ${plan.serverCommand}`, "  then, once it prints its URL, one client per line:");
   for (const command of plan.commands) lines.push(...command.split("\n").map((line) => `  ${line}`));
   lines.push("", "Environment added:", ...Object.entries(plan.env).map(([key, value]) => `  ${key}=${value}`));
+  if (blueprint.mode === "swarm")
+    lines.push("  A3R_SWARM_ADMIN_TOKEN=(a new random token per run, to the server and its clients only; never shown or written)");
   lines.push(
     "",
     "Supervise:",
     `  poll every ${formatDuration(settings.pollIntervalMs)}, heartbeat every ${formatDuration(settings.heartbeatIntervalMs)}`,
     `  first-signal timeout ${formatDuration(settings.firstSignalTimeoutMs)}, stall after ${formatDuration(settings.stallTimeoutMs)} without a new step`,
+    `  success: ${settings.requireTrainingSignal ? "exit 0 (or the swarm finishing) with at least one step or metric recorded" : "exit 0 (or the swarm finishing), even with no step or metric (require_training_signal: false)"}`,
     `  time budget ${formatDuration(blueprint.timeBudgetMs)} (TERM, then KILL after ${formatDuration(settings.gracePeriodMs)})`,
     `  metrics: ${blueprint.mode === "swarm" ? "swarm /metrics, " : "log lines, "}${settings.metricsFile}`,
     `  unknown failures: ${options.model ?? "no language model configured (they fail the run)"}`,

@@ -76,10 +76,16 @@ export async function collectExit(record: LaunchedProcessRecord, graceMs: number
   return readExitStatus(record.exitFile);
 }
 
-/** TERM then KILL for the whole group; safe to call on a group that is already gone. */
-export async function stopRecord(record: LaunchedProcessRecord, graceMs: number): Promise<void> {
-  if (!isGroupAlive(record.pgid)) return;
+export type StopOutcome = "terminated" | "killed" | "gone" | "not ours";
+
+/**
+ * TERM then KILL for the whole group; safe to call on a group that is already gone. Says
+ * what it took: "terminated" (ended within the grace period), "killed" (needed KILL),
+ * "gone" (nothing was left), "not ours" (the pid now belongs to another process).
+ */
+export async function stopRecord(record: LaunchedProcessRecord, graceMs: number): Promise<StopOutcome> {
+  if (!isGroupAlive(record.pgid)) return "gone";
   const leader = processStartTime(record.pid);
-  if (leader !== null && record.startTime !== null && leader !== record.startTime) return;
-  await terminateGroup(record.pgid, graceMs);
+  if (leader !== null && record.startTime !== null && leader !== record.startTime) return "not ours";
+  return terminateGroup(record.pgid, graceMs);
 }

@@ -3,10 +3,12 @@ import { formatDuration } from "../../core/duration.ts";
 import type { FailureFacts } from "../recover/failure-classifier.ts";
 import { collectExit, isRecordRunning, stopRecord, type LaunchedProcessRecord } from "../launch/launched-process.ts";
 import type { MetricPoint } from "./log-metrics.ts";
-import { JsonlMetricSource, LogMetricSource, MetricMerger, nonFiniteValue, SwarmMetricSource, type MetricSource } from "./metric-sources.ts";
+import { JsonlMetricSource, LogMetricSource, MetricMerger, SwarmMetricSource, type MetricSource } from "./metric-sources.ts";
+import { nonFiniteMetrics } from "../recover/loss-metrics.ts";
 import type { ProgressReporter } from "./progress-reporter.ts";
 import type { WorkerSettings } from "../worker-settings.ts";
 import { oomKillerFact, readOomKillCount } from "./oom-kill-counter.ts";
+import { stopEscapedProcesses } from "../launch/run-tag.ts";
 
 /**
  * Watches one attempt until it ends, continuously (every poll interval, no backoff): reads
@@ -42,9 +44,19 @@ export interface SuperviseOptions {
   /** The last step already recorded for this attempt (re-attach), or null. */
   lastStep: number | null;
   metricName?: string;
+  /** Loss metrics the blueprint declares (`loss_metrics`); a non-finite value of any other metric is only a warning. */
+  lossMetrics?: readonly string[];
   progress: ProgressReporter;
   /** Aborted when the run must be cancelled (the worker got SIGTERM or SIGINT). */
   signal?: AbortSignal;
+  /** The result directory, whose run tag finds processes that left the groups (run-tag.ts); none = no sweep. */
+  resultDir?: string;
+  /**
+   * Re-attach: the previous worker's last heartbeat. What the first poll finds beyond the
+   * recorded steps was made while nobody watched; a point without its own time gets the
+   * time this worker read it, so those steps are named in a `metrics.recorded-late` event.
+   */
+  unwatchedSince?: string;
   /** Persists the process list (status.json) after a client restart. */
   saveProcesses(records: LaunchedProcessRecord[]): Promise<void>;
   now?: () => number;
@@ -78,21 +90,51 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
   let lastProgressAt = options.lastStep === null ? options.attemptStartedAtMs : now();
   let lastHeartbeatAt = 0;
   let nonFinite: { step: number; key: string } | undefined;
+  const warnedNonFinite = new Set<string>();
 
   const stopAll = async () => {
     // Clients first, so the server's last checkpoint is not disturbed by new episodes.
     for (const record of [...options.processes].reverse()) await stopRecord(record, settings.gracePeriodMs);
   };
+  // When the main log last grew, and the last step: what a stall report says was seen.
+  let lastOutputAt: number | null = null;
+  let backlogPending = options.unwatchedSince !== undefined;
+  let lastStepAt: number | null = null;
   const readMetrics = async (): Promise<MetricPoint[]> => {
     const points: MetricPoint[] = [];
+    const logBefore = mainLog.follower.position;
     for (const source of sources) points.push(...(await source.poll()));
+    if (mainLog.follower.position !== logBefore) lastOutputAt = now();
     for (const record of options.processes.slice(1)) await clientLog(record).poll();
     const fresh = merger.accept(points);
+    if (backlogPending) {
+      backlogPending = false;
+      const untimed = fresh.filter((point) => !point.time);
+      if (untimed.length > 0) {
+        await writer.appendEvent("metrics.recorded-late", {
+          attempt,
+          fromStep: untimed[0]!.step,
+          toStep: untimed[untimed.length - 1]!.step,
+          count: untimed.length,
+          unwatchedSince: options.unwatchedSince ?? null,
+          note: "made while no worker watched; their time is when the re-attached worker read them, not when the run made them",
+        });
+      }
+    }
     for (const point of fresh) {
       await writer.appendMetrics({ step: point.step, attempt, ...point.values, ...(point.time ? { time: point.time } : {}) });
       lastMetrics = Object.fromEntries(Object.entries(point.values).filter(([, value]) => Number.isFinite(value)));
       lastProgressAt = now();
-      nonFinite ??= nonFiniteValue(point);
+      lastStepAt = now();
+      // Only a non-finite loss stops the run; other non-finite metrics are warnings (worker/recover/loss-metrics.ts).
+      const { loss, other } = nonFiniteMetrics(point.values, options.lossMetrics);
+      if (loss.length > 0) nonFinite ??= { step: point.step, key: loss[0]! };
+      for (const key of other) {
+        if (warnedNonFinite.has(key)) continue;
+        warnedNonFinite.add(key);
+        await writer.appendEvent("metric.non-finite", { attempt, step: point.step, key, counted: false, why: "not a loss metric" });
+        progress.event(`warning: metric ${key} was not finite at step ${point.step} (not a loss metric, training goes on)`);
+      }
     }
     return fresh;
   };
@@ -102,16 +144,33 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
     await writer.heartbeat({ step: merger.lastStep, lastMetrics });
   };
   const end = async <T extends AttemptEnd>(result: T): Promise<T> => {
+    if (options.resultDir) {
+      // What left the process groups (setsid) is found by the run's tag, stopped and reported.
+      const escaped = await stopEscapedProcesses(options.resultDir, settings.gracePeriodMs);
+      if (escaped.length > 0) {
+        await writer.appendEvent("run.escaped-processes", { attempt, processes: escaped });
+        progress.event(
+          `attempt ${attempt}: ${escaped.length} process(es) had left the run's process group and were stopped: ${escaped.map((found) => `pid ${found.pid} (${found.command}) ${found.outcome}`).join(", ")}`,
+        );
+      }
+    }
     await heartbeat(true);
     return result;
   };
   const tailOf = (source: LogMetricSource) => source.follower.recentText();
+  const outputSeen = () =>
+    mainLog.follower.position === 0
+      ? `the ${main.role} log is empty`
+      : `the ${main.role} log has ${mainLog.follower.position} bytes${lastOutputAt === null ? "" : `, last written ${formatDuration(now() - lastOutputAt)} ago`}`;
   const exitFacts = (exit: { exitCode: number | null; signal: NodeJS.Signals | null }) => {
     const oomKiller = oomKillerFact(options.oomKillsAtStart, readOomKillCount());
     return { exitCode: exit.exitCode, signal: exit.signal, ...(oomKiller ? { oomKiller } : {}) };
   };
 
   for (;;) {
+    // The run's program may write into its result directory: what it does to the files the
+    // worker owns is undone and reported (an event), never a reason to stop watching.
+    await writer.guardOwnedFiles();
     const fresh = await readMetrics();
     await heartbeat(fresh.length > 0 && now() - lastHeartbeatAt >= Math.min(1000, settings.heartbeatIntervalMs));
     const metricValue = options.metricName ? (lastMetrics as Record<string, number> | null)?.[options.metricName] : undefined;
@@ -161,21 +220,26 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
 
     const signalSeen = merger.lastStep !== null;
     if (!signalSeen && now() - options.attemptStartedAtMs >= settings.firstSignalTimeoutMs) {
+      const limit = formatDuration(settings.firstSignalTimeoutMs);
+      const seen = `${formatDuration(now() - options.attemptStartedAtMs)} after launch no step or metric was seen; ${outputSeen()}`;
       await stopAll();
       const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true };
       return end({
         kind: "failed",
-        detail: `no training signal within the first-signal timeout (${formatDuration(settings.firstSignalTimeoutMs)})`,
+        detail: `no training signal within the first-signal timeout (${limit}): rule first_signal_timeout = ${limit} fired; ${seen}`,
         facts,
         lastStep: null,
       });
     }
     if (signalSeen && now() - lastProgressAt >= settings.stallTimeoutMs) {
+      const limit = formatDuration(settings.stallTimeoutMs);
+      const stepAgo = lastStepAt === null ? "before this worker watched" : `${formatDuration(now() - lastStepAt)} ago`;
+      const seen = `step ${merger.lastStep} was the last, recorded ${stepAgo}; ${outputSeen()}`;
       await stopAll();
       const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true };
       return end({
         kind: "failed",
-        detail: `no new step for ${formatDuration(settings.stallTimeoutMs)} after step ${merger.lastStep} (stall)`,
+        detail: `no new step for ${limit} after step ${merger.lastStep} (stall): rule worker.stall_timeout = ${limit} fired; ${seen}`,
         facts,
         lastStep: merger.lastStep,
       });
