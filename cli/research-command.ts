@@ -34,6 +34,7 @@ import {
 } from "../leader/index.ts";
 import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option.ts";
 import { collect, draftFromFile, type DraftFlags } from "./research/draft-from-file.ts";
+import { stopCampaignRuns } from "./research/stop-runs.ts";
 
 /**
  * `a3r research`, `a3r resume`, `a3r status` and `a3r demo`: thin wrappers around the
@@ -135,6 +136,23 @@ export function registerResearchCommands(program: Command): void {
         await lead(runsDir, campaignId, { json: flags.json, answer, reopen: flags.reopen === true, runsDirFlag: runsDirFlag(flags.runsDir) });
       },
     );
+
+  program
+    .command("stop")
+    .description("stop a campaign (its leader and every live run) or one run (CAMPAIGN/BLUEPRINT), cleanly through the workers; a3r resume runs them again")
+    .argument("<target>", "campaign id, or campaign id/blueprint id")
+    .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
+    .option("--json", "print what was stopped as JSON")
+    .action(async (target: string, flags: { runsDir: string; json?: boolean }) => {
+      const outcome = await stopCampaignRuns(resolve(flags.runsDir), target);
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
+        return;
+      }
+      if (outcome.leaderStopped) process.stdout.write("leader: stopped\n");
+      for (const run of outcome.runs) process.stdout.write(`${run.blueprintId} on ${run.host}: ${run.result}\n`);
+      if (!target.includes("/")) process.stdout.write(`to go on: a3r resume ${target}${runsDirFlag(flags.runsDir)}\n`);
+    });
 
   program
     .command("status")

@@ -46,6 +46,8 @@ export const errorCatalogue = {
   SWARM_REQUEST_REFUSED: { retryable: false, user: true },
   HOST_UNKNOWN: { retryable: false, user: true },
   HOST_UNREACHABLE: { retryable: true, user: true },
+  /** `a3r stop CAMPAIGN/BLUEPRINT` names a run the campaign never launched. */
+  RUN_NOT_FOUND: { retryable: false, user: true },
   HOST_KEY_UNKNOWN: { retryable: false, user: true },
   HOST_KEY_MISMATCH: { retryable: false, user: true },
   SSH_AUTH_FAILED: { retryable: false, user: true },
@@ -54,6 +56,8 @@ export const errorCatalogue = {
   LAUNCH_FAILED: { retryable: false, user: false },
   /** The worker could not write its result directory (full, read-only, not its own): it stopped the run. */
   RESULT_DIR_UNWRITABLE: { retryable: false, user: true },
+  /** A result directory that is a symbolic link, or whose real path leaves the allowed roots. */
+  RESULT_DIR_UNSAFE: { retryable: false, user: true },
   REDIS_UNREACHABLE: { retryable: true, user: true },
   REDIS_POLICY_INVALID: { retryable: false, user: true },
   INTERNAL: { retryable: false, user: false },

@@ -106,6 +106,13 @@ export interface Launcher {
   pollMany(refs: RunRef[]): Promise<RunProgress[]>;
   fetch(ref: RunRef, destination: string): Promise<FetchOutcome>;
   cancel(ref: RunRef): Promise<boolean>;
+  /**
+   * Optional. Sets a finished run's folder aside on the host (renamed, never deleted) so
+   * the same ref can be launched afresh: how a run stopped by `a3r stop` runs again when
+   * its campaign is resumed. False when there was nothing to set aside; a run still going
+   * is refused (stop it first). Hosts without it keep a stopped run stopped.
+   */
+  setAside?(ref: RunRef): Promise<boolean>;
   /** The runs this host knows (launched through any launcher instance). */
   list(): Promise<RunRef[]>;
   close(): Promise<void>;

@@ -1,7 +1,7 @@
-import { mkdir } from "node:fs/promises";
+import { mkdir, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { Blueprint } from "../../blueprints/index.ts";
-import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRunState } from "../../campaign/index.ts";
+import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRunState, readEvents } from "../../campaign/index.ts";
 import type { HostConfig } from "../hosts-config.ts";
 import type { Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "../launcher.ts";
 import { launchGraceMs } from "../run-progress.ts";
@@ -97,6 +97,21 @@ function applyProgress(row: DispatchRow, progress: RunProgress): void {
   if (progress.reason) row.note = progress.reason;
 }
 
+/** Blueprint ids whose last word in the events is `run.stopped` (not yet `run.restarted`). */
+async function stoppedRuns(items: readonly DispatchItem[]): Promise<Set<string>> {
+  const stopped = new Set<string>();
+  const files = [...new Set(items.map((item) => item.eventsFile).filter((file): file is string => file !== undefined))];
+  for (const file of files) {
+    for (const event of (await readEvents(file)).events) {
+      const id = typeof event.blueprintId === "string" ? event.blueprintId : undefined;
+      if (id === undefined) continue;
+      if (event.kind === "run.stopped") stopped.add(id);
+      else if (event.kind === "run.restarted") stopped.delete(id);
+    }
+  }
+  return stopped;
+}
+
 export async function dispatchBlueprints(options: DispatchOptions): Promise<DispatchRow[]> {
   const hostsByName = new Map(options.hosts.map((host) => [host.config.name, host]));
   const rows: DispatchRow[] = options.items.map((item) => ({
@@ -152,12 +167,25 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
     }
   };
 
+  // Runs `a3r stop` ended run again: their host sets the stopped run aside, and the row is
+  // placed and launched afresh. Stopping is on record in the campaign's events.
+  const stopped = await stoppedRuns(options.items);
+
   // 1. Runs that exist somewhere are followed, not launched again (a lost one is revived).
   for (const [index, item] of options.items.entries()) {
     for (const host of options.hosts) {
       const progress = await host.launcher.poll(refOf(item));
       if (progress.state === "unknown") continue;
       const row = rows[index]!;
+      if (progress.finished && progress.state === "cancelled" && stopped.has(item.blueprint.id) && host.launcher.setAside) {
+        await host.launcher.setAside(refOf(item));
+        // The copy fetched here (a remote host's) is kept beside, like the host's own.
+        await rename(item.resultDir, `${item.resultDir}.set-aside-${Date.now()}`).catch(() => undefined);
+        if (item.eventsFile)
+          await appendEvent(item.eventsFile, "run.restarted", { blueprintId: item.blueprint.id, host: host.config.name, reason: "stopped by a3r stop" });
+        row.note = "stopped earlier; launched again";
+        break;
+      }
       row.host = host.config.name;
       applyProgress(row, progress);
       row.note = row.note || "already dispatched";

@@ -190,6 +190,27 @@ export class LocalLauncher implements Launcher {
     return (await terminateGroup(marker.pgid, this.options.cancelGraceMs ?? 5000)) !== "gone";
   }
 
+  async setAside(ref: RunRef): Promise<boolean> {
+    const marker = await this.readMarker(ref);
+    if (!marker) return false;
+    if (marker.pgid !== null && isGroupAlive(marker.pgid)) {
+      throw new A3rError("LAUNCH_FAILED", `${ref.blueprintId} on ${this.host} is still running; stop it before setting it aside`, {
+        hint: `a3r stop ${ref.campaign}/${ref.blueprintId}`,
+      });
+    }
+    const stamp = new Date()
+      .toISOString()
+      .replaceAll(":", "")
+      .replace(/\.\d+Z$/, "Z");
+    const runDir = this.runDir(ref);
+    // The result directory first: a claim without its results reads as launchable again.
+    await rename(marker.resultDir, `${marker.resultDir}.set-aside-${stamp}`).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOENT") throw error;
+    });
+    await rename(runDir, `${runDir}.set-aside-${stamp}`);
+    return true;
+  }
+
   async list(): Promise<RunRef[]> {
     const refs: RunRef[] = [];
     for (const campaign of await readdir(this.workdir).catch(() => [] as string[])) {

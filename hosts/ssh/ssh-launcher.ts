@@ -236,6 +236,22 @@ export class SshLauncher implements Launcher {
     return result.stdout.trim().endsWith("signalled");
   }
 
+  async setAside(ref: RunRef): Promise<boolean> {
+    const q = shellQuote(await this.runDir(ref));
+    const script = [
+      `[ -d ${q} ] || { echo none; exit 0; }`,
+      `pg=$(cat ${q}/pgid 2>/dev/null)`,
+      `if [ -n "$pg" ] && kill -0 -- "-$pg" 2>/dev/null; then echo running; exit 0; fi`,
+      `mv ${q} ${q}.set-aside-$(date -u +%Y%m%dT%H%M%SZ) && echo moved`,
+    ].join("; ");
+    const answer = (await this.exec(script, false)).stdout.trim();
+    if (answer === "running")
+      throw new A3rError("LAUNCH_FAILED", `${ref.blueprintId} on ${this.host} is still running; stop it before setting it aside`, {
+        hint: `a3r stop ${ref.campaign}/${ref.blueprintId}`,
+      });
+    return answer === "moved";
+  }
+
   async list(): Promise<RunRef[]> {
     const workdir = shellQuote(await this.workdir());
     const result = await this.exec(`for f in ${workdir}/*/*/launch.json; do [ -f "$f" ] && { cat "$f"; echo; }; done; true`, true);
