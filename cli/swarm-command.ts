@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { A3rError } from "../core/errors.ts";
 import { createLogger } from "../core/logger.ts";
 import { loadSwarmConfig, SwarmConfigError } from "../swarm/index.ts";
-import { isLoopbackHost, startSwarmServer } from "../swarm/index.ts";
+import { isLoopbackHost, minimumAdminTokenLength, startSwarmServer } from "../swarm/index.ts";
 import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/index.ts";
 import { progressBar, renderStatus } from "./views/swarm-status-view.ts";
 import { exitCode } from "./exit-codes.ts";
@@ -108,9 +108,8 @@ interface ServeOptions {
 
 /** Clients back off for at most 2 s between claims: this lets them all see "finished". */
 const finishedGraceMs = 5000;
-
-/** A non-loopback server's admin token must be at least this long (guessing it must not pay). */
-const minimumAdminTokenLength = 24;
+/** After a failed step: longer than the SDK's largest backoff (2 s), so every client reads the failure. */
+const failedGraceMs = 3000;
 
 async function adminTokenFrom(options: ServeOptions): Promise<string | undefined> {
   if (options.adminTokenFile === undefined) return options.adminToken === "" ? undefined : options.adminToken;
@@ -136,7 +135,8 @@ async function serve(options: ServeOptions): Promise<void> {
   }
   if (options.port !== undefined) config = { ...config, port: options.port };
   if (options.host !== undefined) config = { ...config, host: options.host };
-  const adminToken = (await adminTokenFrom(options)) ?? process.env.A3R_SWARM_ADMIN_TOKEN ?? config.admin_token;
+  // An empty A3R_SWARM_ADMIN_TOKEN counts as unset, like an empty --admin-token.
+  const adminToken = (await adminTokenFrom(options)) ?? (process.env.A3R_SWARM_ADMIN_TOKEN || undefined) ?? config.admin_token;
   if (!isLoopbackHost(config.host) && (adminToken === undefined || adminToken.length < minimumAdminTokenLength)) {
     throw new A3rError("USAGE", `listening on ${config.host} (beyond this machine) needs an admin token of at least ${minimumAdminTokenLength} characters`, {
       where: options.host !== undefined ? "--host" : "host",
@@ -159,8 +159,13 @@ async function serve(options: ServeOptions): Promise<void> {
     throw error;
   }
   process.stdout.write(`swarm server ready on ${server.url}\n`);
+  let bootFailure: string | undefined;
+  let failedStep: string | undefined;
   await new Promise<void>((resolveStopped) => {
+    let stopping = false;
     const shutdown = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
       process.stderr.write(`${signal}: stopping the engine (checkpoint) and the server\n`);
       void server.close().then(resolveStopped, (error: unknown) => {
         process.stderr.write(`shutdown failed: ${String(error)}\n`);
@@ -169,6 +174,26 @@ async function serve(options: ServeOptions): Promise<void> {
     };
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     process.once("SIGINT", () => shutdown("SIGINT"));
+    if (options.start) {
+      // A server whose engine cannot boot must not sit OFFLINE looking like a hang: it exits
+      // with the reason (a configuration error names the field and its bound).
+      void server.coordinator.idle().then(() => {
+        const failure = server.coordinator.failure;
+        if (failure?.stage !== "boot") return;
+        bootFailure = failure.error;
+        shutdown("the engine failed to boot");
+      });
+      // A failed training step leaves nothing to serve: after a grace in which clients read
+      // the failure (their SDK stops with SwarmEngineFailedError), the server exits 1. With
+      // --no-start a client drives the engine (AgentJet's flow) and may start it again.
+      server.coordinator.state.onTransition((record) => {
+        const stage = server.coordinator.failure?.stage;
+        if (record.to === "ENGINE.OFFLINE" && (stage === "train" || stage === "checkpoint")) {
+          failedStep = record.reason;
+          setTimeout(() => shutdown("training step failed; exiting"), failedGraceMs).unref();
+        }
+      });
+    }
     if (options.exitWhenFinished) {
       server.coordinator.state.onTransition((record) => {
         if (record.to === "ENGINE.OFFLINE" && record.reason.startsWith("finished")) {
@@ -177,6 +202,16 @@ async function serve(options: ServeOptions): Promise<void> {
       });
     }
   });
+  if (bootFailure !== undefined) {
+    throw new A3rError("CONFIG_INVALID", `the engine failed to boot: ${bootFailure}`, {
+      where: options.config,
+      hint: "fix that field in the swarm config (or the blueprint override that set it) and start again",
+    });
+  }
+  if (failedStep !== undefined) {
+    process.stderr.write(`swarm server: ${failedStep.replace(/^failed: /, "")}\n`);
+    process.exitCode = exitCode.failure;
+  }
 }
 
 async function status(options: { url?: string; watch?: boolean; interval: number; json?: boolean }): Promise<void> {
@@ -277,5 +312,5 @@ async function client(
     process.stdout.write(
       `${task.name}: ${totals.completed}/${totals.requested} episodes, reward mean ${totals.rewardMean.toFixed(3)}, success ${(totals.successRate * 100).toFixed(1)}%, failed ${totals.failed}${totals.stoppedEarly ? ` (stopped early: ${totals.stoppedEarly})` : ""}\n`,
     );
-  if (totals.completed === 0 && totals.failed > 0) process.exitCode = exitCode.failure;
+  if ((totals.completed === 0 && totals.failed > 0) || totals.engineFailed !== undefined) process.exitCode = exitCode.failure;
 }

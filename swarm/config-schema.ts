@@ -17,6 +17,17 @@ export const sampleCollectionMethods = [
 
 export type SampleCollectionMethod = (typeof sampleCollectionMethods)[number];
 
+/** Other spellings of a method that mean the same (AgentJet writes C5 as "...agree_sync_weight"). */
+export const sampleCollectionMethodAliases: Readonly<Record<string, SampleCollectionMethod>> = {
+  rollout_until_any_client_agree_sync_weight: "rollout_until_any_client_agrees_sync_weight",
+};
+
+/** Accepts a method name or an alias; returns the canonical name. */
+const sampleCollectionMethodSchema = z.preprocess(
+  (value) => (typeof value === "string" ? (sampleCollectionMethodAliases[value] ?? value) : value),
+  z.enum(sampleCollectionMethods),
+);
+
 const positiveInteger = z.number().int().positive();
 const nonNegativeInteger = z.number().int().nonnegative();
 const positiveSeconds = z.number().positive();
@@ -24,7 +35,8 @@ const positiveSeconds = z.number().positive();
 const optimizerSchema = z.strictObject({
   lr: z.number().positive().default(0.2),
   kl_coef: z.number().nonnegative().default(0.001),
-  clip: z.number().positive().default(0.2),
+  /** PPO clip epsilon; the engines refuse more than 1, so the config does too (at load, with its line). */
+  clip: z.number().positive().max(1).default(0.2),
 });
 
 const samplingSchema = z.strictObject({
@@ -50,9 +62,26 @@ export const swarmConfigSchema = z.strictObject({
   model: modelConfigSchema.default({ kind: "embedded" }),
   train_batch_size: positiveInteger.default(4),
   num_repeat: positiveInteger.default(4),
-  swarm_mode_sample_collection_method: z.enum(sampleCollectionMethods).default("rollout_until_finish_enough_tasks"),
+  swarm_mode_sample_collection_method: sampleCollectionMethodSchema.default("rollout_until_finish_enough_tasks"),
   /** Cap on concurrently claimed episodes; claims past it fail with a retryable cause. */
   max_env_worker: positiveInteger.default(64),
+  /**
+   * Cap on the episodes one client_uuid may hold at once (default: max_env_worker, so one
+   * client may use every slot). A claim past it is refused with 429 and the cap named.
+   */
+  max_claims_per_client: positiveInteger.optional(),
+  /**
+   * The longest discard_episode_timeout a claim may ask for (seconds). A longer one is
+   * clamped to this, and the claim's answer says so; an idle claim cannot hold a slot (or
+   * ROLLING_POST) for days.
+   */
+  max_discard_episode_timeout: positiveSeconds.default(3600),
+  /**
+   * Seconds ROLLING_POST waits for claimed episodes to finish once the batch is fixed.
+   * Past it the stragglers are aborted (counted as drain_aborted_episodes in the step's
+   * metrics) and the step trains, however long their discard_episode_timeout.
+   */
+  drain_timeout: positiveSeconds.default(600),
   optimizer: optimizerSchema.default({ lr: 0.2, kl_coef: 0.001, clip: 0.2 }),
   sampling: samplingSchema.default({ temperature: 1, top_p: 1, max_tokens: 16 }),
   /** Checkpoint every this many steps (0: only on stop). */
@@ -85,6 +114,21 @@ export const swarmConfigSchema = z.strictObject({
    * private machine unchanged. A key that is sent must always be the episode's own.
    */
   require_episode_key: z.boolean().optional(),
+  /**
+   * Timeline merging across calls offered different tool lists (swarm/tracking/MERGE.md).
+   * Off: a changed tool list refuses the merge, because chat templates render the tools
+   * into the prompt. On: AgentJet's faster choice (fewer samples, less faithful context).
+   */
+  ignore_tools: z.boolean().default(false),
+  /**
+   * Sampling parameters on train episodes. `server` (default, as AgentJet): the client's
+   * temperature and top_p are ignored (named in x-swarm-warnings) and `sampling` applies,
+   * so the samples come from the policy the optimizer assumes. `client`: honoured.
+   * Eval episodes always honour the client.
+   */
+  train_sampling: z.enum(["server", "client"]).default("server"),
+  /** Inserted as the first message of a request that has no system message (all gateway endpoints). */
+  default_system_message: z.string().min(1).optional(),
 });
 
 export type SwarmConfigInput = z.input<typeof swarmConfigSchema>;

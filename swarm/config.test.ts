@@ -68,4 +68,22 @@ describe("parseSwarmConfig", () => {
   it("rejects duplicate keys", () => {
     expect(errorOf("port: 1\nport: 2\n").message).toContain("YAML syntax error");
   });
+
+  it("accepts AgentJet's spelling of C5 as the same method", () => {
+    const config = parseSwarmConfig("swarm_mode_sample_collection_method: rollout_until_any_client_agree_sync_weight\n", { baseDirectory: "/b" });
+    expect(config.swarm_mode_sample_collection_method).toBe("rollout_until_any_client_agrees_sync_weight");
+  });
+
+  it("refuses an optimizer clip the engines refuse, naming the field, its line and the bound", () => {
+    const error = errorOf("train_batch_size: 2\noptimizer:\n  clip: 5\n");
+    expect(error.field).toBe("optimizer.clip");
+    expect(error.line).toBe(3);
+    expect(error.message).toMatch(/optimizer\.clip.*<=\s*1/);
+  });
+
+  it("has caps on claims: per client, the idle timeout a claim may ask for, and the drain deadline", () => {
+    const config = parseSwarmConfig("max_claims_per_client: 3\nmax_discard_episode_timeout: 120\ndrain_timeout: 30\n", { baseDirectory: "/b" });
+    expect([config.max_claims_per_client, config.max_discard_episode_timeout, config.drain_timeout]).toEqual([3, 120, 30]);
+    expect(errorOf("drain_timeout: 0\n").field).toBe("drain_timeout");
+  });
 });

@@ -2,7 +2,7 @@
  * The swarm training substrate, usable on its own: a server hosting a trainable policy
  * behind an OpenAI-compatible API with per-episode keys, and a client SDK for agents.
  */
-export { startSwarmServer, type SwarmServer, type SwarmServerOptions } from "./server/swarm-server.ts";
+export { minimumAdminTokenLength, startSwarmServer, type SwarmServer, type SwarmServerOptions } from "./server/swarm-server.ts";
 export { isLoopbackHost, requireEpisodeKey } from "./server/protocol-routes.ts";
 export { TrainingCoordinator } from "./server/training-coordinator.ts";
 export { engineStates, legalTransitions, type EngineState } from "./server/engine-state.ts";

@@ -1,5 +1,5 @@
 import type OpenAI from "openai";
-import { SwarmFinishedError, type SwarmClient } from "./swarm-client.ts";
+import { SwarmEngineFailedError, SwarmFinishedError, type SwarmClient } from "./swarm-client.ts";
 
 /**
  * What the runner needs from a task module (examples/tasks/<name>/task.ts default-exports
@@ -39,6 +39,8 @@ export interface RunSummary {
   successRate: number;
   /** Why the run ended before `episodes` (e.g. training finished), when it did. */
   stoppedEarly?: string;
+  /** Set when the run stopped because the server's engine failed (a failure, unlike finishing). */
+  engineFailed?: string;
   outcomes: EpisodeOutcome[];
 }
 
@@ -72,6 +74,7 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
   let next = 0;
   let running = 0;
   let stoppedEarly: string | undefined;
+  let engineFailed: string | undefined;
 
   const one = async (index: number): Promise<void> => {
     const started = Date.now();
@@ -109,6 +112,11 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
     } catch (error) {
       if (error instanceof SwarmFinishedError) {
         stoppedEarly = error.message;
+        return;
+      }
+      if (error instanceof SwarmEngineFailedError) {
+        stoppedEarly = error.message;
+        engineFailed = error.detail;
         return;
       }
       if (options.signal?.aborted) {
@@ -153,6 +161,7 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
     rewardMean: rewardMean(outcomes),
     successRate: completed.length === 0 ? 0 : completed.filter((outcome) => outcome.isSuccess).length / completed.length,
     ...(stoppedEarly === undefined ? {} : { stoppedEarly }),
+    ...(engineFailed === undefined ? {} : { engineFailed }),
     outcomes: outcomes.sort((a, b) => a.index - b.index),
   };
 }

@@ -42,7 +42,8 @@ export interface EngineStatus {
 }
 
 export interface EndEpisodeOptions {
-  reward: number;
+  /** null: end without a reward (the episode is never trained on; PROTOCOL.md §2). */
+  reward: number | null;
   isSuccess?: boolean;
   metadata?: Record<string, unknown>;
   logMetrics?: Record<string, number>;
@@ -64,6 +65,17 @@ export class SwarmFinishedError extends Error {
   constructor(detail: string) {
     super(`training has finished: ${detail}`);
     this.name = "SwarmFinishedError";
+  }
+}
+
+/**
+ * The server's engine failed (boot or training step) and is OFFLINE: it will not roll
+ * again unless someone calls start_engine or resume_from_checkpoint, so waiting is futile.
+ */
+export class SwarmEngineFailedError extends Error {
+  constructor(readonly detail: string) {
+    super(`the swarm server's engine failed: ${detail}`);
+    this.name = "SwarmEngineFailedError";
   }
 }
 
@@ -95,11 +107,19 @@ export class SwarmClient {
 
   /**
    * Claims an episode, waiting (capped backoff) while the engine is not ROLLING, the
-   * concurrency cap is reached, or the server is unreachable. Throws SwarmFinishedError
-   * when training has finished, the signal's reason when it aborts.
+   * concurrency cap (global or this client's own, a 429) is reached, or the server is
+   * unreachable. Throws SwarmFinishedError when training has finished, SwarmEngineFailedError
+   * when the engine failed and is OFFLINE for good, the signal's reason when it aborts.
    */
   async beginEpisode(
-    options: { type?: "train" | "eval"; discardEpisodeTimeout?: number; signal?: AbortSignal; maxWaitMs?: number } = {},
+    options: {
+      type?: "train" | "eval";
+      discardEpisodeTimeout?: number;
+      signal?: AbortSignal;
+      maxWaitMs?: number;
+      /** This client's share of each batch and the task it is about to run (per-client task ratios, PROTOCOL.md §3). */
+      taskRatio?: { ratio: number; taskId: string };
+    } = {},
   ): Promise<EpisodeHandle> {
     const started = Date.now();
     for (let attempt = 0; ; attempt += 1) {
@@ -109,6 +129,7 @@ export class SwarmClient {
           client_uuid: this.clientUuid,
           episode_type: options.type ?? "train",
           discard_episode_timeout: options.discardEpisodeTimeout ?? 600,
+          ...(options.taskRatio ? { throttle_policy: { ratio: options.taskRatio.ratio, current_task_id: options.taskRatio.taskId } } : {}),
         });
         if (answer.success === true) {
           const handle = { episodeUuid: String(answer.episode_uuid), baseUrl: String(answer.openai_base_url), apiKey: String(answer.openai_api_key) };
@@ -118,6 +139,7 @@ export class SwarmClient {
           return handle;
         }
         cause = String(answer.fail_cause ?? "claim refused");
+        if (/^ENGINE\.OFFLINE: failed: /.test(String(cause))) throw new SwarmEngineFailedError(String(cause).replace(/^ENGINE\.OFFLINE: failed: /, ""));
         if (/^ENGINE\.OFFLINE: finished/.test(String(cause)))
           throw new SwarmFinishedError(
             String(cause)
@@ -125,7 +147,9 @@ export class SwarmClient {
               .split(";")[0]!,
           );
       } catch (error) {
-        if (!isConnectionError(error)) throw error;
+        // 429: this client holds max_claims_per_client episodes; one of its own will end.
+        const capped = error instanceof SwarmRequestError && error.status === 429;
+        if (!isConnectionError(error) && !capped) throw error;
         cause = error;
       }
       if (options.maxWaitMs !== undefined && Date.now() - started > options.maxWaitMs) {

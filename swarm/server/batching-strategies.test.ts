@@ -95,3 +95,36 @@ describe("C5 rollout_until_any_client_agrees_sync_weight", () => {
     expect(decision.progress.agreed_clients).toBe(1);
   });
 });
+
+describe("per-client task ratios (clientTaskQuotas)", () => {
+  const by = (client: string, taskId: string, reward: number): PoolEpisode => ({ ...episode(taskId, reward), clientUuid: client });
+
+  it("takes at most each client's quota of the B tasks, leaving its extra groups for a later step", () => {
+    // B = 4 at 3:1: the math client may fill 3 tasks, the code client 1.
+    const quotas = new Map([
+      ["math", 3],
+      ["code", 1],
+    ]);
+    const pool = [
+      ...["m1", "m2", "m3", "m4", "m5"].flatMap((task) => [by("math", task, 1), by("math", task, 0)]),
+      ...["c1"].flatMap((task) => [by("code", task, 1), by("code", task, 0)]),
+    ];
+    const decision = decideBatch(input("rollout_until_finish_enough_tasks", pool, { trainBatchSize: 4, clientTaskQuotas: quotas }));
+    expect(decision.ready).toBe(true);
+    const tasks = new Set(pool.filter((e) => decision.selected.includes(e.episodeUuid)).map((e) => e.taskId));
+    expect([...tasks].sort()).toEqual(["c1", "m1", "m2", "m3"]);
+    // Without the code client's task, the math client's fourth and fifth tasks never fill the batch.
+    const mathOnly = pool.filter((e) => e.clientUuid === "math");
+    expect(decideBatch(input("rollout_until_finish_enough_tasks", mathOnly, { trainBatchSize: 4, clientTaskQuotas: quotas })).ready).toBe(false);
+    // Without quotas the same pool is ready at once.
+    expect(decideBatch(input("rollout_until_finish_enough_tasks", mathOnly, { trainBatchSize: 4 })).ready).toBe(true);
+  });
+
+  it("lets clients without a quota fill what the quotas leave (C3 too)", () => {
+    const quotas = new Map([["math", 1]]);
+    const pool = [by("math", "m1", 1), by("math", "m1", 0), by("math", "m2", 1), by("math", "m2", 0), by("free", "f1", 1), by("free", "f1", 0)];
+    const decision = decideBatch(input("rollout_until_finish_enough_non_dummy_tasks", pool, { trainBatchSize: 2, clientTaskQuotas: quotas }));
+    expect(decision.ready).toBe(true);
+    expect(new Set(pool.filter((e) => decision.selected.includes(e.episodeUuid)).map((e) => e.taskId))).toEqual(new Set(["m1", "f1"]));
+  });
+});

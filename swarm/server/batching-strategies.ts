@@ -19,6 +19,11 @@ import type { SampleCollectionMethod } from "../config-schema.ts";
  * - C4 all clients agree / C5 any client agrees: ready when every (C4) or any (C5) active
  *   client has called agree_sync_weight since the last step and the pool is not empty; the
  *   batch is the whole pool (no leftovers).
+ *
+ * Per-client task ratios ("cocktail" training, C2 and C3): with `clientTaskQuotas`, a client
+ * named there contributes at most its quota of the B tasks; its groups past the quota wait
+ * in the pool for a later step, and the batch is ready only once B groups fit the quotas.
+ * Clients without a quota fill whatever the quotas leave.
  */
 
 export interface PoolEpisode {
@@ -27,6 +32,8 @@ export interface PoolEpisode {
   reward: number;
   /** Monotonic completion order (ties broken by it, never by wall-clock time). */
   sequence: number;
+  /** Who ran it (per-client task quotas read it). */
+  clientUuid?: string;
 }
 
 export interface StrategyInput {
@@ -38,6 +45,8 @@ export interface StrategyInput {
   activeClients: readonly string[];
   /** Clients that agreed to sync since the last step. */
   agreedClients: readonly string[];
+  /** Tasks per batch each named client may contribute (C2, C3); see the module comment. */
+  clientTaskQuotas?: ReadonlyMap<string, number>;
 }
 
 /** Field names follow AgentJet's pool information answer. */
@@ -149,12 +158,21 @@ export function enoughTasks(input: StrategyInput, progress: PoolProgress, groups
   const discarded = nonDummyOnly ? groups.filter((group) => group.dummy).flatMap((group) => group.episodes.map((episode) => episode.episodeUuid)) : [];
   const chosen: TaskGroup[] = [];
   const seen = new Set<string>();
+  const perClient = new Map<string, number>();
   for (const group of groups) {
     if (seen.has(group.taskId) || (nonDummyOnly && group.dummy)) continue;
     // C2 takes a task's earliest group only; its later episodes are leftovers.
     if (!nonDummyOnly && group.position > 0) continue;
+    const client = group.episodes[0]!.clientUuid;
+    const quota = client === undefined ? undefined : input.clientTaskQuotas?.get(client);
+    if (quota !== undefined) {
+      const used = perClient.get(client!) ?? 0;
+      if (used >= quota) continue;
+      perClient.set(client!, used + 1);
+    }
     seen.add(group.taskId);
     chosen.push(group);
+    if (chosen.length >= input.trainBatchSize) break;
   }
   if (chosen.length < input.trainBatchSize) return { ready: false, selected: [], discarded, progress };
   const selected = chosen

@@ -8,7 +8,8 @@
  *     ^                                              │ strategy says ready        │
  *     │ stop_engine / engine died / max_steps        v (no new claims)            │
  *     └───────────── (from any state) ───────── ROLLING_POST                      │
- *                                                    │ all claimed episodes done  │
+ *                                                    │ claimed episodes done      │
+ *                                                    │ (or aborted: drain_timeout)│
  *                                                    v                            │
  *                                             WEIGHT_SYNCING ── step done ────────┤
  *                                                    │ checkpoint due             │

@@ -64,3 +64,19 @@ describe("EpisodeRegistry", () => {
     expect(registry.byApiKey(a.apiKey)).toBeUndefined();
   });
 });
+
+describe("EpisodeRegistry per-client cap", () => {
+  it("refuses one client past max_claims_per_client while others still claim, and frees the slot on finish", () => {
+    const registry = new EpisodeRegistry({ maxConcurrentEpisodes: 10, maxHistory: 10, maxPerClient: 2 });
+    const first = claimed(registry);
+    claimed(registry);
+    const refused = registry.claim({ clientUuid: "c1", type: "train", discardTimeoutMs: 10, step: 0 });
+    expect(refused).toMatchObject({ ok: false, perClientCap: true });
+    if (!refused.ok) expect(refused.failCause).toContain("max_claims_per_client reached: this client_uuid already holds 2 running episodes (cap 2)");
+    expect(registry.claim({ clientUuid: "c2", type: "train", discardTimeoutMs: 10, step: 0 }).ok).toBe(true);
+    expect(registry.runningCountOf("c1")).toBe(2);
+    registry.finish(first.episodeUuid, "aborted", "test");
+    expect(registry.runningCountOf("c1")).toBe(1);
+    expect(registry.claim({ clientUuid: "c1", type: "train", discardTimeoutMs: 10, step: 0 }).ok).toBe(true);
+  });
+});

@@ -36,7 +36,7 @@ export interface Episode {
   reward?: number;
 }
 
-export type ClaimResult = { ok: true; episode: Episode } | { ok: false; failCause: string };
+export type ClaimResult = { ok: true; episode: Episode } | { ok: false; failCause: string; perClientCap?: boolean };
 
 export interface RegistryCounters {
   claimed: number;
@@ -53,11 +53,27 @@ export class EpisodeRegistry {
   readonly #byKey = new Map<string, Episode>();
   /** Finished episodes (without their calls), oldest first; bounded. */
   readonly #history = new Map<string, Episode>();
+  /** Running episodes per client_uuid (the per-client claim cap reads it). */
+  readonly #runningByClient = new Map<string, number>();
   readonly counters: RegistryCounters = { claimed: 0, ended: 0, aborted: 0, reclaimed: 0, closed: 0, droppedFromHistory: 0 };
 
-  constructor(private readonly limits: { maxConcurrentEpisodes: number; maxHistory: number }) {}
+  constructor(private readonly limits: { maxConcurrentEpisodes: number; maxHistory: number; maxPerClient?: number }) {}
 
-  claim(request: { clientUuid: string; type: EpisodeType; discardTimeoutMs: number; step: number }, now = Date.now()): ClaimResult {
+  claim(
+    request: { clientUuid: string; type: EpisodeType; discardTimeoutMs: number; step: number; taskId?: string | undefined },
+    now = Date.now(),
+  ): ClaimResult {
+    const perClient = this.limits.maxPerClient ?? this.limits.maxConcurrentEpisodes;
+    const held = this.#runningByClient.get(request.clientUuid) ?? 0;
+    // Checked before the global cap: one client flooding claims must hear that it is the
+    // problem, not that the server is full.
+    if (held >= perClient) {
+      return {
+        ok: false,
+        perClientCap: true,
+        failCause: `max_claims_per_client reached: this client_uuid already holds ${held} running episodes (cap ${perClient}); end or abort one first`,
+      };
+    }
     if (this.#running.size >= this.limits.maxConcurrentEpisodes) {
       return { ok: false, failCause: `max_env_worker reached (${this.limits.maxConcurrentEpisodes} episodes running); retry later` };
     }
@@ -74,8 +90,10 @@ export class EpisodeRegistry {
       calls: [],
       receivedBytes: 0,
       claimStep: request.step,
+      ...(request.taskId ? { taskId: request.taskId } : {}),
     };
     this.#running.set(episode.episodeUuid, episode);
+    this.#runningByClient.set(request.clientUuid, held + 1);
     this.#byKey.set(episode.apiKey, episode);
     this.counters.claimed += 1;
     return { ok: true, episode };
@@ -93,6 +111,11 @@ export class EpisodeRegistry {
   /** A running or remembered finished episode. */
   find(episodeUuid: string): Episode | undefined {
     return this.#running.get(episodeUuid) ?? this.#history.get(episodeUuid);
+  }
+
+  /** Running episodes of one client. */
+  runningCountOf(clientUuid: string): number {
+    return this.#runningByClient.get(clientUuid) ?? 0;
   }
 
   runningEpisodes(): Episode[] {
@@ -120,6 +143,9 @@ export class EpisodeRegistry {
     if (!episode) return undefined;
     this.#running.delete(episodeUuid);
     this.#byKey.delete(episode.apiKey);
+    const held = (this.#runningByClient.get(episode.clientUuid) ?? 1) - 1;
+    if (held > 0) this.#runningByClient.set(episode.clientUuid, held);
+    else this.#runningByClient.delete(episode.clientUuid);
     episode.status = status;
     episode.closedAt = now;
     episode.closeReason = reason;

@@ -230,11 +230,13 @@ describe("the episode protocol under bad input", () => {
     });
     expect(tooManyNames.status).toBe(400);
     expect(String(tooManyNames.body.error)).toContain("at most 64 log_metrics per episode");
+    // A missing reward is a client bug; `reward: null` (AgentJet's "no reward") is accepted (agentjet-wire test).
     const noReward = await rawRequest(`${server.url}/end_episode`, {
       headers,
-      body: JSON.stringify({ ...base, workflow_output: { reward: null, metadata: { task_id: "a" } } }),
+      body: JSON.stringify({ ...base, workflow_output: { metadata: { task_id: "a" } } }),
     });
     expect(noReward.status).toBe(400);
+    expect(noReward.body.detail).toBe(noReward.body.error);
     // Huge rewards would overflow GRPO's group sums into NaN weights.
     const huge = await rawRequest(`${server.url}/end_episode`, {
       headers,
@@ -292,6 +294,21 @@ describe("the episode protocol under bad input", () => {
     // The running episode survived every refused control call.
     expect(await client.canContinue(episode.episodeUuid)).toBe(true);
     await client.abortEpisode(episode.episodeUuid);
+  });
+
+  it("keeps AgentJet's state-revealing endpoints (experiment dir, last LLM call, verbose log) behind the admin token", async () => {
+    const gets = ["/get_server_experiment_dir", "/get_verbose_logs"];
+    const posts = ["/replay_latest_llm_call", "/push_verbose_log"];
+    for (const path of [...gets, ...posts]) {
+      const method = gets.includes(path) ? "GET" : "POST";
+      const anonymous = await rawRequest(`${server.url}${path}`, { method, ...(method === "POST" ? { body: JSON.stringify({ message: "x" }) } : {}) });
+      expect(anonymous.status, path).toBe(401);
+      expect(String(anonymous.body.detail), path).toContain("admin token");
+    }
+    const experiment = await rawRequest(`${server.url}/get_server_experiment_dir`, { method: "GET", headers: { "x-admin-token": adminToken } });
+    expect(experiment.body.server_experiment_dir).toBe(server.coordinator.config.experiment_dir);
+    const pushed = await rawRequest(`${server.url}/push_verbose_log`, { body: JSON.stringify({ message: "hello" }), headers: { "x-admin-token": adminToken } });
+    expect(pushed.body).toMatchObject({ success: true });
   });
 
   it("enforces engine states on the server side", async () => {
@@ -410,7 +427,7 @@ describe("episode uuids are capabilities (no forged rewards)", () => {
     }
     // What AgentJet's throttle reads is still there: one running episode with its age and task.
     const running = (await snooper.poolInformation()).running_episode_details as Record<string, Record<string, string>>;
-    expect(Object.values(running).some((entry) => entry.episode_status === "running" && entry.time_since_last_activity !== undefined)).toBe(true);
+    expect(Object.values(running).some((entry) => entry.episode_status === "claimed" && /^\d+\.\ds$/.test(entry.time_since_last_activity ?? ""))).toBe(true);
     // The owner and the admin see the real ids.
     expect((await victim.episodeBuffer()).some((entry) => entry.episode_uuid === episode.episodeUuid)).toBe(true);
     expect(JSON.stringify(await admin.poolInformation())).toContain(episode.episodeUuid);

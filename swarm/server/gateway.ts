@@ -1,71 +1,85 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { z } from "zod";
-import type { ChatMessage, GenerateResult } from "../engines/engine.ts";
+import type { z } from "zod";
+import type { GenerateResult } from "../engines/engine.ts";
+import type { Episode } from "./episode-registry.ts";
 import { HttpError, bearerToken, parseBody, readBody, sendJson } from "./http-tools.ts";
 import type { SwarmLogger } from "./logger.ts";
-import type { TrainingCoordinator } from "./training-coordinator.ts";
+import { RequestRefused, type TrainingCoordinator } from "./training-coordinator.ts";
+import { anthropicAnswer, anthropicError, anthropicMessagesRequestSchema, anthropicStream, translateAnthropicRequest } from "./wire/anthropic-messages.ts";
+import { chatAnswer, chatRequestSchema, chatStream, translateChatRequest } from "./wire/chat-completions.ts";
+import { responsesAnswer, responsesRequestSchema, responsesStream, translateResponsesRequest } from "./wire/openai-responses.ts";
+import { parseToolCalls, ToolCallReplays } from "./wire/tool-calls.ts";
+import { withDefaultSystem, type GatewayAnswer, type TranslateRequest } from "./wire/wire-types.ts";
 
 /**
- * The OpenAI-compatible gateway: `/v1/chat/completions` (plain and `stream: true`) and
- * `/v1/models`, authenticated by the episode's key. Every completion is recorded on its
- * episode as a RecordedCall (swarm/tracking turns them into samples at end_episode).
+ * The gateway for the policy, authenticated by the episode's key (a Bearer token, or
+ * `x-api-key` as the Anthropic SDK sends it): OpenAI's `/v1/chat/completions` and
+ * `/v1/responses`, Anthropic's `/v1/messages` (each plain and streaming), and `/v1/models`.
+ * Each format is translated to one internal conversation (server/wire/), and every answer
+ * is recorded on its episode as a RecordedCall the same way whatever the format, so
+ * swarm/tracking merges the calls of an agent that mixes them. Tool calls the policy writes
+ * in its template's text format come back as the format's structured tool calls.
  *
  * Fields the engine cannot honour are ignored, never rejected: their names come back in
- * the `x-swarm-warnings` header and are logged once per name. Not supported: n > 1 (one
- * choice is returned), tool calls in the answer (the policy only writes text), logprobs in
- * the answer. A multi-agent client may name its agent with the `x-swarm-agent-name` header
- * (calls of different agents never merge).
+ * the `x-swarm-warnings` header and are logged once per name. On train episodes the
+ * client's temperature and top_p give way to the server's `sampling` unless
+ * `train_sampling: client`. Not supported: n > 1 (one choice is returned), logprobs in the
+ * answer, stored responses. A multi-agent client may name its agent with the
+ * `x-swarm-agent-name` header (calls of different agents never merge).
  */
 
-const contentPartSchema = z.looseObject({ type: z.string(), text: z.string().optional() });
-const messageSchema = z.looseObject({
-  role: z.enum(["system", "developer", "user", "assistant", "tool"]),
-  content: z.union([z.string(), z.array(contentPartSchema), z.null()]).optional(),
-  name: z.string().optional(),
-  tool_call_id: z.string().optional(),
-});
-const positiveTokens = z.number().int().positive().nullable().optional();
-const chatRequestSchema = z.looseObject({
-  model: z.string().optional(),
-  messages: z.array(messageSchema).min(1, "give at least one message"),
-  stream: z.boolean().nullable().optional(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
-  temperature: z.number().min(0).max(2).nullable().optional(),
-  top_p: z.number().gt(0).max(1).nullable().optional(),
-  max_tokens: positiveTokens,
-  max_completion_tokens: positiveTokens,
-  stop: z
-    .union([z.string(), z.array(z.string())])
-    .nullable()
-    .optional(),
-  seed: z.number().int().nullable().optional(),
-  tools: z.array(z.unknown()).nullable().optional(),
-  n: z.number().int().positive().nullable().optional(),
-});
-type ChatRequest = z.output<typeof chatRequestSchema>;
-
-const honouredFields = new Set([
-  "model",
-  "messages",
-  "stream",
-  "stream_options",
-  "temperature",
-  "top_p",
-  "max_tokens",
-  "max_completion_tokens",
-  "stop",
-  "seed",
-  "tools",
-  "n",
-]);
 /** A hard ceiling so one request cannot ask for unbounded generation. */
 const maxTokensCeiling = 8192;
 const idPrefix = randomBytes(6).toString("hex");
 let idCounter = 0;
 
+/** One wire format: how its body is validated and translated, and how its answer is written. */
+interface WireFormat<Schema extends z.ZodType> {
+  endpoint: string;
+  schema: Schema;
+  translate: TranslateRequest<z.output<Schema>>;
+  /** Prefix of the tool-call ids this format hands out (call_, toolu_). */
+  toolCallPrefix: string;
+  write(response: ServerResponse, answer: GatewayAnswer, body: z.output<Schema>, headers: Record<string, string>, stream: boolean): void;
+}
+
+const streamHeaders = { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" };
+
+function writeStream(response: ServerResponse, headers: Record<string, string>, events: string): void {
+  response.writeHead(200, { ...streamHeaders, ...headers });
+  response.end(events);
+}
+
+const chatFormat: WireFormat<typeof chatRequestSchema> = {
+  endpoint: "chat/completions",
+  schema: chatRequestSchema,
+  translate: translateChatRequest,
+  toolCallPrefix: "call_",
+  write: (response, answer, body, headers, stream) =>
+    stream ? writeStream(response, headers, chatStream(answer, body.stream_options?.include_usage === true)) : sendJson(response, 200, chatAnswer(answer), headers),
+};
+const anthropicFormat: WireFormat<typeof anthropicMessagesRequestSchema> = {
+  endpoint: "messages",
+  schema: anthropicMessagesRequestSchema,
+  translate: translateAnthropicRequest,
+  toolCallPrefix: "toolu_",
+  write: (response, answer, _body, headers, stream) =>
+    stream ? writeStream(response, headers, anthropicStream(answer)) : sendJson(response, 200, anthropicAnswer(answer), headers),
+};
+const responsesFormat: WireFormat<typeof responsesRequestSchema> = {
+  endpoint: "responses",
+  schema: responsesRequestSchema,
+  translate: translateResponsesRequest,
+  toolCallPrefix: "call_",
+  write: (response, answer, body, headers, stream) =>
+    stream ? writeStream(response, headers, responsesStream(answer, body)) : sendJson(response, 200, responsesAnswer(answer, body), headers),
+};
+
 export class Gateway {
   readonly #warnedFields = new Set<string>();
+  /** Per episode, the answers with tool calls it got, so replayed turns record the exact text. */
+  readonly #replays = new WeakMap<Episode, ToolCallReplays>();
 
   constructor(
     private readonly coordinator: TrainingCoordinator,
@@ -82,7 +96,27 @@ export class Gateway {
     sendJson(response, 200, { object: "list", data: [{ id: this.modelName(), object: "model", created: 0, owned_by: "a3r-swarm" }] });
   }
 
-  async chatCompletions(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  chatCompletions(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    return this.#serve(request, response, chatFormat);
+  }
+
+  async messages(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    try {
+      await this.#serve(request, response, anthropicFormat);
+    } catch (error) {
+      // Anthropic's error shape, so its SDK reports the gateway's reason; 500s go to the router (logged).
+      if (response.headersSent || !(error instanceof HttpError || error instanceof RequestRefused)) throw error;
+      const type = error instanceof HttpError ? error.type : error.status === 429 ? "rate_limit_error" : "invalid_request_error";
+      sendJson(response, error.status, anthropicError(type, error.message));
+    }
+  }
+
+  responses(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    return this.#serve(request, response, responsesFormat);
+  }
+
+  /** The part all formats share: limits, translation, sampling policy, generation, recording. */
+  async #serve<Schema extends z.ZodType>(request: IncomingMessage, response: ServerResponse, format: WireFormat<Schema>): Promise<void> {
     const episode = this.#episodeOf(request);
     const { config } = this.coordinator;
     const text = await readBody(request, config.limits.max_request_body_bytes);
@@ -93,17 +127,24 @@ export class Gateway {
         `episode ${episode.episodeUuid} has sent more than limits.max_episode_bytes (${config.limits.max_episode_bytes}) in requests; end it`,
       );
     }
-    const body = parseBody(text, chatRequestSchema, "chat/completions");
-    if (body.messages.length > config.limits.max_messages_per_request) {
-      throw new HttpError(400, `${body.messages.length} messages exceed limits.max_messages_per_request (${config.limits.max_messages_per_request})`);
+    const body = parseBody(text, format.schema, format.endpoint);
+    const replays = this.#replaysOf(episode);
+    const translated = format.translate(body, replays);
+    if (translated.messages.length > config.limits.max_messages_per_request) {
+      throw new HttpError(
+        400,
+        `${translated.messages.length} messages exceed limits.max_messages_per_request (${config.limits.max_messages_per_request})`,
+      );
     }
     if (episode.calls.length >= config.limits.max_episode_calls) {
       throw new HttpError(400, `episode ${episode.episodeUuid} has made limits.max_episode_calls (${config.limits.max_episode_calls}) calls; end it`);
     }
     const engine = this.coordinator.engine;
     if (!engine) throw new HttpError(503, "no engine is loaded");
-    const warnings = this.#ignoredFields(body);
-    const messages = body.messages.map(toChatMessage);
+    const warnings = this.#ignoredFields(format.endpoint, translated.ignored);
+    const sampling = this.#sampling(episode, translated, warnings);
+    const messages = withDefaultSystem(translated.messages, config.default_system_message);
+    const { tools } = translated;
     const controller = new AbortController();
     response.on("close", () => {
       if (!response.writableFinished) controller.abort();
@@ -115,12 +156,11 @@ export class Gateway {
     try {
       result = await engine.generate({
         messages,
-        ...(body.tools ? { tools: body.tools } : {}),
-        temperature: body.temperature ?? config.sampling.temperature,
-        topP: body.top_p ?? config.sampling.top_p,
-        maxTokens: Math.min(body.max_completion_tokens ?? body.max_tokens ?? config.sampling.max_tokens, maxTokensCeiling),
-        ...(body.stop ? { stop: typeof body.stop === "string" ? [body.stop] : body.stop } : {}),
-        ...(typeof body.seed === "number" ? { seed: body.seed } : {}),
+        ...(tools ? { tools } : {}),
+        ...sampling,
+        maxTokens: Math.min(translated.maxTokens ?? config.sampling.max_tokens, maxTokensCeiling),
+        ...(translated.stop ? { stop: translated.stop } : {}),
+        ...(translated.seed === undefined ? {} : { seed: translated.seed }),
         signal: controller.signal,
       });
     } finally {
@@ -139,90 +179,91 @@ export class Gateway {
       callIndex: episode.calls.length,
       ...(typeof agentName === "string" && agentName ? { agentName } : {}),
       messages,
-      ...(body.tools ? { tools: body.tools } : {}),
+      ...(tools ? { tools } : {}),
       promptTokenIds: result.promptTokenIds,
       completionTokenIds: result.completionTokenIds,
       completionText: result.text,
       ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}),
       time: Date.now(),
     });
+    // Tool calls are read only where the client offered tools: otherwise the answer is text.
+    const parsed = tools
+      ? parseToolCalls(result.text, () => `${format.toolCallPrefix}${idPrefix}${(idCounter += 1)}`)
+      : { text: result.text, toolCalls: [] };
+    replays.remember(parsed, result.text);
+    // Kept for replay_latest_llm_call (admin only): AgentJet's debugging aid.
+    this.coordinator.latestCall = {
+      input: body,
+      output: { role: "assistant", content: result.text, finish_reason: result.finishReason },
+      time: Date.now() / 1000,
+    };
     warnings.push(...(result.warnings ?? []));
     const headers: Record<string, string> = warnings.length > 0 ? { "x-swarm-warnings": warnings.join("; ") } : {};
-    const answer = {
-      id: `chatcmpl-${idPrefix}${(idCounter += 1)}`,
+    const answer: GatewayAnswer = {
+      id: `${idPrefix}${(idCounter += 1)}`,
       created: Math.floor(Date.now() / 1000),
-      model: body.model ?? this.modelName(),
+      model: translated.model ?? this.modelName(),
+      parsed,
+      result,
+      usage: { promptTokens: result.promptTokenIds.length, completionTokens: result.completionTokenIds.length },
     };
-    const usage = {
-      prompt_tokens: result.promptTokenIds.length,
-      completion_tokens: result.completionTokenIds.length,
-      total_tokens: result.promptTokenIds.length + result.completionTokenIds.length,
-    };
-    if (body.stream) {
-      response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", ...headers });
-      response.end(streamOf(answer, result, body.stream_options?.include_usage ? usage : undefined));
-      return;
+    format.write(response, answer, body, headers, translated.stream);
+  }
+
+  /**
+   * temperature and top_p for this call. On train episodes with `train_sampling: server`
+   * the server's `sampling` applies whatever the client asked (its log-probs are then those
+   * of the behaviour policy the optimizer assumes), and the header says what was overridden.
+   */
+  #sampling(episode: Episode, request: { temperature?: number; topP?: number }, warnings: string[]): { temperature: number; topP: number } {
+    const { sampling, train_sampling } = this.coordinator.config;
+    if (episode.type === "train" && train_sampling === "server") {
+      const overridden = [
+        request.temperature !== undefined && request.temperature !== sampling.temperature ? "temperature" : undefined,
+        request.topP !== undefined && request.topP !== sampling.top_p ? "top_p" : undefined,
+      ].filter((name) => name !== undefined);
+      if (overridden.length > 0) {
+        warnings.push(
+          `${overridden.join(", ")} ignored on train episodes (train_sampling: server; temperature ${sampling.temperature}, top_p ${sampling.top_p} apply)`,
+        );
+      }
+      return { temperature: sampling.temperature, topP: sampling.top_p };
     }
-    sendJson(
-      response,
-      200,
-      {
-        ...answer,
-        object: "chat.completion",
-        choices: [{ index: 0, message: { role: "assistant", content: result.text, refusal: null }, logprobs: null, finish_reason: result.finishReason }],
-        usage,
-      },
-      headers,
-    );
+    return { temperature: request.temperature ?? sampling.temperature, topP: request.topP ?? sampling.top_p };
+  }
+
+  #replaysOf(episode: Episode): ToolCallReplays {
+    let replays = this.#replays.get(episode);
+    if (!replays) {
+      replays = new ToolCallReplays();
+      this.#replays.set(episode, replays);
+    }
+    return replays;
   }
 
   #episodeOf(request: IncomingMessage) {
-    const key = bearerToken(request);
-    if (!key) throw new HttpError(401, "missing API key: send the openai_api_key of your claimed episode as a Bearer token");
+    const apiKeyHeader = request.headers["x-api-key"];
+    const key = bearerToken(request) ?? (typeof apiKeyHeader === "string" && apiKeyHeader.trim() !== "" ? apiKeyHeader.trim() : undefined);
+    if (!key)
+      throw new HttpError(401, "missing API key: send the openai_api_key of your claimed episode as a Bearer token (or as x-api-key, as the Anthropic SDK does)");
     const episode = this.coordinator.registry.byApiKey(key);
     if (!episode)
       throw new HttpError(401, "invalid or revoked API key: its episode has ended, aborted, been reclaimed, or was never claimed; claim a new episode");
     return episode;
   }
 
-  #ignoredFields(body: ChatRequest): string[] {
+  #ignoredFields(endpoint: string, names: readonly string[]): string[] {
     // Field names are the client's text and go into a response header: printable ASCII
     // only, short, and few (a header with a newline would make writeHead throw).
-    const ignored = Object.keys(body)
-      .filter((key) => !honouredFields.has(key) && (body as Record<string, unknown>)[key] !== null)
+    const ignored = names
       .map((key) => key.replace(/[^\x20-\x7e]/g, "?").slice(0, 64))
       .slice(0, 20);
-    if (typeof body.n === "number" && body.n > 1) ignored.push("n (one choice is returned)");
-    const fresh = ignored.filter((name) => !this.#warnedFields.has(name));
+    const fresh = ignored.filter((name) => !this.#warnedFields.has(`${endpoint} ${name}`));
     if (fresh.length > 0) {
       // Logged once per name; the set is capped so a client inventing names cannot grow it.
-      for (const name of fresh) if (this.#warnedFields.size < 1000) this.#warnedFields.add(name);
-      this.logger.warn({ fields: fresh }, "chat/completions: ignoring sampling fields the engine cannot honour");
+      for (const name of fresh) if (this.#warnedFields.size < 1000) this.#warnedFields.add(`${endpoint} ${name}`);
+      this.logger.warn({ fields: fresh }, `${endpoint}: ignoring fields the engine cannot honour`);
     }
     return ignored.length > 0 ? [`ignored unsupported fields: ${ignored.join(", ")}`] : [];
   }
-}
-
-function toChatMessage(message: z.output<typeof messageSchema>): ChatMessage {
-  const content = typeof message.content === "string" ? message.content : (message.content ?? []).map((part) => part.text ?? "").join("");
-  return {
-    role: message.role === "developer" ? "system" : message.role,
-    content,
-    ...(message.name ? { name: message.name } : {}),
-    ...(message.tool_call_id ? { tool_call_id: message.tool_call_id } : {}),
-  };
-}
-
-/** The whole answer as server-sent events in OpenAI's chunk format, ending with [DONE]. */
-function streamOf(answer: { id: string; created: number; model: string }, result: GenerateResult, usage: object | undefined): string {
-  const chunk = (choices: unknown[], extra: object = {}): string =>
-    `data: ${JSON.stringify({ ...answer, object: "chat.completion.chunk", choices, ...extra })}\n\n`;
-  const events = [chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }])];
-  for (const piece of result.text.match(/\s*\S+\s*/g) ?? (result.text ? [result.text] : [])) {
-    events.push(chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]));
-  }
-  events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: result.finishReason }]));
-  if (usage) events.push(chunk([], { usage }));
-  events.push("data: [DONE]\n\n");
-  return events.join("");
 }

@@ -1,7 +1,10 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { z } from "zod";
+import type { IncomingMessage } from "node:http";
+import { parse as parseYaml } from "yaml";
 import { parseSwarmConfig, SwarmConfigError } from "../config.ts";
+import { AgentJetConfigError, applyAgentJetConfig, isAgentJetConfig } from "./agentjet-config.ts";
+import { addAgentJetRoutes } from "./agentjet-routes.ts";
+import type { AddRoute, ReadBody, Route, RouteContext } from "./route-types.ts";
 import { engineStates } from "./engine-state.ts";
 import type { Episode } from "./episode-registry.ts";
 import type { Gateway } from "./gateway.ts";
@@ -17,35 +20,62 @@ import {
   syncTrainConfigSchema,
 } from "./protocol-schemas.ts";
 import { renderPrometheus } from "./step-metrics.ts";
+import type { SwarmLogger } from "./logger.ts";
 import { RequestRefused, type TrainingCoordinator } from "./training-coordinator.ts";
 
-/** `control` routes need the admin token when one is configured; `openai` ones an episode key. */
-export type RouteKind = "open" | "control" | "openai";
-
-/** What the server knows about the caller: whether it presented the admin token. */
-export interface RouteContext {
-  privileged: boolean;
-}
-
-export interface Route {
-  kind: RouteKind;
-  handle(request: IncomingMessage, response: ServerResponse, context: RouteContext): Promise<void> | void;
-}
+export type { AddRoute, ReadBody, Route, RouteContext, RouteKind } from "./route-types.ts";
 
 /** Every endpoint of swarm-protocol.md §2, keyed by "METHOD /path". */
-export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gateway, security: { adminToken: string | undefined }): Map<string, Route> {
-  const body = async <T extends z.ZodType>(request: IncomingMessage, schema: T, endpoint: string): Promise<z.output<T>> =>
+export function protocolRoutes(
+  coordinator: TrainingCoordinator,
+  gateway: Gateway,
+  security: { adminToken: string | undefined },
+  setup: { experimentRoot: string; logger: SwarmLogger },
+): Map<string, Route> {
+  const body: ReadBody = async (request, schema, endpoint) =>
     parseBody(await readBody(request, coordinator.config.limits.max_request_body_bytes), schema, endpoint);
   const routes = new Map<string, Route>();
-  const add = (key: string, kind: RouteKind, handle: Route["handle"]): void => {
+  const add: AddRoute = (key, kind, handle) => {
     routes.set(key, { kind, handle });
   };
 
-  add("GET /health", "open", (_request, response) => sendJson(response, 200, { ok: true }));
+  // AgentJet's health answer is {status: "ok"}; `ok` stays for a3r's own callers.
+  add("GET /health", "open", (_request, response) => sendJson(response, 200, { status: "ok", ok: true }));
   add("GET /get_engine_status", "open", (_request, response) => sendJson(response, 200, engineStatus(coordinator)));
 
   add("POST /sync_train_config", "control", async (request, response) => {
     const { yaml_as_string } = await body(request, syncTrainConfigSchema, "sync_train_config");
+    coordinator.checkReconfigurable();
+    let lenient: unknown;
+    try {
+      lenient = parseYaml(yaml_as_string, { maxAliasCount: 100 });
+    } catch {
+      lenient = undefined; // the strict parser below reports the syntax error with its line
+    }
+    if (isAgentJetConfig(lenient)) {
+      // AgentJet's own YAML: map what a3r understands, say what it ignored (answer and log).
+      let mapping: ReturnType<typeof applyAgentJetConfig>;
+      try {
+        mapping = applyAgentJetConfig(lenient, coordinator.config, setup.experimentRoot);
+      } catch (error) {
+        if (error instanceof AgentJetConfigError) throw new HttpError(400, `yaml_as_string (AgentJet form): ${error.message}`);
+        throw error;
+      }
+      coordinator.replaceConfig(mapping.config);
+      setup.logger.info(
+        { mapped: mapping.mapped, ignored: mapping.ignored, ignoredNotListed: mapping.ignoredNotListed, experimentDir: mapping.config.experiment_dir },
+        "sync_train_config: AgentJet configuration applied; the ignored keys take no effect here",
+      );
+      sendJson(response, 200, {
+        success: true,
+        config_form: "agentjet",
+        mapped_keys: mapping.mapped,
+        ignored_keys: mapping.ignored,
+        ignored_keys_not_listed: mapping.ignoredNotListed,
+        experiment_dir: mapping.config.experiment_dir,
+      });
+      return;
+    }
     try {
       const next = parseSwarmConfig(yaml_as_string, { file: "yaml_as_string" });
       const current = coordinator.config;
@@ -54,7 +84,7 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
       if (error instanceof SwarmConfigError) throw new HttpError(400, `${error.where}: ${error.message}${error.hint ? ` (${error.hint})` : ""}`);
       throw error;
     }
-    sendJson(response, 200, { success: true });
+    sendJson(response, 200, { success: true, config_form: "a3r", experiment_dir: coordinator.config.experiment_dir });
   });
   add("POST /start_engine", "control", (_request, response) => {
     coordinator.start();
@@ -78,14 +108,21 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
 
   add("POST /claim_episode", "open", async (request, response) => {
     const claim = await body(request, claimEpisodeSchema, "claim_episode");
+    const throttle = claim.throttle_policy;
     const result = coordinator.claim({
       clientUuid: claim.client_uuid,
       type: claim.episode_type,
       discardTimeoutSeconds: claim.discard_episode_timeout ?? undefined,
+      throttle: throttle ? { ratio: throttle.ratio, currentTaskId: throttle.current_task_id || undefined } : undefined,
     });
     const base = { client_uuid: claim.client_uuid };
     if (!result.ok) {
-      sendJson(response, 200, { ...base, success: false, episode_uuid: "", openai_base_url: "", openai_api_key: "", fail_cause: result.failCause });
+      const refusal = { ...base, success: false, episode_uuid: "", openai_base_url: "", openai_api_key: "", fail_cause: result.failCause };
+      if (result.status !== undefined) {
+        sendJson(response, result.status, { ...refusal, detail: result.failCause, error: result.failCause }, { "retry-after": "1" });
+        return;
+      }
+      sendJson(response, 200, refusal);
       return;
     }
     sendJson(response, 200, {
@@ -95,6 +132,13 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
       openai_base_url: `http://${request.headers.host ?? `${coordinator.config.host}:${coordinator.config.port}`}/v1`,
       openai_api_key: result.episode.apiKey,
       fail_cause: "",
+      // The idle timeout in force, which is less than asked when the server's cap clamped it.
+      discard_episode_timeout: result.discardTimeoutSeconds,
+      ...(result.clampedFrom === undefined
+        ? {}
+        : {
+            warning: `discard_episode_timeout ${result.clampedFrom} s clamped to the server's max_discard_episode_timeout (${result.discardTimeoutSeconds} s)`,
+          }),
     });
   });
   // Episode uuids are capabilities: an end or abort that carries a key must carry that
@@ -125,7 +169,7 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
       clientUuid: end.client_uuid,
       episodeUuid: end.episode_uuid,
       taskId: end.task_id,
-      reward: end.workflow_output.reward,
+      reward: end.workflow_output.reward ?? null,
       isSuccess: end.workflow_output.is_success ?? undefined,
       logMetrics: end.workflow_output.log_metrics ?? {},
     });
@@ -169,6 +213,8 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
     ),
   );
   add("GET /metrics", "open", (_request, response) => sendJson(response, 200, coordinator.metrics));
+
+  addAgentJetRoutes({ add, body, coordinator, logger: setup.logger });
   add("GET /metrics/prometheus", "open", (_request, response) =>
     sendText(
       response,
@@ -187,6 +233,8 @@ export function protocolRoutes(coordinator: TrainingCoordinator, gateway: Gatewa
   );
 
   add("POST /v1/chat/completions", "openai", (request, response) => gateway.chatCompletions(request, response));
+  add("POST /v1/messages", "openai", (request, response) => gateway.messages(request, response));
+  add("POST /v1/responses", "openai", (request, response) => gateway.responses(request, response));
   add("GET /v1/models", "openai", (request, response) => gateway.models(request, response));
   return routes;
 }
@@ -197,6 +245,8 @@ function engineStatus(coordinator: TrainingCoordinator): object {
     engine_status_detail: coordinator.state.detail,
     global_step: coordinator.globalStep,
     max_steps: coordinator.config.max_steps,
+    // Set when a boot or training step failed: the engine will not roll again by itself.
+    engine_failure: coordinator.failure ?? null,
   };
 }
 
@@ -211,6 +261,8 @@ function episodeCounters(coordinator: TrainingCoordinator): Record<string, numbe
     episodes_dropped_from_history: counters.droppedFromHistory,
     pool_episodes_dropped: coordinator.pool.dropped,
     pool_episodes_discarded: coordinator.pool.discarded,
+    episodes_ended_without_reward: coordinator.endedWithoutReward,
+    episodes_drain_aborted: coordinator.drainAbortedTotal,
   };
 }
 
@@ -243,11 +295,16 @@ function sameSecret(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/** AgentJet calls a claimed, unfinished episode "claimed"; a3r's own `status` field keeps "running". */
+function agentJetStatus(episode: Episode): string {
+  return episode.status === "running" ? "claimed" : episode.status;
+}
+
 /** One entry of get_episode_buffer, with AgentJet's EpisodeStatus field names (keys never included). */
 function episodeView(episode: Episode, now: number, names: IdNames): object {
   return {
     episode_uuid: names.episode(episode.episodeUuid),
-    episode_status: episode.status,
+    episode_status: agentJetStatus(episode),
     episode_type: episode.type,
     openai_base_url: "",
     openai_api_key: "",
@@ -272,9 +329,11 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
   const { progress } = coordinator.decision();
   const running: Record<string, Record<string, string>> = {};
   for (const episode of coordinator.registry.runningEpisodes()) {
+    // AgentJet's field names and formats ("12.3s"); its task-ratio throttle reads optional_task_id.
     running[names.episode(episode.episodeUuid)] = {
-      episode_status: episode.status,
-      time_since_last_activity: ((now - episode.lastActivityAt) / 1000).toFixed(1),
+      episode_status: agentJetStatus(episode),
+      time_since_last_activity: `${((now - episode.lastActivityAt) / 1000).toFixed(1)}s`,
+      discard_episode_timeout: `${(episode.discardTimeoutMs / 1000).toFixed(1)}s`,
       client_uuid: names.client(episode.clientUuid),
       episode_type: episode.type,
       llm_call_count: String(episode.calls.length),
@@ -283,6 +342,7 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
   }
   const details = coordinator.pool.taskDetails();
   const booting = bootingStartedAt();
+  const quotas = coordinator.clientTaskQuotas();
   return {
     ...progress,
     completed_tasks_details: Object.fromEntries(Object.entries(details.episodes).map(([task, episodes]) => [task, episodes.map(names.episode)])),
@@ -294,7 +354,14 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
     booting_start_time: booting === undefined ? null : booting / 1000,
     running_episodes: coordinator.registry.runningCount,
     max_env_worker: coordinator.config.max_env_worker,
-    running_episode_details: running,
+    max_claims_per_client: coordinator.config.max_claims_per_client ?? coordinator.config.max_env_worker,
+    max_discard_episode_timeout: coordinator.config.max_discard_episode_timeout,
+    drain_timeout: coordinator.config.drain_timeout,
+    last_batch_tasks_per_client: Object.fromEntries([...coordinator.lastBatchTasksPerClient].map(([client, count]) => [names.client(client), count])),
+    client_task_quotas: quotas ? Object.fromEntries([...quotas].map(([client, quota]) => [names.client(client), quota])) : {},
+    engine_failure: coordinator.failure ?? null,
+    // AgentJet sends null when nothing runs; its throttle branches on it.
+    running_episode_details: Object.keys(running).length === 0 ? null : running,
     counters: episodeCounters(coordinator),
     recent_rewards: coordinator.metrics.slice(-40).map((metrics) => metrics.reward_mean),
   };

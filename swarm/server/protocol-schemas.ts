@@ -16,7 +16,16 @@ export const claimEpisodeSchema = z.looseObject({
     .max(7 * 24 * 3600)
     .nullable()
     .optional(),
-  throttle_policy: z.unknown().optional(),
+  /** AgentJet's SwarmThrottlePolicy: the client's share of a batch and the task it is about to run. */
+  throttle_policy: z
+    .looseObject({
+      ratio: z.number().positive().max(1000).default(1.5),
+      expected_batch_size: z.number().optional(),
+      expected_num_repeat: z.number().optional(),
+      current_task_id: z.string().max(1000).nullable().optional(),
+    })
+    .nullable()
+    .optional(),
 });
 
 /** Rewards and metrics beyond this are bugs in a client, and would overflow GRPO's sums. */
@@ -34,7 +43,8 @@ export const maxLogMetricsPerEpisode = 64;
 export const maxLogMetricNameLength = 64;
 
 export const workflowOutputSchema = z.looseObject({
-  reward: numberOrList,
+  /** null (AgentJet's WorkflowOutput default): "no reward", the episode is ended and never trained on. */
+  reward: numberOrList.nullable(),
   is_success: z.boolean().nullable().optional(),
   metadata: z.looseObject({ task_id: z.string().optional() }).nullable().optional(),
   // Names are bounded: 150k distinct names once made /metrics 10 MB and the server 400 MB.
@@ -65,5 +75,6 @@ export const clientRefSchema = z.looseObject({ client_uuid: uuid });
 /** get_episode_buffer: a client that names itself sees its own episodes unredacted. */
 export const episodeBufferSchema = z.looseObject({ client_uuid: uuid.optional() });
 export const syncTrainConfigSchema = z.looseObject({ yaml_as_string: z.string().max(1_000_000) });
+export const pushVerboseLogSchema = z.looseObject({ tag: z.string().max(200).default(""), message: z.string().max(10_000) });
 export const resumeSchema = z.looseObject({ path: z.string().min(1).nullable().optional() });
 export const emptySchema = z.unknown();

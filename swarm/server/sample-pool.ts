@@ -40,7 +40,14 @@ export class SamplePool {
   }
 
   summaries(): PoolEpisode[] {
-    return [...this.#episodes.values()].map(({ episodeUuid, taskId, reward, sequence }) => ({ episodeUuid, taskId, reward, sequence }));
+    return [...this.#episodes.values()].map(({ episodeUuid, taskId, reward, sequence, clientUuid }) => ({ episodeUuid, taskId, reward, sequence, clientUuid }));
+  }
+
+  /** Distinct task ids one client has waiting in the pool (the claim-side task throttle). */
+  taskIdsOf(clientUuid: string): Set<string> {
+    const tasks = new Set<string>();
+    for (const episode of this.#episodes.values()) if (episode.clientUuid === clientUuid) tasks.add(episode.taskId);
+    return tasks;
   }
 
   get size(): number {

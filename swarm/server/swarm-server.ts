@@ -6,7 +6,7 @@ import type { EngineFactory } from "./engine-factory.ts";
 import { Gateway } from "./gateway.ts";
 import { HttpError, bearerToken, sendJson } from "./http-tools.ts";
 import { createSwarmLogger, type SwarmLogger } from "./logger.ts";
-import { protocolRoutes, type Route } from "./protocol-routes.ts";
+import { isLoopbackHost, protocolRoutes, type Route } from "./protocol-routes.ts";
 import { RequestRefused, TrainingCoordinator } from "./training-coordinator.ts";
 
 export interface SwarmServerOptions {
@@ -22,6 +22,9 @@ export interface SwarmServerOptions {
   /** How often idle episodes are reclaimed (ms). */
   tickMs?: number;
 }
+
+/** A server listening beyond loopback needs an admin token at least this long (guessing it must not pay). */
+export const minimumAdminTokenLength = 24;
 
 export interface SwarmServer {
   url: string;
@@ -42,7 +45,11 @@ export async function startSwarmServer(options: SwarmServerOptions): Promise<Swa
   const coordinator = new TrainingCoordinator(options.config, logger, options.engineFactory);
   const gateway = new Gateway(coordinator, logger);
   const adminToken = options.adminToken ?? options.config.admin_token;
-  const routes = protocolRoutes(coordinator, gateway, { adminToken });
+  // The CLI says this with the flag to fix; the library refuses too, so no caller can open
+  // sync_train_config and save_checkpoint to the network by forgetting a token.
+  if (!isLoopbackHost(options.config.host) && (adminToken === undefined || adminToken.length < minimumAdminTokenLength))
+    throw new Error(`listening on ${options.config.host} (beyond this machine) needs an admin token of at least ${minimumAdminTokenLength} characters`);
+  const routes = protocolRoutes(coordinator, gateway, { adminToken }, { experimentRoot: options.config.experiment_dir, logger });
 
   const server = createServer((request, response) => {
     void handle(request, response, routes, adminToken, logger);
@@ -117,7 +124,8 @@ async function handle(
       const type = error instanceof HttpError ? error.type : status >= 500 ? "server_error" : "invalid_request_error";
       sendJson(response, status, { error: { message, type, param: null, code: null } });
     } else {
-      sendJson(response, status, { success: false, error: message, failure_reason: message });
+      // `detail` is where AgentJet's client reads the reason (FastAPI's error shape).
+      sendJson(response, status, { success: false, error: message, failure_reason: message, detail: message });
     }
   }
 }

@@ -27,10 +27,32 @@ export interface EndEpisodeRequest {
   clientUuid: string;
   episodeUuid: string;
   taskId: string;
-  reward: number;
+  /** null: the client ended the episode without a reward (AgentJet's reward=None); never trained on. */
+  reward: number | null;
   isSuccess: boolean | undefined;
   logMetrics: Record<string, number>;
 }
+
+/** AgentJet's throttle_policy of a claim: the client's share of a batch and the task it is about to run. */
+export interface ThrottlePolicy {
+  /** The client's share: it contributes at most ceil(B × ratio / Σ ratios of the clients with one) tasks per batch. */
+  ratio: number;
+  currentTaskId: string | undefined;
+}
+
+/** Why the engine went OFFLINE by failure (engine status `engine_failure`); cleared by the next start. */
+export interface EngineFailure {
+  stage: "boot" | "train" | "checkpoint";
+  /** global_step when it failed (the step being trained is step + 1). */
+  step: number;
+  error: string;
+  /** Unix seconds. */
+  time: number;
+}
+
+export type ClaimOutcome =
+  | { ok: true; episode: Episode; discardTimeoutSeconds: number; clampedFrom: number | undefined }
+  | { ok: false; failCause: string; status?: number };
 
 /**
  * The server's one owner of training state: engine lifecycle, episodes, pool, batching
@@ -68,6 +90,21 @@ export class TrainingCoordinator {
    * so a policy that solves the task never shows it there); this is the policy's level.
    */
   #rolloutRewards: number[] = [];
+  /** Stragglers aborted at the drain deadline since the last step (drain_aborted_episodes). */
+  #drainAborted = 0;
+  /** All stragglers ever aborted at a drain deadline (counters). */
+  drainAbortedTotal = 0;
+  #rollingPostSince: number | undefined;
+  /** Set when a boot or training step failed; the engine stays OFFLINE until a start. */
+  failure: EngineFailure | undefined;
+  /** Episodes ended with `reward: null` (no reward, never trained on). */
+  endedWithoutReward = 0;
+  /** The last recorded completion (replay_latest_llm_call, admin only). */
+  latestCall: { input: unknown; output: unknown; time: number } | undefined;
+  /** Distinct tasks each client contributed to the last batch (pool information shows it). */
+  lastBatchTasksPerClient = new Map<string, number>();
+  /** Task-ratio shares by client, from the claims' throttle_policy. */
+  readonly #ratios = new Map<string, number>();
 
   constructor(
     public config: SwarmConfig,
@@ -79,22 +116,33 @@ export class TrainingCoordinator {
       // Closing here, inside the transition, means no request can slip into an episode
       // between the state change and the close.
       if (record.closesEpisodes) this.registry.closeAll(`engine left the rolling states: ${record.reason}`);
+      this.#rollingPostSince = record.to === "ENGINE.ROLLING_POST" ? record.at : undefined;
       this.logger.info({ from: record.from, to: record.to, globalStep: this.globalStep }, record.reason);
     });
   }
 
   /** Replaces the configuration (sync_train_config); only while OFFLINE. */
   replaceConfig(config: SwarmConfig): void {
-    if (this.state.state !== "ENGINE.OFFLINE")
-      throw new RequestRefused(409, `sync_train_config works only while ENGINE.OFFLINE (engine is ${this.state.state}); call stop_engine first`);
+    this.checkReconfigurable();
     this.config = config;
     this.#applyConfig();
+  }
+
+  /** Throws the 409 sync_train_config answers outside OFFLINE. */
+  checkReconfigurable(): void {
+    if (this.state.state !== "ENGINE.OFFLINE")
+      throw new RequestRefused(409, `sync_train_config works only while ENGINE.OFFLINE (engine is ${this.state.state}); call stop_engine first`);
   }
 
   /** Rebuilds what the configuration sizes (only while OFFLINE, when nothing is running). */
   #applyConfig(): void {
     const config = this.config;
-    this.registry = new EpisodeRegistry({ maxConcurrentEpisodes: config.max_env_worker, maxHistory: config.limits.max_cached_episodes });
+    this.registry = new EpisodeRegistry({
+      maxConcurrentEpisodes: config.max_env_worker,
+      maxHistory: config.limits.max_cached_episodes,
+      ...(config.max_claims_per_client === undefined ? {} : { maxPerClient: config.max_claims_per_client }),
+    });
+    this.#ratios.clear();
     this.pool = new SamplePool(config.limits.max_cached_episodes);
     this.clients = new ClientActivity(config.client_idle_timeout * 1000);
     this.checkpoints = new CheckpointStore(config.experiment_dir);
@@ -106,6 +154,7 @@ export class TrainingCoordinator {
    */
   start(resume?: string): void {
     if (this.state.state !== "ENGINE.OFFLINE") throw new RequestRefused(409, `start_engine works only while ENGINE.OFFLINE (engine is ${this.state.state})`);
+    this.failure = undefined;
     this.state.transition("ENGINE.BOOTING", resume ? `loading the engine and resuming from ${resume}` : "loading the engine");
     const epoch = this.state.epoch;
     this.#work = this.#work.then(() => this.#boot(epoch, resume));
@@ -145,7 +194,10 @@ export class TrainingCoordinator {
     } catch (error) {
       this.logger.error({ error: String(error) }, "engine failed to boot");
       await engine?.close().catch(() => undefined);
-      if (this.state.epoch === epoch) this.state.transition("ENGINE.OFFLINE", `engine failed to boot: ${errorText(error)}`);
+      if (this.state.epoch === epoch) {
+        this.failure = { stage: "boot", step: this.globalStep, error: errorText(error), time: Date.now() / 1000 };
+        this.state.transition("ENGINE.OFFLINE", `failed: engine failed to boot: ${errorText(error)}`);
+      }
     }
   }
 
@@ -187,7 +239,7 @@ export class TrainingCoordinator {
     this.start(path ?? "latest");
     await this.idle();
     if (this.state.state === "ENGINE.ROLLING") return;
-    const failure = this.state.detail;
+    const failure = this.state.detail.replace(/^failed: /, "");
     if (this.state.state === "ENGINE.OFFLINE") {
       this.start(fallback);
       await this.idle();
@@ -214,11 +266,7 @@ export class TrainingCoordinator {
     return saving;
   }
 
-  claim(request: {
-    clientUuid: string;
-    type: EpisodeType;
-    discardTimeoutSeconds: number | undefined;
-  }): { ok: true; episode: Episode } | { ok: false; failCause: string } {
+  claim(request: { clientUuid: string; type: EpisodeType; discardTimeoutSeconds: number | undefined; throttle?: ThrottlePolicy | undefined }): ClaimOutcome {
     this.clients.seen(request.clientUuid);
     if (this.state.state !== "ENGINE.ROLLING") {
       // The phrases after the state are the ones AgentJet's client matches to pick its retry delay.
@@ -228,11 +276,63 @@ export class TrainingCoordinator {
           : this.state.state === "ENGINE.WEIGHT_SYNCING"
             ? "Engine is syncing weights. "
             : "";
+      // A failed engine is terminal for clients: no "retry later" (the SDK stops on "failed: ").
+      if (this.state.state === "ENGINE.OFFLINE" && this.failure) return { ok: false, failCause: `${this.state.state}: ${this.state.detail}` };
       return { ok: false, failCause: `${this.state.state}: ${phrase}${this.state.detail}; claims are accepted only while ENGINE.ROLLING, retry later` };
     }
-    const discardTimeoutMs = (request.discardTimeoutSeconds ?? this.config.episode_idle_timeout) * 1000;
-    const result = this.registry.claim({ clientUuid: request.clientUuid, type: request.type, discardTimeoutMs, step: this.globalStep });
-    return result.ok ? result : { ok: false, failCause: `No available episodes to claim. ${result.failCause}` };
+    // An idle claim may not hold a slot (or ROLLING_POST) longer than the server allows.
+    const asked = request.discardTimeoutSeconds ?? this.config.episode_idle_timeout;
+    const allowed = Math.min(asked, this.config.max_discard_episode_timeout);
+    const throttle = request.type === "train" ? request.throttle : undefined;
+    if (throttle) {
+      this.#ratios.set(request.clientUuid, throttle.ratio);
+      const refusal = this.#throttleRefusal(request.clientUuid, throttle);
+      if (refusal) return { ok: false, failCause: `No available episodes to claim. ${refusal}` };
+    }
+    const result = this.registry.claim({
+      clientUuid: request.clientUuid,
+      type: request.type,
+      discardTimeoutMs: allowed * 1000,
+      step: this.globalStep,
+      taskId: throttle?.currentTaskId,
+    });
+    if (!result.ok) {
+      // The per-client cap is this client's own doing: a 429 it cannot mistake for a full server.
+      return result.perClientCap
+        ? { ok: false, failCause: result.failCause, status: 429 }
+        : { ok: false, failCause: `No available episodes to claim. ${result.failCause}` };
+    }
+    const clamped = request.discardTimeoutSeconds !== undefined && allowed < asked;
+    return { ok: true, episode: result.episode, discardTimeoutSeconds: allowed, clampedFrom: clamped ? asked : undefined };
+  }
+
+  /** Tasks per batch each client with a throttle_policy may contribute (C2 and C3 only). */
+  clientTaskQuotas(): Map<string, number> | undefined {
+    const method = this.config.swarm_mode_sample_collection_method;
+    if (this.#ratios.size === 0 || (method !== "rollout_until_finish_enough_tasks" && method !== "rollout_until_finish_enough_non_dummy_tasks"))
+      return undefined;
+    // A client that went quiet (client_idle_timeout) gives its share back, so a dead client
+    // cannot stall the batch forever.
+    const active = new Set(this.clients.active());
+    const shares = [...this.#ratios].filter(([client]) => active.has(client) || this.registry.runningCountOf(client) > 0);
+    const total = shares.reduce((sum, [, ratio]) => sum + ratio, 0);
+    const quotas = new Map<string, number>();
+    // Ceil: the quotas are caps, and caps that add up to less than B would never fill a batch.
+    for (const [client, ratio] of shares) quotas.set(client, Math.max(1, Math.ceil((this.config.train_batch_size * ratio) / total - 1e-9)));
+    return quotas;
+  }
+
+  /** The claim-side half of the task ratios: a new task past the client's quota waits. */
+  #throttleRefusal(clientUuid: string, throttle: ThrottlePolicy): string | undefined {
+    const quota = this.clientTaskQuotas()?.get(clientUuid);
+    if (quota === undefined || throttle.currentTaskId === undefined) return undefined;
+    // As in AgentJet, a ratio above the share gives slack (its default 1.5 allows 1.5 B tasks
+    // in flight), so a task whose group never completes cannot block the client for good.
+    const limit = Math.max(quota, Math.ceil(this.config.train_batch_size * throttle.ratio - 1e-9));
+    const tasks = this.pool.taskIdsOf(clientUuid);
+    for (const episode of this.registry.runningEpisodes()) if (episode.clientUuid === clientUuid && episode.taskId) tasks.add(episode.taskId);
+    if (tasks.has(throttle.currentTaskId) || tasks.size < limit) return undefined;
+    return `throttle_policy: this client already has ${tasks.size} tasks waiting for the batch (at most ${limit}; its share of a batch is ${quota} of ${this.config.train_batch_size}); retry after the next step`;
   }
 
   /** Ends a running episode with its reward; train episodes go to the pool as samples. */
@@ -240,19 +340,29 @@ export class TrainingCoordinator {
     const episode = this.#ownedEpisode(request.clientUuid, request.episodeUuid);
     if (episode.status !== "running")
       throw new RequestRefused(409, `episode ${request.episodeUuid} is already ${episode.status} (${episode.closeReason ?? ""}); its reward is not recorded`);
+    if (request.reward === null) {
+      // AgentJet's WorkflowOutput(reward=None): the episode happened but says nothing to learn from.
+      this.registry.finish(episode.episodeUuid, "ended", "ended without a reward (reward: null); not trained on");
+      this.endedWithoutReward += 1;
+      episode.taskId = request.taskId;
+      this.#maybeDrain();
+      return;
+    }
+    const reward = request.reward;
     this.clients.rewarded(request.clientUuid);
     const calls = episode.calls;
     if (episode.type === "eval") {
       this.registry.finish(episode.episodeUuid, "ended", "eval episode rewarded (never trained on)");
-      this.#evalRewards.push(request.reward);
+      this.#evalRewards.push(reward);
     } else {
       let built: ReturnType<typeof buildTrainingSamples>;
       try {
         built = buildTrainingSamples(calls, {
           compareLevel: this.config.compare_level,
+          ignoreTools: this.config.ignore_tools,
           taskId: request.taskId,
           episodeUuid: episode.episodeUuid,
-          reward: request.reward,
+          reward,
           encodeChat: (messages, options) => this.engine!.encodeChat(messages, options),
         });
       } catch (error) {
@@ -261,11 +371,11 @@ export class TrainingCoordinator {
         throw error;
       }
       this.registry.finish(episode.episodeUuid, "ended", "rewarded");
-      this.#rolloutRewards.push(request.reward);
+      this.#rolloutRewards.push(reward);
       this.pool.add({
         episodeUuid: episode.episodeUuid,
         taskId: request.taskId,
-        reward: request.reward,
+        reward,
         sequence: this.pool.nextSequence(),
         clientUuid: request.clientUuid,
         isSuccess: request.isSuccess,
@@ -276,7 +386,7 @@ export class TrainingCoordinator {
       });
     }
     episode.taskId = request.taskId;
-    episode.reward = request.reward;
+    episode.reward = reward;
     this.#considerBatch();
     this.#maybeDrain();
   }
@@ -311,10 +421,30 @@ export class TrainingCoordinator {
     for (const episode of reclaimed)
       this.logger.warn({ episodeUuid: episode.episodeUuid, clientUuid: episode.clientUuid }, `episode reclaimed: ${episode.closeReason}`);
     this.#considerBatch();
+    this.#abortStragglers();
     this.#maybeDrain();
   }
 
+  /** Past drain_timeout in ROLLING_POST, the episodes still running are aborted and counted. */
+  #abortStragglers(now = Date.now()): void {
+    if (this.state.state !== "ENGINE.ROLLING_POST" || this.#rollingPostSince === undefined) return;
+    if (now - this.#rollingPostSince < this.config.drain_timeout * 1000) return;
+    const stragglers = this.registry.runningEpisodes();
+    if (stragglers.length === 0) return;
+    for (const episode of stragglers)
+      this.registry.finish(
+        episode.episodeUuid,
+        "aborted",
+        `drain deadline: still running ${this.config.drain_timeout} s after the batch was fixed (drain_timeout)`,
+        now,
+      );
+    this.#drainAborted += stragglers.length;
+    this.drainAbortedTotal += stragglers.length;
+    this.logger.warn({ aborted: stragglers.length, drainTimeout: this.config.drain_timeout }, "drain deadline reached: straggling episodes aborted");
+  }
+
   decision(): StrategyDecision {
+    const quotas = this.clientTaskQuotas();
     return decideBatch({
       method: this.config.swarm_mode_sample_collection_method,
       trainBatchSize: this.config.train_batch_size,
@@ -322,6 +452,7 @@ export class TrainingCoordinator {
       episodes: this.pool.summaries(),
       activeClients: this.clients.active(),
       agreedClients: this.clients.agreed(),
+      ...(quotas ? { clientTaskQuotas: quotas } : {}),
     });
   }
 
@@ -340,6 +471,9 @@ export class TrainingCoordinator {
     if (decision.discarded.length > 0) this.pool.discard(decision.discarded);
     if (!decision.ready) return;
     this.#batch = this.pool.take(decision.selected);
+    const tasks = new Map<string, Set<string>>();
+    for (const episode of this.#batch) (tasks.get(episode.clientUuid) ?? tasks.set(episode.clientUuid, new Set()).get(episode.clientUuid)!).add(episode.taskId);
+    this.lastBatchTasksPerClient = new Map([...tasks].map(([client, ids]) => [client, ids.size]));
     this.clients.resetAgreements();
     this.state.transition("ENGINE.ROLLING_POST", `batch of ${this.#batch.length} episodes ready; draining ${this.registry.runningCount} running episodes`);
   }
@@ -357,11 +491,13 @@ export class TrainingCoordinator {
     let epoch = this.state.epoch;
     const engine = this.engine!;
     const trainStartedAt = Date.now();
+    let trained = false;
     try {
       const samples = batch.flatMap((episode) => episode.samples);
       const result = samples.length > 0 ? await engine.train(samples, this.globalStep) : { metrics: {} };
       // The weights have changed even if the engine was stopped meanwhile: count the step.
       this.globalStep += 1;
+      trained = true;
       const now = Date.now();
       const metrics = summarizeStep({
         step: this.globalStep,
@@ -373,6 +509,8 @@ export class TrainingCoordinator {
       });
       // Zero when the whole batch came from leftovers of the previous step.
       metrics.rollout_episodes = this.#rolloutRewards.length;
+      metrics.drain_aborted_episodes = this.#drainAborted;
+      this.#drainAborted = 0;
       if (this.#rolloutRewards.length > 0) {
         metrics.rollout_reward_mean = this.#rolloutRewards.reduce((sum, reward) => sum + reward, 0) / this.#rolloutRewards.length;
         this.#rolloutRewards = [];
@@ -404,11 +542,45 @@ export class TrainingCoordinator {
       this.#considerBatch();
     } catch (error) {
       this.logger.error({ error: String(error), step: this.globalStep }, "training step failed");
-      if (this.state.epoch === epoch) this.state.transition("ENGINE.OFFLINE", `engine failed during training: ${errorText(error)}`);
+      if (this.state.epoch !== epoch) return;
+      const until = "the server will not roll again until start_engine or resume_from_checkpoint";
+      if (trained) {
+        // The step trained and its metrics are recorded; what failed is saving it.
+        this.failure = { stage: "checkpoint", step: this.globalStep, error: errorText(error), time: Date.now() / 1000 };
+        this.state.transition("ENGINE.OFFLINE", `failed: the checkpoint of step ${this.globalStep} failed: ${errorText(error)}; ${until}`);
+        return;
+      }
+      const failedStep = this.globalStep + 1;
+      this.failure = { stage: "train", step: this.globalStep, error: errorText(error), time: Date.now() / 1000 };
+      // The failure is a record of its own, so metrics.jsonl shows why training stopped.
+      const record: StepMetrics = {
+        ...summarizeStep({
+          step: failedStep,
+          batch,
+          engineMetrics: {},
+          stepTimeMs: Date.now() - this.#stepStartedAt,
+          trainTimeMs: Date.now() - trainStartedAt,
+          now: Date.now(),
+        }),
+        step_failed: 1,
+        drain_aborted_episodes: this.#drainAborted,
+      };
+      this.#drainAborted = 0;
+      this.metrics.push(record);
+      this.state.transition("ENGINE.OFFLINE", `failed: the training step ${failedStep} failed: ${errorText(error)}; ${until}`);
+      await this.checkpoints.appendMetrics({ ...record, error: errorText(error) } as unknown as StepMetrics).catch(() => undefined);
     }
   }
 }
 
+/** One line for a failure; a schema error names each field and its bound instead of zod's JSON. */
 function errorText(error: unknown): string {
+  const issues = (error as { issues?: unknown }).issues;
+  if (Array.isArray(issues) && issues.length > 0) {
+    const described = issues
+      .slice(0, 3)
+      .map((issue: { path?: unknown[]; message?: string }) => `${(issue.path ?? []).map(String).join(".") || "(config)"}: ${issue.message ?? "invalid"}`);
+    return `invalid engine configuration: ${described.join("; ")}`;
+  }
   return error instanceof Error ? error.message : String(error);
 }

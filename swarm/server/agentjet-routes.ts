@@ -1,0 +1,36 @@
+import { HttpError, sendJson } from "./http-tools.ts";
+import type { SwarmLogger } from "./logger.ts";
+import type { AddRoute, ReadBody } from "./route-types.ts";
+import { pushVerboseLogSchema } from "./protocol-schemas.ts";
+import type { TrainingCoordinator } from "./training-coordinator.ts";
+
+/** Verbose log lines kept in memory (the oldest go first). */
+const maxVerboseLogEntries = 200;
+
+/**
+ * Endpoints AgentJet's client and trainer call that are not part of a3r's own protocol
+ * (PROTOCOL.md §2). The experiment folder and the last prompt reveal what others run, and
+ * the verbose log changes what operators read: all are `control` routes (the admin token,
+ * when one is set).
+ */
+export function addAgentJetRoutes(context: { add: AddRoute; body: ReadBody; coordinator: TrainingCoordinator; logger: SwarmLogger }): void {
+  const { add, body, coordinator, logger } = context;
+  add("GET /get_server_experiment_dir", "control", (_request, response) =>
+    sendJson(response, 200, { server_experiment_dir: coordinator.config.experiment_dir }),
+  );
+  const verboseLog: Array<{ timestamp: number; tag: string; message: string }> = [];
+  add("POST /push_verbose_log", "control", async (request, response) => {
+    const entry = await body(request, pushVerboseLogSchema, "push_verbose_log");
+    // Shown in terminals later: control characters become spaces.
+    const clean = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
+    verboseLog.push({ timestamp: Date.now() / 1000, tag: clean(entry.tag), message: clean(entry.message) });
+    if (verboseLog.length > maxVerboseLogEntries) verboseLog.splice(0, verboseLog.length - maxVerboseLogEntries);
+    logger.info({ tag: clean(entry.tag) }, `verbose log: ${clean(entry.message).slice(0, 500)}`);
+    sendJson(response, 200, { success: true });
+  });
+  add("GET /get_verbose_logs", "control", (_request, response) => sendJson(response, 200, { entries: verboseLog }));
+  add("POST /replay_latest_llm_call", "control", (_request, response) => {
+    if (!coordinator.latestCall) throw new HttpError(404, "No LLM call has been made yet");
+    sendJson(response, 200, coordinator.latestCall);
+  });
+}
