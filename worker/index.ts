@@ -34,3 +34,5 @@ export { budgetedWorkerModel, readCampaignBudget } from "./recover/campaign-llm.
 export type { CampaignBudget } from "./recover/campaign-llm.ts";
 export { prepareDemoBlueprint } from "./launch/demo-blueprint.ts";
 export type { DemoMode } from "./launch/demo-blueprint.ts";
+export { answerApproval, approvalFileName, pendingApprovalOf } from "./recover/approval-gate.ts";
+export type { ApprovalDecision, PendingApproval } from "./recover/approval-gate.ts";

@@ -62,8 +62,13 @@ describe("unknown failures go to the language model", () => {
     expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);
   });
 
-  it("applies an allowed command the model proposes and records it as a diff", async () => {
-    const { path, resultDir } = await folder.write({ id: "llm-applied", command: "node trainer.mjs --steps 3 --unknown-error" });
+  it("applies a command the model proposes that the campaign's commands.allow covers, and records it as a diff", async () => {
+    // Without command_allow it would wait for a person (worker/recover/approval.int.test.ts).
+    const { path, resultDir } = await folder.write({
+      id: "llm-applied",
+      command: "node trainer.mjs --steps 3 --unknown-error",
+      frontMatter: { command_allow: [String.raw`node trainer\.mjs --steps \d+`] },
+    });
     const model = createScriptedChatModel(
       [{ parsed: { diagnosis: "The --unknown-error flag makes the trainer fail on purpose.", retry: true, command: "node trainer.mjs --steps 3" } }],
       { sink: new JsonlLedger(join(resultDir, "ledger.jsonl")) },

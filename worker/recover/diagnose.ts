@@ -14,7 +14,10 @@ import { fenceUntrusted, untrustedDataRule } from "../../llm/untrusted-text.ts";
  * classify. The model sees a redacted log excerpt, fenced and labelled as untrusted data
  * (a log can contain text addressed to the model; it is evidence, never an instruction),
  * and answers with a structured proposal. Nothing it proposes runs unchecked: a new
- * command must pass the blueprint command policy, and overrides are plain scalars.
+ * command must pass the blueprint command policy, and overrides are plain scalars. A
+ * command that passes still runs only if the blueprint had its lines or the campaign's
+ * `commands.allow` covers them; otherwise a person approves it first (failure-handling.ts,
+ * command-approval.ts, approval-gate.ts).
  *
  * Left out: retries of the model call (the llm layer's), and the attempt bound (the
  * playbook's `unknown.maxAttempts`).

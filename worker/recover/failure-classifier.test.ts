@@ -53,4 +53,34 @@ describe("classifyFailure", () => {
     expect(classifyFailure(facts({ ...killed, oomKiller: "seen" })).failureClass).toBe("out_of_memory");
     expect(classifyFailure(facts({ ...killed, oomKiller: "not_seen" }))).toMatchObject({ failureClass: "killed", evidence: "terminated by SIGKILL" });
   });
+
+  it("counts a non-finite metric as a NaN loss only when it is a loss the trainer or the blueprint names", () => {
+    expect(classifyFailure(facts({ nonFiniteMetric: { step: 7, key: "actor/pg_loss" } })).failureClass).toBe("nan_loss");
+    expect(classifyFailure(facts({ nonFiniteMetric: { step: 7, key: "actor/grad_norm" } })).failureClass).toBe("unknown");
+    expect(classifyFailure(facts({ nonFiniteMetric: { step: 7, key: "policy_entropy" }, lossMetrics: ["policy_entropy"] })).failureClass).toBe("nan_loss");
+    // A finite loss followed by a NaN grad norm on the same line is not a NaN loss.
+    expect(classifyFailure(facts({ logTail: "step:3 - loss: 0.52 - grad_norm: nan" })).failureClass).toBe("unknown");
+  });
+
+  it("puts the cause before its echo: a CUDA fault or an OOM beats the NCCL watchdog it triggers", () => {
+    const watchdog =
+      "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.";
+    expect(classifyFailure(facts({ logTail: `RuntimeError: CUDA error: an illegal memory access was encountered\n${watchdog}` })).failureClass).toBe(
+      "cuda_fault",
+    );
+    expect(classifyFailure(facts({ logTail: `torch.OutOfMemoryError: CUDA out of memory.\n${watchdog}` })).failureClass).toBe("out_of_memory");
+    expect(classifyFailure(facts({ logTail: watchdog })).failureClass).toBe("distributed_failure");
+    expect(classifyFailure(facts({ logTail: "", exitCode: 134 }))).toMatchObject({ failureClass: "distributed_failure", evidence: "exit code 134" });
+  });
+
+  it("reads a Hugging Face 401 'Repository Not Found' as a missing model, not a bad API key", () => {
+    const line =
+      "huggingface_hub.utils._errors.RepositoryNotFoundError: 401 Client Error. Repository Not Found for url: https://huggingface.co/x/y/resolve/main/config.json";
+    expect(classifyFailure(facts({ logTail: line })).failureClass).toBe("missing_model");
+  });
+
+  it("takes the OOM killer's own words (Ray, the kernel) even when the local counter did not move", () => {
+    const line = "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.";
+    expect(classifyFailure(facts({ logTail: line, oomKiller: "not_seen" })).failureClass).toBe("out_of_memory");
+  });
 });

@@ -1,3 +1,5 @@
+import { isLossMetric } from "./loss-metrics.ts";
+
 /**
  * Classifies why an attempt failed, from facts the supervisor saw: the log tail, the exit
  * code or signal, non-finite metrics, a stall. This is the one place that reads foreign
@@ -6,6 +8,10 @@
  */
 export type FailureClass =
   | "out_of_memory"
+  | "kv_cache_memory"
+  | "cuda_fault"
+  | "distributed_failure"
+  | "missing_model"
   | "nan_loss"
   | "port_in_use"
   | "missing_file"
@@ -21,8 +27,10 @@ export interface FailureFacts {
   logTail: string;
   exitCode: number | null;
   signal: NodeJS.Signals | null;
-  /** A parsed metric was NaN or infinite. */
+  /** A parsed metric was NaN or infinite (it counts as a NaN loss only when `isLossMetric` says so). */
   nonFiniteMetric?: { step: number; key: string };
+  /** Loss metric names the blueprint declares (`loss_metrics`), on top of the loss-like names. */
+  lossMetrics?: readonly string[];
   /** The supervisor saw no output or step for longer than the stall limit. */
   stalled?: boolean;
   /**
@@ -51,26 +59,97 @@ export interface Classification {
   evidence: string;
 }
 
+/**
+ * Order matters: the first rule with a matching line wins, so a specific cause beats the
+ * generic symptom it drags along. A CUDA fault or an OOM on one rank makes the other ranks'
+ * NCCL watchdogs time out, so both come before the distributed rule; a Hugging Face "401
+ * Repository Not Found" is a missing model, not a bad API key; vLLM's KV-cache messages
+ * mention memory but are not an OOM a smaller batch fixes. Every pattern is a plain
+ * regular expression without nested quantifiers (linear on a log line).
+ */
 export const defaultFailureRules: FailureRule[] = [
+  {
+    id: "vllm-kv-cache-max-model-len",
+    failureClass: "kv_cache_memory",
+    logPatterns: [String.raw`max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache`],
+  },
+  {
+    id: "vllm-no-cache-blocks",
+    failureClass: "kv_cache_memory",
+    logPatterns: [
+      String.raw`No available memory for the cache blocks`,
+      String.raw`# GPU blocks: 0\b`,
+      String.raw`Insufficient memory for KV cache`,
+      String.raw`not enough KV cache space`,
+    ],
+  },
   {
     id: "cuda-oom",
     failureClass: "out_of_memory",
     logPatterns: [
       String.raw`CUDA out of memory`,
       String.raw`torch\.(cuda\.)?OutOfMemoryError`,
-      String.raw`RuntimeError: .*out of memory`,
+      String.raw`RuntimeError: [^\n]{0,300}out of memory`,
       String.raw`CUBLAS_STATUS_ALLOC_FAILED`,
       String.raw`JavaScript heap out of memory`,
       String.raw`MemoryError`,
       String.raw`Cannot allocate memory`,
     ],
   },
-  { id: "oom-killer", failureClass: "out_of_memory", exitCodes: [137], needsOomKiller: true, logPatterns: [String.raw`\bKilled\b$`, String.raw`oom[-_ ]kill`] },
+  {
+    // The host ran out of memory and a supervisor said so in the log: Ray's memory monitor
+    // or the kernel's own message. No exit code needed: the text names the OOM killer.
+    id: "host-oom-in-log",
+    failureClass: "out_of_memory",
+    logPatterns: [
+      String.raw`ray\.exceptions\.OutOfMemoryError`,
+      String.raw`Task was killed due to the node running low on memory`,
+      String.raw`killed due to memory pressure \(OOM\)`,
+      String.raw`Out of memory: Killed process \d+`,
+      String.raw`oom[-_]kill(er)? (invoked|killed|event)`,
+      String.raw`DataLoader worker \(pid \d+\) is killed by signal: Killed`,
+    ],
+  },
+  {
+    id: "oom-killer",
+    failureClass: "out_of_memory",
+    exitCodes: [137],
+    needsOomKiller: true,
+    logPatterns: [String.raw`\bKilled\b$`, String.raw`: \d+ Killed\s`, String.raw`oom[-_ ]kill`],
+  },
+  {
+    id: "cuda-fault",
+    failureClass: "cuda_fault",
+    logPatterns: [
+      String.raw`an illegal memory access was encountered`,
+      String.raw`device-side assert(ion)? triggered`,
+      String.raw`an illegal instruction was encountered`,
+      String.raw`CUDA error: misaligned address`,
+      String.raw`CUDA error: unspecified launch failure`,
+      String.raw`\.cu:\d+: [^\n]{0,300}Assertion`,
+    ],
+  },
+  {
+    id: "missing-model",
+    failureClass: "missing_model",
+    logPatterns: [
+      String.raw`does not appear to have a file named (config\.json|pytorch_model\.bin|model\.safetensors|tokenizer)`,
+      String.raw`RepositoryNotFoundError`,
+      String.raw`Repository Not Found for url: https?://huggingface\.co`,
+      String.raw`is not a local folder and is not a valid model identifier`,
+      String.raw`Can't load (the )?(tokenizer|config|model) for`,
+      String.raw`GatedRepoError`,
+      String.raw`Error no file named (config\.json|pytorch_model\.bin|model\.safetensors)`,
+    ],
+  },
   {
     id: "non-finite-loss",
     failureClass: "nan_loss",
     logPatterns: [
-      String.raw`\bloss\b[^\n]{0,20}?[:=]\s*-?(nan|inf)\b`,
+      // loss:nan, train/loss=nan, actor/pg_loss:nan, loss_net: nan; not grad_norm: nan after a finite loss.
+      String.raw`\bloss\b[^\n:=]{0,20}[:=]\s*-?(nan|inf)\b`,
+      String.raw`\b[\w/]{0,40}_loss[\w/]{0,20}\s?[:=]\s*-?(nan|inf)\b`,
+      String.raw`\bloss_(?!scale)[\w]{1,20}\s?[:=]\s*-?(nan|inf)\b`,
       String.raw`(Loss|gradient|grad_norm) (is|became) (NaN|nan|inf)`,
       String.raw`non-finite (loss|gradient)`,
       String.raw`FloatingPointError`,
@@ -101,10 +180,14 @@ export const defaultFailureRules: FailureRule[] = [
     id: "api-auth",
     failureClass: "external_api_auth",
     logPatterns: [
-      String.raw`\b401\b.*(unauthori[sz]ed|invalid.*key)`,
+      String.raw`\b401\b[^\n]{0,300}(unauthori[sz]ed|invalid[^\n]{0,40}key|incorrect api key|authentication)`,
+      String.raw`\b403\b[^\n]{0,300}(forbidden|permission|not supported|access denied)`,
       String.raw`AuthenticationError`,
       String.raw`invalid[_ ]api[_ ]key`,
+      String.raw`Incorrect API key provided`,
+      String.raw`authentication_error`,
       String.raw`PermissionDeniedError`,
+      String.raw`unsupported_country_region_territory`,
     ],
   },
   {
@@ -116,8 +199,32 @@ export const defaultFailureRules: FailureRule[] = [
       String.raw`rate[_ ]limit(ed)?( exceeded| reached)?`,
       String.raw`insufficient_quota`,
       String.raw`quota (exceeded|exhausted)`,
+      String.raw`Too Many Requests`,
+      String.raw`overloaded_error`,
+      String.raw`\b529\b[^\n]{0,100}Overloaded`,
+      String.raw`RESOURCE_EXHAUSTED`,
     ],
   },
+  {
+    // A collective that never completed, or a rank that died and took the job down with
+    // SIGABRT (exit 134; torchrun reports it as exitcode -6). The cause is usually a peer or
+    // the fabric, not the configuration: resume from the last checkpoint.
+    id: "distributed-failure",
+    failureClass: "distributed_failure",
+    logPatterns: [
+      String.raw`Watchdog caught collective operation timeout`,
+      String.raw`ProcessGroupNCCL's watchdog got stuck`,
+      String.raw`NCCL communicator was aborted`,
+      String.raw`DistBackendError`,
+      String.raw`ncclRemoteError`,
+      String.raw`ncclSystemError`,
+      String.raw`NCCL error[^\n]{0,300}(unhandled system error|remote process exited)`,
+      String.raw`Signal 6 \(SIGABRT\) received by PID`,
+      String.raw`exitcode\s*:\s*-6\b`,
+      String.raw`Timed out waiting for [^\n]{0,100}(barrier|rendezvous|store)`,
+    ],
+  },
+  { id: "sigabrt", failureClass: "distributed_failure", signals: ["SIGABRT"], exitCodes: [134] },
   { id: "stalled", failureClass: "hang" },
   { id: "killed-by-signal", failureClass: "killed", signals: ["SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"], exitCodes: [137, 143, 130] },
 ];
@@ -139,7 +246,7 @@ export function classifyFailure(facts: FailureFacts, rules: FailureRule[] = defa
       if (facts.stalled) return { failureClass: rule.failureClass, ruleId: rule.id, evidence: "no new output or step within the stall limit" };
       continue;
     }
-    if (rule.failureClass === "nan_loss" && facts.nonFiniteMetric) {
+    if (rule.failureClass === "nan_loss" && facts.nonFiniteMetric && isLossMetric(facts.nonFiniteMetric.key, facts.lossMetrics)) {
       const { step, key } = facts.nonFiniteMetric;
       return { failureClass: "nan_loss", ruleId: rule.id, evidence: `metric ${key} was not finite at step ${step}` };
     }

@@ -2,7 +2,15 @@ import { renderBlueprint } from "../../blueprints/index.ts";
 import type { RunState } from "../../campaign/index.ts";
 import { formatDuration } from "../../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../../core/redact.ts";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { diagnoseFailure } from "./diagnose.ts";
+import { pendingApprovalOf, waitForApproval, type PendingApproval } from "./approval-gate.ts";
+import { isRecordRunning, stopRecord } from "../launch/launched-process.ts";
+import { setAsideCheckpointsFrom } from "./checkpoint-choice.ts";
+import { commandAllowOf, judgeProposedCommand } from "./command-approval.ts";
+import { lossMetricsOf } from "./loss-metrics.ts";
+import { checkpointDirOf } from "../launch/attempt-plan.ts";
 import { classifyFailure, type Classification } from "./failure-classifier.ts";
 import { diffOverrides, formatOverrideDiff } from "./overrides.ts";
 import { decideRecovery, type Overrides } from "./recovery-playbook.ts";
@@ -42,7 +50,7 @@ function excerpt(text: string, env: NodeJS.ProcessEnv, lines = 12): string {
 export async function handleFailure(context: RunContext, ended: Extract<AttemptEnd, { kind: "failed" }>, facts: RecoveryFacts): Promise<FailureNext> {
   const { writer, memory, attempt } = { writer: context.writer, memory: context.memory, attempt: context.attempt };
   const redact = (text: string) => redactSecrets(text, secretValuesFromEnv(context.env));
-  const classified = classifyFailure(ended.facts);
+  const classified = classifyFailure({ ...ended.facts, lossMetrics: lossMetricsOf(context.blueprint.frontMatter) });
   // The evidence is a log line: it goes to status.json, events and attempts.md, so redact it once here.
   const classification: Classification = { ...classified, evidence: redact(classified.evidence) };
   const label = classification.failureClass.replaceAll("_", " ");
@@ -70,12 +78,33 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
   ];
 
   const count = memory.classCounts[classification.failureClass] ?? 0;
+  let hasCheckpoint = facts.hasCheckpoint;
+  let checkpointNote: string | undefined;
+  const divergedAt = ended.facts.nonFiniteMetric?.step;
+  if (classification.failureClass === "nan_loss" && divergedAt !== undefined && hasCheckpoint) {
+    // Resume from the last checkpoint taken before the divergence, not the one written at the NaN step.
+    const checkpointDir = checkpointDirOf(context.resultDir, context.blueprint.mode);
+    const choice = await setAsideCheckpointsFrom(checkpointDir, divergedAt, join(context.resultDir, "checkpoints-diverged", `attempt-${attempt}`));
+    hasCheckpoint = (await readdir(checkpointDir).catch(() => [] as string[])).length > 0;
+    checkpointNote =
+      choice.movedAside.length > 0
+        ? `Checkpoints written at or after step ${divergedAt} (the first non-finite loss) were moved to ${choice.asideDir}: ${choice.movedAside.join(", ")}; ${choice.resumeStep === null ? "no dated checkpoint is left" : `the next attempt resumes from step ${choice.resumeStep}`}.`
+        : choice.undated.length > 0
+          ? `The checkpoint folder holds no checkpoint named by its step (${choice.undated.join(", ")}), so the one before step ${divergedAt} cannot be told apart; the trainer resumes from its latest.`
+          : undefined;
+    if (choice.movedAside.length > 0) {
+      await writer.appendEvent("checkpoint.set-aside", { attempt, fromStep: divergedAt, moved: choice.movedAside, resumeStep: choice.resumeStep });
+    }
+  }
+  const budgetLeftMs = Math.max(0, context.blueprint.timeBudgetMs - (Date.now() - context.runStartedAtMs));
   let decision = decideRecovery({
     classification,
     attemptsOfClass: count,
     overrides: memory.overrides,
     baseValues: facts.baseValues,
-    hasCheckpoint: facts.hasCheckpoint,
+    hasCheckpoint,
+    budgetLeftMs,
+    ...(memory.attemptStartedAt ? { lastAttemptMs: Math.max(0, Date.now() - Date.parse(memory.attemptStartedAt)) } : {}),
     freePort: () => facts.freePort,
     playbook: context.settings.playbook,
   });
@@ -107,13 +136,13 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
         // the unknown class's attempts; the run ends on its own merits, not on money.
         await writer.appendEvent("diagnosis.skipped", { attempt, reason: diagnosis.reason, fallback: "resume_from_checkpoint" });
         context.progress.event(`${context.blueprint.id}: no model diagnosis (${diagnosis.reason}); retrying as the playbook would`);
-        diagnosisNote = `No model diagnosis: ${diagnosis.reason}. Falling back to the deterministic playbook: relaunch without changes${facts.hasCheckpoint ? ", resuming from the checkpoint" : ""}.`;
+        diagnosisNote = `No model diagnosis: ${diagnosis.reason}. Falling back to the deterministic playbook: relaunch without changes${hasCheckpoint ? ", resuming from the checkpoint" : ""}.`;
         decision = {
           kind: "relaunch",
           strategy: "resume_from_checkpoint",
           overrides: memory.overrides,
           changed: [],
-          resumeFromCheckpoint: facts.hasCheckpoint,
+          resumeFromCheckpoint: hasCheckpoint,
           delayMs: 0,
           reason: `${label}: ${classification.evidence}`,
         };
@@ -135,11 +164,42 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
             strategy: "ask_llm",
             overrides: diagnosis.overrides,
             changed,
-            resumeFromCheckpoint: facts.hasCheckpoint,
+            resumeFromCheckpoint: hasCheckpoint,
             delayMs: 0,
             reason: `${label}: ${classification.evidence}`,
           };
-          if (diagnosis.command !== undefined) command = diagnosis.command;
+          if (diagnosis.command !== undefined && diagnosis.command !== command) {
+            // A command the blueprint did not contain runs only if commands.allow covers it or a person approves it.
+            const verdict = judgeProposedCommand(diagnosis.command, context.blueprint.command, commandAllowOf(context.blueprint.frontMatter));
+            if (verdict.automatic) {
+              command = diagnosis.command;
+            } else {
+              const answer = await requestApproval(context, {
+                attempt,
+                command: diagnosis.command,
+                previousCommand: command,
+                overrides: diagnosis.overrides,
+                diagnosis: redact(diagnosis.diagnosis),
+                unapprovedLines: verdict.unapprovedLines,
+                failureClass: classification.failureClass,
+                requestedAt: new Date().toISOString(),
+              });
+              if (answer.kind === "timed_out" || answer.kind === "cancelled") {
+                const state = answer.kind;
+                await finalizeRun(context, state, answer.reason);
+                return { kind: "finished", state, reason: answer.reason };
+              }
+              if (answer.kind === "refused") {
+                decision = {
+                  kind: "fail",
+                  reason: `${label}: ${classification.evidence}; ${answer.by} refused the command the model proposed${answer.note ? ` (${answer.note})` : ""}`,
+                };
+              } else {
+                command = diagnosis.command;
+                diagnosisNote = `${diagnosisNote ?? ""}\n\nThe proposed command was approved by ${answer.by}.`.trim();
+              }
+            }
+          }
         }
         strategy = "ask_llm";
       }
@@ -151,7 +211,11 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
     await writer.appendAttempt({
       attempt,
       title: `failed: ${label}; giving up`,
-      body: redact([...seen, "", ...(diagnosisNote ? [diagnosisNote, ""] : []), `Decision: fail the run. ${reason}`].join("\n")),
+      body: redact(
+        [...seen, "", ...(checkpointNote ? [checkpointNote, ""] : []), ...(diagnosisNote ? [diagnosisNote, ""] : []), `Decision: fail the run. ${reason}`].join(
+          "\n",
+        ),
+      ),
     });
     await writer.appendEvent("recovery.gave-up", { attempt, failureClass: classification.failureClass, reason });
     memory.history.push({ attempt, ending: `${label}: ${ended.detail}`, change: "gave up" });
@@ -180,8 +244,9 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
       [
         ...seen,
         "",
+        ...(checkpointNote ? [checkpointNote, ""] : []),
         ...(diagnosisNote ? [diagnosisNote, ""] : []),
-        `Decision: ${strategy.replaceAll("_", " ")} (recovery ${count + 1} of this kind). Resume from checkpoint: ${decision.resumeFromCheckpoint ? "yes" : "no"}.${decision.delayMs > 0 ? ` Waiting ${formatDuration(decision.delayMs)} first.` : ""}`,
+        `Decision: ${strategy.replaceAll("_", " ")} (recovery ${count + 1} of this kind). Resume from checkpoint: ${decision.resumeFromCheckpoint ? "yes" : "no"}.${decision.delayMs > 0 ? ` Waiting ${formatDuration(decision.delayMs)} first.` : ""}${playbookRemark(decision.reason, `${label}: ${classification.evidence}`)}`,
         "",
         "What changes for the next attempt:",
         "",
@@ -205,9 +270,11 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
   if (decision.delayMs > 0) {
     const left = context.blueprint.timeBudgetMs - (Date.now() - context.runStartedAtMs);
     if (decision.delayMs >= left) {
-      const reason = `${label}: the back-off of ${formatDuration(decision.delayMs)} does not fit in the ${formatDuration(Math.max(0, left))} left of the budget`;
-      await finalizeRun(context, "timed_out", reason);
-      return { kind: "finished", state: "timed_out", reason };
+      // The playbook fits back-offs into the budget; a slow decision can still eat the margin.
+      const reason = `${label}: gave up, the back-off of ${formatDuration(decision.delayMs)} no longer fits in the ${formatDuration(Math.max(0, left))} left of the budget`;
+      await writer.appendEvent("recovery.gave-up", { attempt, failureClass: classification.failureClass, reason });
+      await finalizeRun(context, "failed", reason);
+      return { kind: "finished", state: "failed", reason };
     }
     context.progress.event(`${context.blueprint.id}: backing off ${formatDuration(decision.delayMs)} before attempt ${attempt + 1}`);
     // Heartbeat while waiting, so the lease does not lapse during a long back-off.
@@ -217,4 +284,101 @@ export async function handleFailure(context: RunContext, ended: Extract<AttemptE
     }
   }
   return { kind: "relaunch", resume: decision.resumeFromCheckpoint };
+}
+
+/**
+ * Puts the run in `awaiting_approval` with the proposal in status.json, says so in
+ * attempts.md, events.jsonl and on the terminal, and waits for the answer. Back in
+ * `recovering` after an answer (approve or refuse); the caller finishes the run otherwise.
+ */
+async function requestApproval(context: RunContext, pending: PendingApproval) {
+  const { writer } = context;
+  const lines = pending.unapprovedLines.map((line) => `  ${line}`).join("\n");
+  const why = "the model's fix is a command the blueprint does not contain and the campaign's commands.allow does not cover";
+  await writer.appendAttempt({
+    attempt: pending.attempt,
+    title: "awaiting approval of a proposed command",
+    body: redactSecrets(
+      [
+        `The diagnosis proposes a new command; ${why}, so it runs only after a person approves it.`,
+        "",
+        `Diagnosis: ${pending.diagnosis}`,
+        "",
+        "Proposed command:",
+        "",
+        "```sh",
+        pending.command.replace(/`{3,}/g, "'''"),
+        "```",
+        "",
+        `Approve with \`a3r worker approve ${context.resultDir}\`, or refuse with \`a3r worker approve ${context.resultDir} --refuse\`.`,
+      ].join("\n"),
+      secretValuesFromEnv(context.env),
+    ),
+  });
+  // The record first, then the state: whoever sees awaiting_approval finds the proposal written down.
+  await writer.appendEvent("approval.requested", { attempt: pending.attempt, command: pending.command, unapprovedLines: pending.unapprovedLines });
+  await writer.writeStatus({ state: "awaiting_approval", reason: `awaiting approval: ${why}`, approval: pending });
+  context.progress.event(
+    `${context.blueprint.id}: awaiting approval of a proposed command; new lines:\n${lines}\napprove: a3r worker approve ${context.resultDir}`,
+  );
+  const answer = await waitForApproval(context, pending);
+  if (answer.kind === "approved" || answer.kind === "refused") await writer.writeStatus({ state: "recovering", reason: null, approval: null });
+  return answer;
+}
+
+/**
+ * A worker started again on a run that was awaiting approval (its predecessor died while
+ * waiting): waits on, then applies the approved proposal as the first worker would have
+ * (overrides and command in memory, attempts.md, blueprint.md) and hands back "relaunch".
+ */
+export async function resumeAwaitingApproval(context: RunContext, status: Record<string, unknown>): Promise<FailureNext> {
+  const { writer, memory } = context;
+  const pending = pendingApprovalOf(status);
+  if (!pending) {
+    await writer.writeStatus({ state: "recovering", reason: null, approval: null });
+    return { kind: "relaunch", resume: true };
+  }
+  for (const record of memory.processes) if (await isRecordRunning(record)) await stopRecord(record, context.settings.gracePeriodMs);
+  context.progress.event(`${context.blueprint.id}: still awaiting approval of a proposed command; approve: a3r worker approve ${context.resultDir}`);
+  const answer = await waitForApproval(context, pending);
+  if (answer.kind === "timed_out" || answer.kind === "cancelled") {
+    await finalizeRun(context, answer.kind, answer.reason);
+    return { kind: "finished", state: answer.kind, reason: answer.reason };
+  }
+  await writer.writeStatus({ state: "recovering", reason: null, approval: null });
+  if (answer.kind === "refused") {
+    const reason = `${pending.failureClass.replaceAll("_", " ")}: ${answer.by} refused the command the model proposed${answer.note ? ` (${answer.note})` : ""}`;
+    await writer.appendAttempt({ attempt: pending.attempt, title: "proposed command refused; giving up", body: `Decision: fail the run. ${reason}` });
+    await writer.appendEvent("recovery.gave-up", { attempt: pending.attempt, failureClass: pending.failureClass, reason });
+    await finalizeRun(context, "failed", reason);
+    return { kind: "finished", state: "failed", reason };
+  }
+  const before = { ...memory.overrides };
+  memory.overrides = pending.overrides;
+  memory.command = pending.command;
+  memory.classCounts[pending.failureClass] = (memory.classCounts[pending.failureClass] ?? 0) + 1;
+  await writer.appendAttempt({
+    attempt: pending.attempt,
+    title: `proposed command approved by ${answer.by}; recovering with ask llm`,
+    body: formatOverrideDiff(diffOverrides(before, pending.overrides), { commandBefore: pending.previousCommand, commandAfter: pending.command }),
+  });
+  await writer.writeBlueprint(
+    renderBlueprint({ ...context.blueprint, command: pending.command, frontMatter: { ...context.blueprint.frontMatter, overrides: memory.overrides } }),
+  );
+  await writer.appendEvent("recovery.decided", {
+    attempt: pending.attempt,
+    strategy: "ask_llm",
+    changed: diffOverrides(before, pending.overrides),
+    resume: true,
+    delayMs: 0,
+  });
+  memory.history.push({ attempt: pending.attempt, ending: pending.failureClass.replaceAll("_", " "), change: "new command (approved)" });
+  await writer.writeStatus(memoryFields(memory));
+  return { kind: "relaunch", resume: true };
+}
+
+/** What the playbook added to the plain "class: evidence" reason (e.g. a back-off shortened to fit the budget). */
+function playbookRemark(reason: string, seen: string): string {
+  const extra = reason.startsWith(seen) ? reason.slice(seen.length).trim() : "";
+  return extra ? ` ${extra}` : "";
 }

@@ -13,7 +13,11 @@ const context = (failureClass: FailureClass, overrides: Partial<RecoveryContext>
 describe("decideRecovery", () => {
   it("halves the smallest batch knob on out of memory, down to a floor", () => {
     const decision = decideRecovery(context("out_of_memory", { overrides: { train_batch_size: 64, micro_batch_size: 8 } }));
-    expect(decision).toMatchObject({ kind: "relaunch", changed: [{ key: "micro_batch_size", from: 8, to: 4 }], resumeFromCheckpoint: false });
+    // The steps before the OOM are kept: the smaller batch resumes from the checkpoint.
+    expect(decision).toMatchObject({ kind: "relaunch", changed: [{ key: "micro_batch_size", from: 8, to: 4 }], resumeFromCheckpoint: true });
+    expect(decideRecovery(context("out_of_memory", { overrides: { micro_batch_size: 8 }, hasCheckpoint: false }))).toMatchObject({
+      resumeFromCheckpoint: false,
+    });
     expect(decideRecovery(context("out_of_memory", { overrides: { batch_size: 1 } }))).toMatchObject({ kind: "fail" });
   });
 
@@ -46,8 +50,8 @@ describe("decideRecovery", () => {
     });
   });
 
-  it("fails fast on missing files and modules", () => {
-    for (const failureClass of ["missing_file", "missing_module"] as const) {
+  it("fails fast on missing files, modules and models, CUDA faults and refused credentials", () => {
+    for (const failureClass of ["missing_file", "missing_module", "missing_model", "cuda_fault", "external_api_auth"] as const) {
       expect(decideRecovery(context(failureClass))).toMatchObject({ kind: "fail", reason: expect.stringContaining("not retryable") });
     }
   });
@@ -60,5 +64,60 @@ describe("decideRecovery", () => {
   it("escalates unknown failures to the language model", () => {
     expect(decideRecovery(context("unknown")).kind).toBe("ask_llm");
     expect(decideRecovery(context("unknown", { attemptsOfClass: 2 })).kind).toBe("fail");
+  });
+
+  it("fits a rate-limit back-off into the budget left, and gives up when none fits", () => {
+    expect(decideRecovery(context("external_api_rate_limit", { attemptsOfClass: 2, budgetLeftMs: 600_000 }))).toMatchObject({
+      kind: "relaunch",
+      delayMs: 300_000,
+      reason: expect.stringContaining("back-off shortened from 8m to 5m"),
+    });
+    // A wait that would leave less than twice the last attempt's run time is not made.
+    expect(decideRecovery(context("external_api_rate_limit", { budgetLeftMs: 60_000, lastAttemptMs: 29_600 }))).toMatchObject({ kind: "fail" });
+    expect(decideRecovery(context("external_api_rate_limit", { budgetLeftMs: 60_000, lastAttemptMs: 10_000 }))).toMatchObject({ delayMs: 30_000 });
+    expect(decideRecovery(context("external_api_rate_limit", { budgetLeftMs: 1_500 }))).toEqual({
+      kind: "fail",
+      reason: "external api rate limit: the log line (gave up after 0 back-offs: the 2s left of the budget leave no room for another wait and retry)",
+    });
+  });
+
+  it("resumes a distributed job that lost a collective or a rank (NCCL watchdog, SIGABRT)", () => {
+    expect(decideRecovery(context("distributed_failure"))).toMatchObject({
+      kind: "relaunch",
+      strategy: "resume_from_checkpoint",
+      changed: [],
+      resumeFromCheckpoint: true,
+    });
+  });
+
+  it("gives vLLM's KV cache more memory or shorter sequences, never a smaller batch", () => {
+    const kv = (ruleId: string, extra: Partial<RecoveryContext>) =>
+      decideRecovery({ ...context("kv_cache_memory", extra), classification: { failureClass: "kv_cache_memory", ruleId, evidence: "the log line" } });
+    const both = { overrides: { "rollout.gpu_memory_utilization": 0.5, "rollout.max_model_len": 8192, micro_batch_size: 4 } };
+    expect(kv("vllm-no-cache-blocks", both)).toMatchObject({
+      strategy: "adjust_kv_cache",
+      changed: [{ key: "rollout.gpu_memory_utilization", from: 0.5, to: 0.6 }],
+    });
+    expect(kv("vllm-kv-cache-max-model-len", both)).toMatchObject({ changed: [{ key: "rollout.max_model_len", from: 8192, to: 4096 }] });
+    // At the ceiling the length goes instead; the config's own nested key is found by its leaf.
+    expect(
+      kv("vllm-no-cache-blocks", { baseValues: { "actor_rollout_ref.rollout.gpu_memory_utilization": 0.95, "actor_rollout_ref.rollout.max_model_len": 1024 } }),
+    ).toMatchObject({
+      changed: [{ key: "actor_rollout_ref.rollout.max_model_len", from: 1024, to: 512 }],
+    });
+    // a3r's own vllm engine spells it in camel case.
+    expect(kv("vllm-no-cache-blocks", { baseValues: { "engine.inference.gpuMemoryUtilization": 0.85 } })).toMatchObject({
+      changed: [{ key: "engine.inference.gpuMemoryUtilization", from: 0.85, to: 0.95 }],
+    });
+    expect(kv("vllm-no-cache-blocks", { overrides: { micro_batch_size: 4 } })).toMatchObject({
+      kind: "fail",
+      reason: expect.stringContaining("a smaller batch would not help"),
+    });
+  });
+
+  it("finds a nested learning rate (verl's actor_rollout_ref.actor.optim.lr) by its leaf", () => {
+    expect(decideRecovery(context("nan_loss", { baseValues: { "actor_rollout_ref.actor.optim.lr": 1e-6 } }))).toMatchObject({
+      changed: [{ key: "actor_rollout_ref.actor.optim.lr", from: 1e-6, to: 5e-7 }],
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { formatDuration } from "../../core/duration.ts";
 import type { Classification, FailureClass } from "./failure-classifier.ts";
 
 /**
@@ -15,6 +16,7 @@ export type Overrides = Record<string, string | number | boolean>;
 
 export type RecoveryStrategy =
   | "shrink_batch"
+  | "adjust_kv_cache"
   | "lower_lr_and_resume"
   | "change_port"
   | "resume_from_checkpoint"
@@ -32,20 +34,48 @@ export interface PlaybookEntry {
 
 export const defaultPlaybook: Record<FailureClass, PlaybookEntry> = {
   out_of_memory: { strategy: "shrink_batch", maxAttempts: 3 },
+  kv_cache_memory: { strategy: "adjust_kv_cache", maxAttempts: 3 },
   nan_loss: { strategy: "lower_lr_and_resume", maxAttempts: 2 },
   port_in_use: { strategy: "change_port", maxAttempts: 3 },
   killed: { strategy: "resume_from_checkpoint", maxAttempts: 3 },
   hang: { strategy: "resume_from_checkpoint", maxAttempts: 2 },
+  distributed_failure: { strategy: "resume_from_checkpoint", maxAttempts: 2 },
   external_api_rate_limit: { strategy: "back_off_and_retry", maxAttempts: 3, delaysMs: [30_000, 120_000, 480_000] },
-  external_api_auth: { strategy: "back_off_and_retry", maxAttempts: 1, delaysMs: [60_000] },
+  // A refused key or a forbidden region does not heal by waiting: fail with the line.
+  external_api_auth: { strategy: "fail_fast", maxAttempts: 0 },
+  cuda_fault: { strategy: "fail_fast", maxAttempts: 0 },
+  missing_model: { strategy: "fail_fast", maxAttempts: 0 },
   missing_file: { strategy: "fail_fast", maxAttempts: 0 },
   missing_module: { strategy: "fail_fast", maxAttempts: 0 },
   unknown: { strategy: "ask_llm", maxAttempts: 2 },
 };
 
+/** What a person must do about a fail-fast class (a retry cannot help). */
+export const failFastAdvice: Partial<Record<FailureClass, string>> = {
+  external_api_auth: "the external API refused the credentials or the region: fix the key or the endpoint",
+  cuda_fault: "a CUDA kernel faulted (a bug, bad input such as an out-of-range token id, or a broken GPU): a blind retry would repeat it",
+  missing_model: "the model or its files are not where the blueprint says: fix the model path or id (or the token of a gated repository)",
+  missing_file: "fix the blueprint or the environment",
+  missing_module: "fix the blueprint or the environment",
+};
+
+/** The shortest back-off worth making: below it the budget is spent, and the run gives up. */
+export const minimumBackoffMs = 1_000;
+
 /** Config keys that hold a batch size, in the order they are shrunk (micro-batches first). */
 export const batchSizeKeys = ["ppo_micro_batch_size_per_gpu", "micro_batch_size", "per_device_train_batch_size", "train_batch_size", "batch_size"];
 export const learningRateKeys = ["lr", "learning_rate", "optim.lr", "actor.optim.lr"];
+/**
+ * vLLM's KV-cache knobs, by the last segment of their config path: verl's
+ * `actor_rollout_ref.rollout.gpu_memory_utilization`, a3r's own vllm engine's
+ * `engine.inference.gpuMemoryUtilization` (swarm/engines/engine-config.ts).
+ */
+export const gpuMemoryUtilizationLeaves = ["gpu_memory_utilization", "gpuMemoryUtilization"];
+export const maxModelLenLeaves = ["max_model_len", "maxModelLen"];
+/** vLLM refuses more than this; above it the cache has nowhere to grow. */
+export const maxGpuMemoryUtilization = 0.95;
+/** Below this a model cannot hold a useful prompt plus answer; halving stops here. */
+export const minMaxModelLen = 512;
 
 export type RecoveryDecision =
   | {
@@ -69,6 +99,10 @@ export interface RecoveryContext {
   /** Base values for keys the blueprint did not override (from its config), when known. */
   baseValues?: Overrides;
   hasCheckpoint: boolean;
+  /** Time left in the run's budget; back-offs must fit in it (undefined = no limit known). */
+  budgetLeftMs?: number;
+  /** How long the failed attempt ran; a back-off leaves room for a retry at least twice as long. */
+  lastAttemptMs?: number;
   /** Picks a free port (impure, so injected). */
   freePort?: () => number;
   playbook?: Record<FailureClass, PlaybookEntry>;
@@ -86,7 +120,12 @@ function changeKeys(
   reason: string,
   resume: boolean,
 ): RecoveryDecision {
-  const present = keys.filter((key) => typeof currentValue(context, key) === "number");
+  // A key of the list, or a nested config path ending in one (actor.optim.lr for lr), in the list's order.
+  const present = keys.flatMap((key) => {
+    if (typeof currentValue(context, key) === "number") return [key];
+    const nested = keyByLeaf(context, key);
+    return nested ? [nested] : [];
+  });
   if (present.length === 0) {
     return { kind: "fail", reason: `${reason}, but none of ${keys.join(", ")} is set in the overrides or the config, so there is nothing to change` };
   }
@@ -110,13 +149,18 @@ export function decideRecovery(context: RecoveryContext): RecoveryDecision {
   const { failureClass, evidence } = context.classification;
   const entry = playbook[failureClass];
   const seen = `${failureClass.replaceAll("_", " ")}: ${evidence}`;
-  if (entry.strategy === "fail_fast") return { kind: "fail", reason: `${seen} (not retryable: fix the blueprint or the environment)` };
+  if (entry.strategy === "fail_fast") {
+    return { kind: "fail", reason: `${seen} (not retryable: ${failFastAdvice[failureClass] ?? "fix the blueprint or the environment"})` };
+  }
   if (context.attemptsOfClass >= entry.maxAttempts) {
     return { kind: "fail", reason: `${seen} (gave up after ${context.attemptsOfClass} recoveries of this kind)` };
   }
   switch (entry.strategy) {
     case "shrink_batch":
-      return changeKeys(context, batchSizeKeys, (value) => Math.max(1, Math.floor(value / 2)), entry.strategy, seen, false);
+      // A smaller batch continues from the checkpoint when there is one: the steps before the OOM are kept.
+      return changeKeys(context, batchSizeKeys, (value) => Math.max(1, Math.floor(value / 2)), entry.strategy, seen, true);
+    case "adjust_kv_cache":
+      return adjustKvCache(context, seen);
     case "lower_lr_and_resume":
       return changeKeys(context, learningRateKeys, (value) => value / 2, entry.strategy, seen, true);
     case "change_port": {
@@ -145,7 +189,18 @@ export function decideRecovery(context: RecoveryContext): RecoveryDecision {
       };
     case "back_off_and_retry": {
       const delays = entry.delaysMs ?? [30_000];
-      const delayMs = delays[Math.min(context.attemptsOfClass, delays.length - 1)]!;
+      const scheduled = delays[Math.min(context.attemptsOfClass, delays.length - 1)]!;
+      // The wait must leave time for the retry itself: at most half of what is left, and no
+      // more than leaves twice as long as the failed attempt ran.
+      const left = context.budgetLeftMs;
+      const room = left === undefined ? scheduled : Math.floor(Math.min(left / 2, left - 2 * (context.lastAttemptMs ?? 0)));
+      const delayMs = Math.min(scheduled, room);
+      if (delayMs < scheduled && delayMs < minimumBackoffMs) {
+        return {
+          kind: "fail",
+          reason: `${seen} (gave up after ${context.attemptsOfClass} back-offs: the ${formatDuration(context.budgetLeftMs ?? 0)} left of the budget leave no room for another wait and retry)`,
+        };
+      }
       return {
         kind: "relaunch",
         strategy: entry.strategy,
@@ -153,10 +208,72 @@ export function decideRecovery(context: RecoveryContext): RecoveryDecision {
         changed: [],
         resumeFromCheckpoint: context.hasCheckpoint,
         delayMs,
-        reason: seen,
+        reason: delayMs < scheduled ? `${seen} (back-off shortened from ${formatDuration(scheduled)} to ${formatDuration(delayMs)} to fit the budget)` : seen,
       };
     }
     case "ask_llm":
       return { kind: "ask_llm", reason: seen };
   }
+}
+
+/** The key whose last path segment is `leaf`, from the overrides first, then the config. */
+function keyByLeaf(context: RecoveryContext, leaf: string): string | undefined {
+  const matches = (source: Overrides | undefined) =>
+    Object.keys(source ?? {}).filter((key) => (key === leaf || key.endsWith(`.${leaf}`)) && typeof source![key] === "number");
+  const fromOverrides = matches(context.overrides);
+  if (fromOverrides.length > 0) return fromOverrides.sort((a, b) => b.length - a.length)[0];
+  const fromConfig = matches(context.baseValues);
+  return fromConfig.sort((a, b) => b.length - a.length)[0];
+}
+
+function firstKeyByLeaf(context: RecoveryContext, leaves: readonly string[]): string | undefined {
+  for (const leaf of leaves) {
+    const key = keyByLeaf(context, leaf);
+    if (key) return key;
+  }
+  return undefined;
+}
+
+/**
+ * vLLM could not fit its KV cache: more memory for the cache (gpu_memory_utilization up by
+ * 0.1, at most 0.95) or shorter sequences (max_model_len halved, at least 512). A smaller
+ * batch would not help: the cache is sized before the first batch. When vLLM says the
+ * model's length does not fit, the length goes first.
+ */
+function adjustKvCache(context: RecoveryContext, seen: string): RecoveryDecision {
+  const lengthFirst = context.classification.ruleId === "vllm-kv-cache-max-model-len";
+  const memoryKey = firstKeyByLeaf(context, gpuMemoryUtilizationLeaves);
+  const lengthKey = firstKeyByLeaf(context, maxModelLenLeaves);
+  const raiseMemory = (): RecoveryDecision | undefined => {
+    if (!memoryKey) return undefined;
+    const from = currentValue(context, memoryKey) as number;
+    const to = Math.min(maxGpuMemoryUtilization, Math.round((from + 0.1) * 100) / 100);
+    if (to <= from) return undefined;
+    return relaunchWith(context, memoryKey, from, to, seen);
+  };
+  const shortenLength = (): RecoveryDecision | undefined => {
+    if (!lengthKey) return undefined;
+    const from = currentValue(context, lengthKey) as number;
+    const to = Math.max(minMaxModelLen, Math.floor(from / 2));
+    if (to >= from) return undefined;
+    return relaunchWith(context, lengthKey, from, to, seen);
+  };
+  const decision = lengthFirst ? (shortenLength() ?? raiseMemory()) : (raiseMemory() ?? shortenLength());
+  if (decision) return decision;
+  return {
+    kind: "fail",
+    reason: `${seen}, but neither ${gpuMemoryUtilizationLeaves[0]} (below ${maxGpuMemoryUtilization}) nor ${maxModelLenLeaves[0]} (above ${minMaxModelLen}) is set in the overrides or the config, so there is nothing to change (a smaller batch would not help: set one of them)`,
+  };
+}
+
+function relaunchWith(context: RecoveryContext, key: string, from: number, to: number, seen: string): RecoveryDecision {
+  return {
+    kind: "relaunch",
+    strategy: "adjust_kv_cache",
+    overrides: { ...context.overrides, [key]: to },
+    changed: [{ key, from, to }],
+    resumeFromCheckpoint: context.hasCheckpoint,
+    delayMs: 0,
+    reason: seen,
+  };
 }

@@ -24,6 +24,7 @@ export const fixedFrontMatterFields = [
   "prediction",
   "hypothesis",
   "command_rules",
+  "command_allow",
 ] as const;
 
 export type BlueprintAnswerCheck = { ok: true; blueprints: BlueprintText[] } | { ok: false; problems: string[] };
