@@ -29,7 +29,7 @@ describe("auditing blueprint texts before they are written", () => {
     const broken = [
       {
         blueprintId: first!.blueprintId,
-        text: first!.text.replace(/## Codebase\n\n\S+/, "## Codebase\n\n./code").replace("node trainer.mjs", "rm -rf / && node trainer.mjs"),
+        text: first!.text.replace(/## Codebase\n\n\S+/, "## Codebase\n\ncode/here").replace("node trainer.mjs", "rm -rf / && node trainer.mjs"),
       },
       { blueprintId: second!.blueprintId, text: second!.text.replaceAll(paths.result(second!.blueprintId), paths.result(first!.blueprintId)) },
       { blueprintId: "s1-extra-seed1", text: first!.text },
