@@ -24,6 +24,7 @@ interface RunFlags {
   llm: boolean;
   quiet?: boolean;
   json?: boolean;
+  allowedRoot?: string[];
 }
 
 function gpuList(value: string): string {
@@ -71,6 +72,11 @@ export function registerWorkerCommands(program: Command): void {
       positiveNumber("--llm-usd", "20", false),
     )
     .option("--no-llm", "never consult a language model, even when one is configured")
+    .option(
+      "--allowed-root <dir>",
+      "refuse a result directory whose real path is not below this folder (repeatable; default: the campaign's results/ for a campaign run)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option("--quiet", "no progress output")
     .option("--json", "print the outcome as JSON on stdout")
     .action(runBlueprint);
@@ -178,6 +184,7 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
     progress,
     signal: cancel.signal,
     ...(flags.gpus ? { gpus: flags.gpus } : {}),
+    ...(flags.allowedRoot ? { allowedRoots: flags.allowedRoot.map((root) => resolve(root)) } : {}),
   });
   if (flags.json) process.stdout.write(`${JSON.stringify(outcome)}\n`);
   else process.stdout.write(`${blueprint.id}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}; result directory ${outcome.resultDir}\n`);

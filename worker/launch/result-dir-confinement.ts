@@ -30,10 +30,19 @@ export async function confineResultDir(resultDir: string, allowedRoots: readonly
   if (allowedRoots.length === 0) return real;
   const roots = await Promise.all(allowedRoots.map((root) => realPathOf(resolve(root))));
   if (!roots.some((root) => real.startsWith(root.endsWith(sep) ? root : `${root}${sep}`))) {
-    throw new A3rError("RESULT_DIR_UNSAFE", `the result directory ${lexical} really is ${real}, outside the allowed roots (${roots.join(", ")})`, {
-      where: lexical,
-      hint: "a symbolic link on the way leads out of the allowed roots: put the result directory in a real folder under one of them",
-    });
+    const linked = real !== lexical;
+    throw new A3rError(
+      "RESULT_DIR_UNSAFE",
+      linked
+        ? `the result directory ${lexical} really is ${real}, outside the allowed roots (${roots.join(", ")})`
+        : `the result directory ${lexical} is outside the allowed roots (${roots.join(", ")})`,
+      {
+        where: lexical,
+        hint: linked
+          ? "a symbolic link on the way leads out of the allowed roots: put the result directory in a real folder under one of them"
+          : `put the result directory under ${roots[0]} (--result-dir), or allow its folder with --allowed-root`,
+      },
+    );
   }
   return real;
 }

@@ -33,6 +33,8 @@ export interface FailureFacts {
   lossMetrics?: readonly string[];
   /** The supervisor saw no output or step for longer than the stall limit. */
   stalled?: boolean;
+  /** Which supervision rule fired for a stall, with its limit and what was seen (for the evidence). */
+  stallDetail?: string;
   /**
    * Whether the kernel's OOM killer fired while the attempt ran (the `oom_kill` counter of
    * /proc/vmstat moved); undefined when that cannot be known. Needed because the shell
@@ -243,7 +245,8 @@ export function classifyFailure(facts: FailureFacts, rules: FailureRule[] = defa
   for (const rule of rules) {
     if (rule.needsOomKiller && facts.oomKiller === "not_seen") continue;
     if (rule.id === "stalled") {
-      if (facts.stalled) return { failureClass: rule.failureClass, ruleId: rule.id, evidence: "no new output or step within the stall limit" };
+      if (facts.stalled)
+        return { failureClass: rule.failureClass, ruleId: rule.id, evidence: facts.stallDetail ?? "no new output or step within the stall limit" };
       continue;
     }
     if (rule.failureClass === "nan_loss" && facts.nonFiniteMetric && isLossMetric(facts.nonFiniteMetric.key, facts.lossMetrics)) {

@@ -34,6 +34,13 @@ describe("decideRecovery", () => {
     });
   });
 
+  it("names the config's own port as the old value when no override set it", () => {
+    expect(decideRecovery(context("port_in_use", { overrides: {}, baseValues: { port: 29500 }, freePort: () => 46057 }))).toMatchObject({
+      kind: "relaunch",
+      changed: [{ key: "port", from: 29500, to: 46057 }],
+    });
+  });
+
   it("moves to another port", () => {
     expect(decideRecovery(context("port_in_use", { overrides: { port: 8000 }, freePort: () => 8123 }))).toMatchObject({
       kind: "relaunch",

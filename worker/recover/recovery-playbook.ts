@@ -165,7 +165,8 @@ export function decideRecovery(context: RecoveryContext): RecoveryDecision {
       return changeKeys(context, learningRateKeys, (value) => value / 2, entry.strategy, seen, true);
     case "change_port": {
       if (!context.freePort) return { kind: "fail", reason: `${seen} (no way to pick another port here)` };
-      const from = context.overrides.port;
+      // The config's own port when the blueprint never overrode it, so attempts.md says 29500 → 46057.
+      const from = currentValue(context, "port");
       const to = context.freePort();
       return {
         kind: "relaunch",

@@ -223,10 +223,11 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
       const limit = formatDuration(settings.firstSignalTimeoutMs);
       const seen = `${formatDuration(now() - options.attemptStartedAtMs)} after launch no step or metric was seen; ${outputSeen()}`;
       await stopAll();
-      const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true };
+      const detail = `no training signal within the first-signal timeout (${limit}): rule first_signal_timeout = ${limit} fired; ${seen}`;
+      const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true, stallDetail: detail };
       return end({
         kind: "failed",
-        detail: `no training signal within the first-signal timeout (${limit}): rule first_signal_timeout = ${limit} fired; ${seen}`,
+        detail,
         facts,
         lastStep: null,
       });
@@ -236,10 +237,11 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
       const stepAgo = lastStepAt === null ? "before this worker watched" : `${formatDuration(now() - lastStepAt)} ago`;
       const seen = `step ${merger.lastStep} was the last, recorded ${stepAgo}; ${outputSeen()}`;
       await stopAll();
-      const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true };
+      const detail = `no new step for ${limit} after step ${merger.lastStep} (stall): rule worker.stall_timeout = ${limit} fired; ${seen}`;
+      const facts: FailureFacts = { logTail: tailOf(mainLog), exitCode: null, signal: null, stalled: true, stallDetail: detail };
       return end({
         kind: "failed",
-        detail: `no new step for ${limit} after step ${merger.lastStep} (stall): rule worker.stall_timeout = ${limit} fired; ${seen}`,
+        detail,
         facts,
         lastStep: merger.lastStep,
       });
