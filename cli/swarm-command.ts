@@ -59,6 +59,15 @@ export function registerSwarmCommands(program: Command): void {
     });
 
   swarm
+    .command("check")
+    .description("validate a swarm.yaml as serve would load it (schema, bounds, engine settings); prints the field and bound that fail")
+    .requiredOption("--config <file>", "swarm.yaml")
+    .action(async (options: { config: string }) => {
+      await loadConfigOrExplain(options.config);
+      process.stdout.write(`${options.config}: ok\n`);
+    });
+
+  swarm
     .command("status")
     .description("show the engine state, pool progress, running episodes and reward curve")
     .option("--url <url>", "swarm server URL (or A3R_SWARM_URL)", urlOption)
@@ -124,15 +133,19 @@ async function adminTokenFrom(options: ServeOptions): Promise<string | undefined
   return token;
 }
 
-async function serve(options: ServeOptions): Promise<void> {
-  let config;
+/** The config as serve loads it, or CONFIG_INVALID naming the file, line, field and bound. */
+async function loadConfigOrExplain(path: string) {
   try {
-    config = await loadSwarmConfig(options.config);
+    return await loadSwarmConfig(path);
   } catch (error) {
     if (error instanceof SwarmConfigError)
       throw new A3rError("CONFIG_INVALID", error.message, { where: error.where, ...(error.hint ? { hint: error.hint } : {}) });
     throw error;
   }
+}
+
+async function serve(options: ServeOptions): Promise<void> {
+  let config = await loadConfigOrExplain(options.config);
   if (options.port !== undefined) config = { ...config, port: options.port };
   if (options.host !== undefined) config = { ...config, host: options.host };
   // An empty A3R_SWARM_ADMIN_TOKEN counts as unset, like an empty --admin-token.

@@ -47,6 +47,7 @@ import {
   type StorageFailureRecord,
 } from "./supervise/storage-failure.ts";
 import { interpreterFound } from "./launch/interpreter.ts";
+import { swarmConfigRefusal } from "./launch/swarm-preflight.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
@@ -391,6 +392,10 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   if (blueprint.config !== null) {
     try {
       await readConfigFile(blueprint.config);
+      if (blueprint.mode === "swarm" && fresh) {
+        const refusal = await swarmConfigRefusal(blueprint, context.resultDir, context.memory.overrides);
+        if (refusal) problems.push(refusal);
+      }
     } catch (error) {
       problems.push((error as Error).message);
     }

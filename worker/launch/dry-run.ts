@@ -1,11 +1,13 @@
-import { access, readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { access, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import type { Blueprint } from "../../blueprints/index.ts";
 import { readRunStatus, resultDirPaths } from "../../campaign/index.ts";
 import { formatDuration } from "../../core/duration.ts";
 import { a3rBin } from "./attempt-launch.ts";
 import { configCopyPath, planAttempt } from "./attempt-plan.ts";
 import { isRecordRunning } from "./launched-process.ts";
+import { swarmConfigRefusal } from "./swarm-preflight.ts";
 import { memoryFromStatus } from "../run-memory.ts";
 import type { WorkerSettings } from "../worker-settings.ts";
 
@@ -53,6 +55,15 @@ export async function describeRun(
       () => false,
     );
     lines.push(`  ${ok ? "ok     " : "MISSING"} ${label}`);
+  }
+  if (blueprint.mode === "swarm" && blueprint.config) {
+    const scratch = await mkdtemp(join(tmpdir(), "a3r-dry-run-"));
+    try {
+      const refusal = await swarmConfigRefusal(blueprint, resultDir, settings.overrides, { scratch });
+      lines.push(refusal === null ? "  ok      swarm config with the overrides (loads as a3r swarm serve would)" : `  REFUSED ${refusal}`);
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
   }
   const configCopy = configCopyPath(resultDir, 1, blueprint.config);
   const plan = planAttempt({

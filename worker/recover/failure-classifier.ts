@@ -12,6 +12,7 @@ export type FailureClass =
   | "cuda_fault"
   | "distributed_failure"
   | "missing_model"
+  | "config_invalid"
   | "nan_loss"
   | "port_in_use"
   | "missing_file"
@@ -130,6 +131,13 @@ export const defaultFailureRules: FailureRule[] = [
       String.raw`CUDA error: unspecified launch failure`,
       String.raw`\.cu:\d+: [^\n]{0,300}Assertion`,
     ],
+  },
+  {
+    // a3r's own swarm server refusing its config (an override beyond the schema's bound):
+    // the line names the field and the bound, and no retry changes it.
+    id: "config-invalid",
+    failureClass: "config_invalid",
+    logPatterns: [String.raw`\[CONFIG_INVALID\][^\n]{0,400}`, String.raw`the engine failed to boot: [^\n]{0,400}`],
   },
   {
     id: "missing-model",

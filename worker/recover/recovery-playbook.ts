@@ -45,6 +45,7 @@ export const defaultPlaybook: Record<FailureClass, PlaybookEntry> = {
   external_api_auth: { strategy: "fail_fast", maxAttempts: 0 },
   cuda_fault: { strategy: "fail_fast", maxAttempts: 0 },
   missing_model: { strategy: "fail_fast", maxAttempts: 0 },
+  config_invalid: { strategy: "fail_fast", maxAttempts: 0 },
   missing_file: { strategy: "fail_fast", maxAttempts: 0 },
   missing_module: { strategy: "fail_fast", maxAttempts: 0 },
   unknown: { strategy: "ask_llm", maxAttempts: 2 },
@@ -55,6 +56,8 @@ export const failFastAdvice: Partial<Record<FailureClass, string>> = {
   external_api_auth: "the external API refused the credentials or the region: fix the key or the endpoint",
   cuda_fault: "a CUDA kernel faulted (a bug, bad input such as an out-of-range token id, or a broken GPU): a blind retry would repeat it",
   missing_model: "the model or its files are not where the blueprint says: fix the model path or id (or the token of a gated repository)",
+  config_invalid:
+    "the configuration (with the blueprint's overrides) is outside what the engine accepts: fix the field named above, or the override that set it",
   missing_file: "fix the blueprint or the environment",
   missing_module: "fix the blueprint or the environment",
 };
