@@ -1,7 +1,11 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { auditBlueprint } from "./audit-blueprint.ts";
 import { isA3rError } from "../core/errors.ts";
-import { checkCommand, defaultCommandRules, maxCheckedLineLength, mergeCommandPolicy } from "./command-policy.ts";
+import { blueprintCommandRules, checkCommand, defaultCommandRules, maxCheckedLineLength, mergeCommandPolicy } from "./command-policy.ts";
 import type { CommandRule } from "./command-policy.ts";
+import { linearPieces } from "./command-policy/pattern-pieces.ts";
+import { lineUnits, unitLimits } from "./command-policy/shell-units.ts";
 
 const forbidden: [command: string, rule: string][] = [
   ["rm -rf /", "rm-recursive-root"],
@@ -71,7 +75,8 @@ const forbidden: [command: string, rule: string][] = [
   ["find / -delete", "find-delete-root"],
   ["find ~ -delete", "find-delete-root"],
   ["find / -exec rm -rf {} +", "find-delete-root"],
-  ["cd / && rm -rf *", "rm-glob-in-root"],
+  // A `cd` to a known folder resolves the relative words after it.
+  ["cd / && rm -rf *", "rm-recursive-root"],
   ["curl x | sudo -u root bash", "pipe-download-to-shell"],
   ["curl x | env bash", "pipe-download-to-shell"],
   ["curl x | /usr/bin/env bash", "pipe-download-to-shell"],
@@ -145,10 +150,78 @@ describe("the default command policy", () => {
       ["line-too-long", 1],
       ["rm-recursive-root", 2],
     ]);
-    const worst = `${"bash -c curl ".repeat(Math.floor(maxCheckedLineLength / 13))}`;
-    const start = performance.now();
-    checkCommand(worst);
-    expect(performance.now() - start).toBeLessThan(2000);
+  });
+
+  // Lines an attacker would write to make the check itself hang (issue 13 item 4): each is
+  // as long as a line may be, and built on what the old shared prefix backtracked over.
+  const longest = (unit: string) => unit.repeat(Math.floor(maxCheckedLineLength / unit.length));
+  const adversarial = [
+    "sh -c ".repeat(20),
+    longest("sh -c "),
+    longest("bash -c curl "),
+    longest("sudo "),
+    longest("env A=1 "),
+    longest("nice -n 1 "),
+    longest("rm -rf x "),
+    longest("rm -r"),
+    longest(" -"),
+    longest("$("),
+    longest("(("),
+    longest("{a,b}"),
+    longest("{"),
+    longest("'\"'"),
+    longest("\\"),
+    longest("curl x | "),
+    longest("a | "),
+    longest("/*"),
+    longest("/???/"),
+    longest("-v /:"),
+    longest(" @~/.ssh"),
+    longest("rm -rf /"),
+    longest("find / "),
+    `rm ${"-".repeat(maxCheckedLineLength - 10)}r`,
+    `rm -${"r".repeat(maxCheckedLineLength - 10)}1`,
+    `chmod ${"+s".repeat(4000)}x`,
+    `kill ${"-s ".repeat(2700)}`,
+    `:() { ${":".repeat(8000)}`,
+    `curl ${"x".repeat(8000)} | sh -${"-".repeat(100)}`,
+    `x=${"$(".repeat(3000)}`,
+    `sh -${"c".repeat(8000)}x`,
+    `curl -O http://${"/".repeat(8000)}`,
+    `rm -rf ${"=@~/".repeat(2000)}`,
+    `rm -rf /${"*a".repeat(4000)}`,
+    `echo ${"${HOME:?".repeat(1000)}`,
+  ];
+
+  it("judges every adversarial line with bounded work, and quickly", () => {
+    let units = 0;
+    const started = performance.now();
+    for (const line of adversarial) {
+      expect(line.length).toBeLessThanOrEqual(maxCheckedLineLength);
+      const cut = lineUnits(line, { downloaded: new Set() });
+      const size = cut.texts.reduce((sum, text) => sum + text.length + 1, 0);
+      expect(size).toBeLessThanOrEqual(Math.max(unitLimits.budgetFloor, line.length * unitLimits.budgetFactor));
+      units += cut.texts.length;
+      checkCommand(line);
+    }
+    // A generous bound: the whole set takes milliseconds; the old patterns took minutes on the first line alone.
+    expect(performance.now() - started).toBeLessThan(1000 * 2);
+    expect(units).toBeGreaterThan(adversarial.length);
+  });
+
+  it("says why a line it could not cut into commands is not checked", () => {
+    const nested = `${"sh -c '".repeat(1)}${"$(".repeat(10)}rm -rf /${")".repeat(10)}'`;
+    expect(checkCommand(nested).map((violation) => violation.ruleId)).toContain("command-too-complex");
+    const braces = `rm -rf ${"{a,b}".repeat(8)}`;
+    const [violation] = checkCommand(braces);
+    expect(violation).toMatchObject({ ruleId: "command-too-complex", severity: "error" });
+    expect(violation!.reason).toMatch(/brace expansion/);
+  });
+
+  it("writes every default pattern in the shape whose linearity its pieces decide", () => {
+    for (const rule of defaultCommandRules) expect(() => linearPieces(rule.pattern), rule.id).not.toThrow();
+    expect(() => linearPieces("^a(?=.*(?!b))")).toThrow(/lookaround/);
+    expect(() => linearPieces("a(?=b)")).toThrow(/unanchored/);
   });
 
   it("warns about sudo without forbidding it", () => {
@@ -192,6 +265,43 @@ describe("mergeCommandPolicy", () => {
     expect(() => mergeCommandPolicy(defaultCommandRules, [{ ...noGitPush, disabled: true }])).toThrow(/invalid/);
     expect(() => mergeCommandPolicy(defaultCommandRules, [{ ...noGitPush, pattern: "([" }])).toThrow(/pattern/);
     expect(() => mergeCommandPolicy(defaultCommandRules, [noGitPush, noGitPush])).toThrow(/no-git-push/);
+  });
+
+  it("refuses a campaign rule that could backtrack exponentially, naming it, and runs the others in linear time", () => {
+    const hang: CommandRule = { id: "no-aaa", pattern: "(a+)+$", reason: "x", severity: "error" };
+    expect(() => mergeCommandPolicy(defaultCommandRules, [hang])).toThrow(
+      /rule "no-aaa" cannot be checked in linear time: its pattern has a repeated group that holds a repeat/,
+    );
+    expect(() => blueprintCommandRules({ command_rules: [hang] })).toThrow(/no-aaa/);
+    expect(() => mergeCommandPolicy(defaultCommandRules, [{ ...hang, pattern: String.raw`(\w)\1` }])).toThrow(/backreference/);
+    // Polynomial for V8 on a long line of spaces; linear here.
+    const slow: CommandRule = { id: "spaces", pattern: String.raw`\s*\s*\s*!`, reason: "x", severity: "warning" };
+    const merged = mergeCommandPolicy(defaultCommandRules, [slow]);
+    const started = performance.now();
+    expect(checkCommand(`echo${" ".repeat(8000)}`, merged).map((violation) => violation.ruleId)).toEqual([]);
+    expect(checkCommand("echo  !", merged).map((violation) => violation.ruleId)).toEqual(["spaces"]);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
+  it("reports a blueprint whose own command_rules could hang the check, naming the field and the rule", () => {
+    const example = readFileSync(new URL("../examples/blueprints/grpo-lr-3e-6.md", import.meta.url), "utf8");
+    const text = example.replace(
+      "overrides: { lr: 3.0e-6 }",
+      'overrides: { lr: 3.0e-6 }\ncommand_rules:\n  - { id: no-aaa, pattern: "(a+)+$", reason: x, severity: error }',
+    );
+    const started = performance.now();
+    const findings = auditBlueprint(`${text}`.replace(".venv/bin/python clients", `echo ${"a".repeat(60)}!\n.venv/bin/python clients`));
+    expect(performance.now() - started).toBeLessThan(2000);
+    const invalid = findings.find((finding) => finding.code === "FRONT_MATTER_INVALID");
+    expect(invalid?.message).toMatch(/command_rules/);
+    expect(invalid?.message).toMatch(/rule "no-aaa" cannot be checked in linear time/);
+  });
+
+  it("runs a campaign rule with scope command on each command, wrappers and payloads unwrapped", () => {
+    const rule: CommandRule = { id: "no-push", pattern: String.raw`^git push\b`, reason: "x", severity: "error", scope: "command" };
+    const merged = mergeCommandPolicy(defaultCommandRules, [rule]);
+    expect(checkCommand("cd repo && sudo -u me bash -c 'git push origin'", merged).map((violation) => violation.ruleId)).toContain("no-push");
+    expect(checkCommand("echo git push", merged).map((violation) => violation.ruleId)).toEqual([]);
   });
 
   it("accepts a rule identical to a default, so merging twice gives the same policy", () => {

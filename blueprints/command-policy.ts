@@ -1,137 +1,26 @@
 import { posix } from "node:path";
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
-import type { Severity } from "./blueprint.ts";
+import type { CommandRule, CommandViolation } from "./command-policy/command-rule.ts";
+import { defaultCommandRules } from "./command-policy/default-rules.ts";
+import { LinearRegex, LinearRegexError } from "./command-policy/linear-regex.ts";
+import { anyMark } from "./command-policy/protected-paths.ts";
+import { lineUnits, type ShellState } from "./command-policy/shell-units.ts";
 
-/**
- * The command policy as data: each rule is a regular expression (its source, so a policy
- * can live in YAML or JSON) tested against every logical line of a blueprint's command.
- *
- * What the policy leaves out: it is a tripwire for plainly destructive commands written
- * into a blueprint, not a sandbox. It cannot see what a script called by the command does,
- * and a determined author can always obfuscate; isolation of runs is the hosts' job.
+export type { CommandRule, CommandViolation } from "./command-policy/command-rule.ts";
+export { defaultCommandRules } from "./command-policy/default-rules.ts";
+
+/*
+ * The command policy: a tripwire for plainly destructive commands in a blueprint, not a
+ * sandbox (command-policy/README.md). A command is split into logical lines; each line is
+ * cut once into command units (command-policy/shell-units.ts) that the default rules match
+ * with patterns proven linear, while a campaign's own rules run on a linear-time engine.
+ * Every check is bounded: an over-long or over-complex line is reported, not matched.
  */
-export interface CommandRule {
-  id: string;
-  /** RegExp source, compiled with the `m` flag (plus `flags`) against one logical line. */
-  pattern: string;
-  flags?: string;
-  reason: string;
-  severity: Severity;
-}
-
-export interface CommandViolation {
-  ruleId: string;
-  reason: string;
-  severity: Severity;
-  /** The text that matched. */
-  match: string;
-  /** 0-based line inside the command where the logical line starts. */
-  line: number;
-}
-
-// A word in command position: line start, after ; & | ( $( or a backtick, or after a
-// wrapper such as sudo, nohup, env, timeout or xargs.
-// Wrapper options may take a value (`sudo -u root`, `nice -n 19`); the value is optional
-// so that a flag right before the command still works.
-const start = String.raw`(?:^|[;&|(\x60{]|\$\()\s*(?:(?:sudo|doas|nohup|exec|eval|command|builtin|then|do|else|time|nice|ionice|stdbuf|setsid|unbuffer|chroot\s+\S+|xargs|(?:ba|z|da|k)?sh(?:\s+-c)?|env(?:\s+[A-Za-z_]\w*=\S*)*|timeout\s+\S+)\s+(?:-\S+(?:\s+(?!-)[^\s;&|]+)?\s+)*)*(?:\S*/)?`;
-// The rest of one simple command (stops at ; & | so flags are looked for in one command).
-const rest = String.raw`[^;&|\n]*`;
-const end = String.raw`(?=\s|$|[;&|)\x60])`;
-// What `rm -r` must never be pointed at: the root, a home, or a top-level system folder.
-const precious = String.raw`(?:/\.?\*?|~/?\*?|\$\{?HOME\}?/?\*?|/(?:bin|boot|dev|etc|home|lib|lib32|lib64|opt|proc|root|sbin|srv|sys|usr|var)/?\*?)`;
-
-export const defaultCommandRules: readonly CommandRule[] = [
-  {
-    id: "rm-recursive-root",
-    pattern: String.raw`${start}rm\b(?=${rest}\s(?:-[a-zA-Z]*[rR]|--recursive))${rest}\s${precious}${end}`,
-    reason: "recursive delete of the root, a home folder or a system folder",
-    severity: "error",
-  },
-  {
-    id: "rm-no-preserve-root",
-    pattern: String.raw`${start}rm\b${rest}--no-preserve-root`,
-    reason: "rm --no-preserve-root exists only to delete the whole file system",
-    severity: "error",
-  },
-  {
-    id: "find-delete-root",
-    pattern: String.raw`${start}find\s+${precious}(?=\s|$)${rest}\s(?:-delete\b|-exec(?:dir)?\s+(?:\S*/)?rm\b)`,
-    reason: "find deleting everything under the root, a home folder or a system folder",
-    severity: "error",
-  },
-  {
-    id: "rm-glob-in-root",
-    pattern: String.raw`${start}cd\s+${precious}\s*(?:&&|;)\s*(?:sudo\s+)?(?:\S*/)?rm\b(?=${rest}\s(?:-[a-zA-Z]*[rR]|--recursive))${rest}\s\*`,
-    reason: "recursive delete of everything in the root, a home folder or a system folder",
-    severity: "error",
-  },
-  { id: "mkfs", pattern: String.raw`${start}mkfs(?:\.\w+)?\b`, reason: "formats a file system", severity: "error" },
-  {
-    id: "dd-to-device",
-    pattern: String.raw`${start}dd\b${rest}\bof=/dev/(?!null\b|zero\b|stdout\b|stderr\b)`,
-    reason: "dd writing onto a device overwrites a disk",
-    severity: "error",
-  },
-  {
-    id: "write-to-disk-device",
-    pattern: String.raw`>\s*/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|dm-|md)\w*`,
-    reason: "redirecting output onto a disk device overwrites it",
-    severity: "error",
-  },
-  {
-    id: "power-off",
-    pattern: String.raw`${start}(?:systemctl\s+)?(?:shutdown|reboot|halt|poweroff)${end}`,
-    reason: "shuts down or restarts the machine every other run shares",
-    severity: "error",
-  },
-  {
-    id: "init-runlevel",
-    pattern: String.raw`${start}(?:init|telinit)\s+[06]${end}`,
-    reason: "init 0 / init 6 halts or reboots the machine",
-    severity: "error",
-  },
-  {
-    id: "write-etc",
-    pattern: String.raw`(?:>>?|&>)\s*/etc(?:/|${end})|${start}tee\b${rest}\s/etc(?:/|${end})|${start}(?:cp|mv|install|ln|rsync)\b${rest}\s/etc(?:/\S*)?\s*(?:$|[;&|)])|${start}sed\b(?=${rest}\s-[a-zA-Z]*i)${rest}\s/etc/`,
-    reason: "writes system configuration under /etc",
-    severity: "error",
-  },
-  {
-    id: "pipe-download-to-shell",
-    pattern: String.raw`\b(?:curl|wget)\b[^\n;]*\|\s*(?:(?:sudo|doas)\s+(?:-\S+(?:\s+(?!-)[^\s;&|]+)?\s+)*)?(?:(?:\S*/)?env\s+(?:[A-Za-z_]\w*=\S*\s+)*)?(?:\S*/)?(?:(?:ba|z|da|k|fi)?sh\b|(?:python[\d.]*|perl|ruby|node)(?=\s*(?:-\s*)?(?:$|[;&|)])))|\b(?:ba|z|da|k)?sh\b[^\n;]*(?:<\(|\$\()\s*(?:curl|wget)\b`,
-    reason: "runs a script downloaded from the network without reading it",
-    severity: "error",
-  },
-  {
-    id: "fork-bomb",
-    pattern: String.raw`([\w:]+)\s*\(\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}`,
-    reason: "a fork bomb exhausts the process table of the whole machine",
-    severity: "error",
-  },
-  {
-    id: "chmod-recursive-root",
-    pattern: String.raw`${start}(?:chmod|chown|chgrp)\b(?=${rest}\s(?:-[a-zA-Z]*R|--recursive))${rest}\s${precious}${end}`,
-    reason: "recursive permission or owner change of the root or a system folder",
-    severity: "error",
-  },
-  {
-    id: "kill-all-processes",
-    pattern: String.raw`${start}kill\s+(?:(?:-s\s+\S+|-\S+)\s+)+-1${end}`,
-    reason: "kill -1 signals every process the user may signal, the worker included",
-    severity: "error",
-  },
-  {
-    id: "sudo",
-    pattern: String.raw`(?:^|[;&|(]|\$\()\s*sudo\b`,
-    reason: "runs are unattended: sudo would wait for a password that never comes",
-    severity: "warning",
-  },
-];
 
 /**
  * The logical lines of a command (backslash-newline continuations joined), each with the
- * 0-based line it starts on. Quotes are dropped so `rm -rf "/"` reads as `rm -rf /`.
+ * 0-based line it starts on.
  */
 function logicalLines(command: string): { text: string; line: number }[] {
   const physical = command.split("\n");
@@ -144,23 +33,23 @@ function logicalLines(command: string): { text: string; line: number }[] {
       buffer += `${text.slice(0, -1)} `;
       return;
     }
-    result.push({ text: normalizeForPolicy(buffer + text), line: startLine });
+    result.push({ text: buffer + text, line: startLine });
     buffer = "";
   });
-  if (buffer !== "") result.push({ text: normalizeForPolicy(buffer), line: startLine });
+  if (buffer !== "") result.push({ text: buffer, line: startLine });
   return result;
 }
 
 /**
- * Spellings that mean the same to a shell read the same to the rules: quotes dropped,
- * `\rm` as `rm`, `${HOME:?}` as `$HOME`, `//` as `/`, and absolute paths with `..`
- * resolved (`/tmp/../` is `/`).
+ * What a "line" rule reads: spellings that mean the same to a shell read the same: quotes
+ * dropped (`rm -rf "/"` reads as `rm -rf /`), `\rm` as `rm`, `${HOME:?}` as `$HOME`, and
+ * absolute paths normalized (`/tmp/../` is `/`). Each replacement is one linear pass.
  */
-function normalizeForPolicy(text: string): string {
+function lineText(text: string): string {
   return text
     .replace(/["']/g, "")
     .replace(/(^|[\s;&|(\x60])\\(?=[A-Za-z])/g, "$1")
-    .replace(/\$\{HOME:[?-][^}]*\}/g, "$$HOME")
+    .replace(/\$\{HOME:[?-][^}]{0,256}\}/g, "$$HOME")
     .replace(/(^|[\s=])(\/[^\s;&|)\x60]*)/g, (_match, before: string, path: string) => `${before}${normalizeAbsolutePath(path)}`);
 }
 
@@ -170,29 +59,53 @@ function normalizeAbsolutePath(path: string): string {
   return resolved === "/" ? "/" : `${resolved.replace(/\/$/, "")}${trailing}`;
 }
 
-const compiled = new Map<string, RegExp>();
+/** Something that finds a rule's match in a text: V8's engine for the defaults, the linear one for the rest. */
+interface Matcher {
+  exec(text: string): { index: number; 0?: string; text?: string } | null | undefined;
+}
 
-function compile(rule: CommandRule): RegExp {
-  const key = `${rule.flags ?? ""}/${rule.pattern}`;
-  let pattern = compiled.get(key);
-  if (!pattern) {
-    pattern = new RegExp(rule.pattern, `m${(rule.flags ?? "").replace(/[mg]/g, "")}`);
-    compiled.set(key, pattern);
-  }
-  return pattern;
+const compiled = new Map<string, Matcher>();
+const defaultKeys = new Set(defaultCommandRules.map((rule) => ruleKey(rule)));
+
+function ruleKey(rule: CommandRule): string {
+  return `${rule.scope ?? "line"}/${rule.flags ?? ""}/${rule.pattern}`;
 }
 
 /**
- * Longest logical line the rules are run on. Some patterns are quadratic on pathological
- * input, and no real launch command is this long: longer content belongs in a script file.
+ * The defaults run on V8's engine: recheck proves each free of super-linear backtracking
+ * (command-policy-redos.test.ts). Any other rule comes from a topic or a blueprint, so it
+ * runs on the linear-time engine, and one it cannot run is refused when it is loaded.
+ */
+function compile(rule: CommandRule): Matcher {
+  const key = ruleKey(rule);
+  let matcher = compiled.get(key);
+  if (!matcher) {
+    const flags = (rule.flags ?? "").replace(/[gy]/g, "");
+    if (defaultKeys.has(key)) matcher = new RegExp(rule.pattern, flags);
+    else {
+      // Syntax errors are reported as JavaScript would, before the linear engine's own refusals.
+      new RegExp(rule.pattern, flags);
+      const linear = new LinearRegex(rule.pattern, flags);
+      matcher = { exec: (text) => linear.exec(text) };
+    }
+    compiled.set(key, matcher);
+  }
+  return matcher;
+}
+
+/**
+ * Longest logical line the rules are run on: no real launch command is this long (longer
+ * content belongs in a script file), and it bounds what one check costs.
  */
 export const maxCheckedLineLength = 8192;
 
 /** Every rule the command breaks, in rule order, at most once per rule and logical line. */
 export function checkCommand(command: string, rules: readonly CommandRule[] = defaultCommandRules): CommandViolation[] {
   const violations: CommandViolation[] = [];
-  const lines = logicalLines(command);
-  for (const { text, line } of lines) {
+  const state: ShellState = { downloaded: new Set() };
+  // Units as the defaults read them (with protected-paths.ts's marks) and as written.
+  const checked: { text: string; units: string[]; plainUnits: string[]; line: number }[] = [];
+  for (const { text, line } of logicalLines(command)) {
     if (text.length > maxCheckedLineLength) {
       violations.push({
         ruleId: "line-too-long",
@@ -201,17 +114,44 @@ export function checkCommand(command: string, rules: readonly CommandRule[] = de
         match: `${text.slice(0, 40)}...`,
         line,
       });
+      continue;
     }
+    const units = lineUnits(text, state);
+    if (units.tooComplex !== undefined) {
+      violations.push({
+        ruleId: "command-too-complex",
+        reason: `a command line that cannot be checked: ${units.tooComplex}; put it in a script file`,
+        severity: "error",
+        match: `${text.slice(0, 40)}${text.length > 40 ? "..." : ""}`,
+        line,
+      });
+    }
+    checked.push({ text: lineText(text), units: units.texts, plainUnits: units.texts.map((unit) => unit.replace(anyMark, "")), line });
   }
-  const checked = lines.filter(({ text }) => text.length <= maxCheckedLineLength);
   for (const rule of rules) {
     const pattern = compile(rule);
-    for (const { text, line } of checked) {
-      const match = pattern.exec(text);
-      if (match) violations.push({ ruleId: rule.id, reason: rule.reason, severity: rule.severity, match: match[0].trim(), line });
+    const marked = defaultKeys.has(ruleKey(rule));
+    for (const { text, units, plainUnits, line } of checked) {
+      const match = rule.scope === "command" ? firstUnitMatch(pattern, marked ? units : plainUnits) : matchedText(pattern, text);
+      if (match !== undefined) violations.push({ ruleId: rule.id, reason: rule.reason, severity: rule.severity, match, line });
     }
   }
   return violations;
+}
+
+function matchedText(pattern: Matcher, text: string): string | undefined {
+  const match = pattern.exec(text);
+  if (!match) return undefined;
+  return (match[0] ?? match.text ?? "").trim();
+}
+
+function firstUnitMatch(pattern: Matcher, units: readonly string[]): string | undefined {
+  for (const unit of units) {
+    if (!pattern.exec(unit)) continue;
+    const plain = unit.replace(anyMark, "");
+    return plain.length > 200 ? `${plain.slice(0, 200)}...` : plain;
+  }
+  return undefined;
 }
 
 export const commandRuleSchema = z
@@ -224,14 +164,23 @@ export const commandRuleSchema = z
       .optional(),
     reason: z.string().min(1),
     severity: z.enum(["error", "warning"]),
+    scope: z.enum(["line", "command"]).optional(),
   })
   // Compiled as `checkCommand` will compile it, flags included: `u` refuses escapes that
-  // are fine without it, and a rule that compiles here must never throw in an audit.
+  // are fine without it, and a rule that compiles here must never throw in an audit. A
+  // campaign's rule must also fit the linear-time engine, so no pattern can hang a check.
   .superRefine((rule, context) => {
     try {
       compile(rule);
-    } catch {
-      context.addIssue({ code: "custom", path: ["pattern"], message: `a valid JavaScript regular expression source with the flags "${rule.flags ?? ""}"` });
+    } catch (error) {
+      context.addIssue({
+        code: "custom",
+        path: ["pattern"],
+        message:
+          error instanceof LinearRegexError
+            ? `rule "${rule.id}" cannot be checked in linear time: its pattern has ${error.message}; write it without backreferences, lookarounds and repeats of groups that repeat or alternate (a3r runs campaign rules on a linear-time engine)`
+            : `a valid JavaScript regular expression source with the flags "${rule.flags ?? ""}"`,
+      });
     }
   });
 
@@ -270,7 +219,13 @@ export function mergeCommandPolicy(defaults: readonly CommandRule[], extra: unkn
 }
 
 function sameRule(a: CommandRule, b: CommandRule): boolean {
-  return a.pattern === b.pattern && (a.flags ?? "") === (b.flags ?? "") && a.reason === b.reason && a.severity === b.severity;
+  return (
+    a.pattern === b.pattern &&
+    (a.flags ?? "") === (b.flags ?? "") &&
+    a.reason === b.reason &&
+    a.severity === b.severity &&
+    (a.scope ?? "line") === (b.scope ?? "line")
+  );
 }
 
 /**

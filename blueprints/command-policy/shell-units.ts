@@ -1,0 +1,518 @@
+import { posix } from "node:path";
+import { anyMark, downloadedMark, markWord } from "./protected-paths.ts";
+
+/**
+ * One logical command line cut into the units the default policy rules are matched
+ * against, in one linear scan: every simple command (split at ; & && || | |& ( ) { } and
+ * newlines, inside $(...), `...` and <(...) too), once as written and once per wrapper
+ * peeled off (sudo, env, nohup, xargs, busybox, timeout...), the payload of `sh -c`,
+ * `bash -c`, `eval` and `su -c` parsed again as a line of its own, and one unit per pipe
+ * join (`upstream | downstream`, and the pipeline's first command | each later one).
+ *
+ * A unit's text is its words joined by single spaces, quotes removed, braces expanded,
+ * `${HOME}` read as `$HOME`, absolute paths normalized, paths relative to a known `cd`
+ * resolved, and the command word reduced to its base name (`/bin/rm` reads as `rm`).
+ * A substitution reads as `$(name)` / `<(name)` once per command inside (`$(echo)$(base64)`).
+ * Words carry the marks of protected-paths.ts: a protected path, a credentials path, and a
+ * file the command downloaded earlier where a shell runs it.
+ *
+ * Why not regular expressions over the raw line: a shared "command position" prefix that
+ * allows wrappers in any number backtracks exponentially on `sh -c sh -c ...`. Here each
+ * character is read once per nesting level, and the levels, the units and their total size
+ * are bounded; past a bound the line is reported as too complex rather than checked.
+ */
+export interface ShellUnits {
+  texts: string[];
+  /** Why the line could not be fully cut into units, when a bound was hit. */
+  tooComplex?: string;
+}
+
+/** What one check of a whole command carries from line to line. */
+export interface ShellState {
+  /** Base names of files a download command wrote to. */
+  downloaded: Set<string>;
+  /** The working directory a `cd` set, when it is known. */
+  cwd?: string;
+}
+
+export const unitLimits = {
+  /** `sh -c "sh -c '...'"` and substitutions deeper than this are not unwrapped further. */
+  maxDepth: 6,
+  /** Wrappers peeled off one command (`sudo nohup env timeout 5 ...`). */
+  maxWrappers: 12,
+  /** Words one brace expansion may produce. */
+  maxBraceWords: 64,
+  /** Units one logical line may produce. */
+  maxUnits: 512,
+  /** Characters of unit text one logical line may produce, as a multiple of its length. */
+  budgetFactor: 24,
+  budgetFloor: 4096,
+};
+
+interface Word {
+  text: string;
+  /** An unquoted `{` was part of it, so brace expansion applies. */
+  braces: boolean;
+}
+
+interface SimpleCommand {
+  words: string[];
+  /** The operator before it: "|" joins it to the previous command's pipeline. */
+  joinedByPipe: boolean;
+}
+
+class TooComplex extends Error {}
+
+interface Context {
+  state: ShellState;
+  texts: string[];
+  budget: number;
+}
+
+const shells = new Set(["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "$SHELL"]);
+const keywords = new Set(["if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "coproc"]);
+
+/** Wrappers whose options that take a value are known; any other option is a lone flag. */
+const wrappers: Record<string, { valueOptions?: string[]; positional?: number }> = {
+  sudo: { valueOptions: ["-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-R", "-T"] },
+  doas: { valueOptions: ["-u", "-C"] },
+  nohup: {},
+  exec: { valueOptions: ["-a"] },
+  command: {},
+  builtin: {},
+  time: { valueOptions: ["-f", "-o"] },
+  nice: { valueOptions: ["-n"] },
+  ionice: { valueOptions: ["-c", "-n", "-p"] },
+  stdbuf: { valueOptions: ["-i", "-o", "-e"] },
+  setsid: {},
+  unbuffer: {},
+  chroot: { positional: 1 },
+  xargs: { valueOptions: ["-I", "-i", "-n", "-P", "-d", "-L", "-l", "-a", "-E", "-e", "-s", "--max-args", "--max-procs", "--delimiter", "--arg-file"] },
+  env: { valueOptions: ["-u", "-C", "-S", "--unset", "--chdir"] },
+  timeout: { valueOptions: ["-s", "-k", "--signal", "--kill-after"], positional: 1 },
+  busybox: {},
+  watch: { valueOptions: ["-n", "-d", "--interval"] },
+  flock: { valueOptions: ["-w", "-E", "--timeout"], positional: 1 },
+  taskset: { valueOptions: [], positional: 1 },
+  numactl: { valueOptions: ["-N", "-m", "-C", "-p", "-i"] },
+  caffeinate: {},
+  chrt: { positional: 1 },
+  runuser: { valueOptions: ["-u", "-g", "-l"] },
+  strace: { valueOptions: ["-o", "-e", "-p", "-s"] },
+  ltrace: { valueOptions: ["-o", "-e", "-p"] },
+};
+
+export function lineUnits(line: string, state: ShellState): ShellUnits {
+  const context: Context = { state, texts: [], budget: Math.max(unitLimits.budgetFloor, line.length * unitLimits.budgetFactor) };
+  try {
+    parseList(line.replace(anyMark, ""), 0, context);
+  } catch (error) {
+    if (error instanceof TooComplex) return { texts: context.texts, tooComplex: error.message };
+    throw error;
+  }
+  return { texts: context.texts };
+}
+
+function emit(context: Context, text: string): void {
+  context.budget -= text.length + 1;
+  if (context.budget < 0 || context.texts.length >= unitLimits.maxUnits) throw new TooComplex("it expands into more commands than a check reads");
+  context.texts.push(text);
+}
+
+/**
+ * Scans `source` from `start` as a list of commands until `close` (a `)` or backtick at
+ * this nesting) or the end. Returns the index just past what it read and the base names of
+ * the commands it found (a substitution is shown by them).
+ */
+function parseList(source: string, depth: number, context: Context, start = 0, close?: string): { end: number; names: string[] } {
+  if (depth > unitLimits.maxDepth) throw new TooComplex(`it nests shells or substitutions more than ${unitLimits.maxDepth} deep`);
+  const commands: SimpleCommand[] = [];
+  const names: string[] = [];
+  let words: Word[] = [];
+  let word: Word | undefined;
+  let joinedByPipe = false;
+  const flushWord = () => {
+    if (word) words.push(word);
+    word = undefined;
+  };
+  const flushCommand = (nextJoinedByPipe: boolean) => {
+    flushWord();
+    if (words.length > 0) commands.push({ words: expandWords(words, context), joinedByPipe });
+    words = [];
+    joinedByPipe = nextJoinedByPipe;
+  };
+  const append = (text: string, braces = false) => {
+    word ??= { text: "", braces: false };
+    word.text += text;
+    if (braces) word.braces = true;
+  };
+  const substitution = (at: number, opener: string, closer: string): number => {
+    const inner = parseList(source, depth + 1, context, at, closer);
+    // One `$(name)` per command inside, so a rule finds a name without scanning a list.
+    append(inner.names.map((name) => `${opener}${name})`).join("") || `${opener})`);
+    return inner.end;
+  };
+  let i = start;
+  while (i < source.length) {
+    const c = source[i]!;
+    if (close !== undefined && c === close) {
+      i += 1;
+      break;
+    }
+    if (c === "\\") {
+      if (i + 1 < source.length && source[i + 1] !== "\n") append(source[i + 1]!);
+      i += 2;
+      continue;
+    }
+    if (c === "'") {
+      const endQuote = source.indexOf("'", i + 1);
+      const stop = endQuote === -1 ? source.length : endQuote;
+      append(source.slice(i + 1, stop));
+      if (word === undefined) append("");
+      i = stop + 1;
+      continue;
+    }
+    if (c === '"') {
+      i += 1;
+      append("");
+      while (i < source.length && source[i] !== '"') {
+        const d = source[i]!;
+        if (d === "\\" && i + 1 < source.length && '$`"\\\n'.includes(source[i + 1]!)) {
+          append(source[i + 1]!);
+          i += 2;
+        } else if (d === "$" && source[i + 1] === "(") {
+          i = substitution(i + 2, "$(", ")");
+        } else if (d === "`") {
+          i = substitution(i + 1, "$(", "`");
+        } else if (d === "$" && source[i + 1] === "{") {
+          i = parameter(source, i, append);
+        } else {
+          append(d);
+          i += 1;
+        }
+      }
+      i += 1;
+      continue;
+    }
+    if (c === "$" && source[i + 1] === "(") {
+      i = substitution(i + 2, "$(", ")");
+      continue;
+    }
+    if (c === "`") {
+      i = substitution(i + 1, "$(", "`");
+      continue;
+    }
+    if (c === "$" && source[i + 1] === "{") {
+      i = parameter(source, i, append);
+      continue;
+    }
+    if ((c === "<" || c === ">") && source[i + 1] === "(") {
+      flushWord();
+      i = substitution(i + 2, `${c}(`, ")");
+      continue;
+    }
+    if (c === " " || c === "\t" || c === "\r") {
+      flushWord();
+      i += 1;
+      continue;
+    }
+    if (c === "#" && word === undefined) {
+      const newline = source.indexOf("\n", i);
+      if (newline === -1) break;
+      i = newline;
+      continue;
+    }
+    if (c === ";" || c === "\n" || c === "&" || c === "|" || c === "(" || c === ")") {
+      if (c === "&" && source[i + 1] === ">") {
+        // `&>file` / `&>>file` redirect both streams.
+        flushWord();
+        const length = source[i + 2] === ">" ? 3 : 2;
+        words.push({ text: source.slice(i, i + length), braces: false });
+        i += length;
+        continue;
+      }
+      if (c === "&" && word !== undefined && /[<>]$/.test(word.text)) {
+        // `2>&1`, `>&2`: part of a redirect, not a separator.
+        append("&");
+        i += 1;
+        continue;
+      }
+      const pipe = c === "|" && source[i + 1] !== "|";
+      flushCommand(pipe);
+      if (c === "(") {
+        const inner = parseList(source, depth + 1, context, i + 1, ")");
+        names.push(...inner.names);
+        i = inner.end;
+        continue;
+      }
+      i += (c === "|" || c === "&") && (source[i + 1] === c || (c === "|" && source[i + 1] === "&")) ? 2 : 1;
+      continue;
+    }
+    if (c === ">" || c === "<") {
+      // A redirect operator is a word of its own (`> /etc/hosts`), with its fd (`2>`).
+      const fd = word !== undefined && /^\d+$/.test(word.text) ? word.text : "";
+      if (fd !== "") word = undefined;
+      else flushWord();
+      let op = c;
+      let j = i + 1;
+      while (j < source.length && (source[j] === ">" || source[j] === "<" || (source[j] === "|" && op === ">")) && op.length < 3) {
+        op += source[j]!;
+        j += 1;
+      }
+      if (source[j] === "&") {
+        op += "&";
+        j += 1;
+        while (j < source.length && /[\d-]/.test(source[j]!)) op += source[j++]!;
+      }
+      words.push({ text: `${fd}${op}`, braces: false });
+      i = j;
+      continue;
+    }
+    append(c, c === "{");
+    i += 1;
+  }
+  flushCommand(false);
+  emitCommands(commands, depth, context, names);
+  return { end: i, names };
+}
+
+/** `${HOME}`, `${HOME:?msg}`, `${HOME:-x}` read as `$HOME`; other `${...}` are kept as written. */
+function parameter(source: string, at: number, append: (text: string) => void): number {
+  const closing = source.indexOf("}", at + 2);
+  const end = closing === -1 ? source.length : closing + 1;
+  const inside = source.slice(at + 2, closing === -1 ? source.length : closing);
+  const name = /^[A-Za-z_]\w*/.exec(inside)?.[0];
+  append(name !== undefined && (name === inside || /^:?[-?=+]/.test(inside.slice(name.length))) ? `$${name}` : source.slice(at, end));
+  return end;
+}
+
+function expandWords(words: Word[], context: Context): string[] {
+  const result: string[] = [];
+  for (const word of words) {
+    const expanded = word.braces ? expandBraces(word.text) : [word.text];
+    for (const text of expanded) result.push(normalizeWord(text));
+    if (result.length > context.budget) throw new TooComplex("its brace expansions produce more words than a check reads");
+  }
+  return result;
+}
+
+/** Comma lists in braces (`{/etc,/usr}`, `/{bin,sbin}`), as a shell expands them; ranges are left alone. */
+export function expandBraces(text: string): string[] {
+  let words = [text];
+  for (let round = 0; round < 8; round += 1) {
+    const next: string[] = [];
+    let changed = false;
+    for (const current of words) {
+      const open = findBraceList(current);
+      if (!open) {
+        next.push(current);
+        continue;
+      }
+      changed = true;
+      const [start, end, parts] = open;
+      for (const part of parts) next.push(current.slice(0, start) + part + current.slice(end + 1));
+      if (next.length > unitLimits.maxBraceWords) throw new TooComplex(`a brace expansion gives more than ${unitLimits.maxBraceWords} words`);
+    }
+    words = next;
+    if (!changed) return words;
+  }
+  return words;
+}
+
+/** The innermost `{a,b}` of a word: its bounds and parts, when it has one. */
+function findBraceList(text: string): [number, number, string[]] | undefined {
+  let open = -1;
+  for (let i = 0; i < text.length; i += 1) {
+    if (text[i] === "{") open = i;
+    else if (text[i] === "}" && open !== -1) {
+      const inside = text.slice(open + 1, i);
+      if (inside.includes(",")) return [open, i, inside.split(",")];
+      open = -1;
+    }
+  }
+  return undefined;
+}
+
+/** `//` and `..` in absolute paths resolved (`/tmp/../` is `/`), so spellings of one path read alike. */
+function normalizeWord(text: string): string {
+  if (!text.startsWith("/") || text.length === 1) return text;
+  const trailing = text.endsWith("/") ? "/" : "";
+  const resolved = posix.normalize(text);
+  return resolved === "/" ? "/" : `${resolved.replace(/\/$/, "")}${trailing}`;
+}
+
+function baseName(word: string): string {
+  const slash = word.lastIndexOf("/");
+  return slash === -1 || slash === word.length - 1 ? word : word.slice(slash + 1);
+}
+
+function emitCommands(commands: SimpleCommand[], depth: number, context: Context, names: string[]): void {
+  let pipelineFirst: string | undefined;
+  let previous: string | undefined;
+  for (const command of commands) {
+    const levels = peel(command.words, depth, context);
+    const innermost = levels[levels.length - 1]!;
+    names.push(innermost[0] ? baseName(innermost[0]).replace(/[^\w.+$-]/g, "") : "");
+    const texts = levels.map((level) => level.join(" "));
+    for (const text of texts) emit(context, text);
+    if (command.joinedByPipe && previous !== undefined) {
+      for (const text of texts) {
+        emit(context, `${previous} | ${text}`);
+        if (pipelineFirst !== undefined && pipelineFirst !== previous) emit(context, `${pipelineFirst} | ${text}`);
+      }
+    } else {
+      pipelineFirst = undefined;
+    }
+    const flat = texts[texts.length - 1]!.replace(/\|/g, "¦");
+    pipelineFirst ??= flat;
+    previous = flat;
+    trackState(innermost, context.state);
+  }
+}
+
+/**
+ * The command as written, then without each wrapper and leading assignment in turn, with
+ * its words made canonical. A shell's `-c` payload, `eval`'s words and `su -c`'s command
+ * are parsed as lines of their own (their units are emitted there).
+ */
+function peel(words: string[], depth: number, context: Context): string[][] {
+  const levels: string[][] = [];
+  let rest = words;
+  for (let round = 0; round <= unitLimits.maxWrappers; round += 1) {
+    let skip = 0;
+    while (skip < rest.length && (keywords.has(rest[skip]!) || /^[A-Za-z_]\w*\+?=/.test(rest[skip]!))) skip += 1;
+    if (skip > 0) {
+      rest = rest.slice(skip);
+      continue;
+    }
+    if (rest.length === 0) return levels.length > 0 ? levels : [[]];
+    const canonical = canonicalWords(rest, context.state);
+    levels.push(canonical);
+    const name = canonical[0]!;
+    const payload = payloadOf(name, rest);
+    if (payload !== undefined) {
+      parseList(payload, depth + 1, context);
+      return levels;
+    }
+    const wrapper = wrappers[name];
+    if (!wrapper) return levels;
+    rest = afterWrapperOptions(rest, wrapper);
+  }
+  throw new TooComplex(`it wraps one command in more than ${unitLimits.maxWrappers} wrappers`);
+}
+
+function afterWrapperOptions(words: string[], wrapper: { valueOptions?: string[]; positional?: number }): string[] {
+  let i = 1;
+  while (i < words.length && words[i]!.startsWith("-") && words[i] !== "-") {
+    const option = words[i]!;
+    i += 1;
+    if (option === "--") break;
+    if (wrapper.valueOptions?.includes(option)) i += 1;
+  }
+  // `env` also takes assignments before the command; they are skipped as any assignment is.
+  return words.slice(Math.min(words.length, i + (wrapper.positional ?? 0)));
+}
+
+/** The text a command runs as shell code: `sh -c X`, `bash -lc X`, `eval X...`, `su -c X`. */
+function payloadOf(name: string, words: string[]): string | undefined {
+  if (name === "eval") return words.slice(1).join(" ");
+  if (shells.has(name) || name === "su" || name === "runuser") {
+    for (let i = 1; i < words.length; i += 1) {
+      const word = words[i]!;
+      // A cluster of short flags with a c in it (`-lc`, `-ec`); tested in two single passes.
+      if (word === "-c" || word === "--command" || (/^-[a-zA-Z]+$/.test(word) && word.includes("c"))) return words[i + 1] ?? "";
+      if (!word.startsWith("-") && !(name === "su" || name === "runuser")) return undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The command word as its base name, `~` and `$HOME` alike, and, after a `cd` to a known
+ * folder, path-like relative words (`*`, `.`, `./x`, `a/b*`) resolved against it, so
+ * `cd / && rm -rf *` reads as `rm -rf /*`. A shell's script operand, or the command word,
+ * that is a file downloaded earlier is marked so; so are protected and credentials paths.
+ */
+function canonicalWords(words: string[], state: ShellState): string[] {
+  const result = words.map((word, index) => {
+    let text = word.replace(/^\$\{?HOME\}?(?=\/|$)/, "$HOME");
+    if (index > 0 && state.cwd !== undefined && isRelativePathLike(text)) text = normalizeWord(posix.join(state.cwd, text));
+    return index > 0 ? markWord(text) : text;
+  });
+  const first = result[0]!;
+  const name = baseName(first);
+  if (first.includes("/") && state.downloaded.has(name)) {
+    result[0] = `${downloadedMark}${name}`;
+    return result;
+  }
+  result[0] = name;
+  if (shells.has(name) || name === "source" || name === ".") {
+    const operand = result.findIndex((word, index) => index > 0 && !word.startsWith("-"));
+    if (operand > 0 && state.downloaded.has(baseName(result[operand]!))) result[operand] = `${downloadedMark}${baseName(result[operand]!)}`;
+  }
+  return result;
+}
+
+/**
+ * An argument a `cd` changes the meaning of: any word that is not an option, absolute,
+ * home-relative, a variable, an assignment or a remote (`host:path`, URLs). Plain words
+ * count too: after `cd /`, `rm -rf bin` deletes `/bin`.
+ */
+function isRelativePathLike(word: string): boolean {
+  return word !== "" && !/^[-/~$]/.test(word) && !word.includes("=") && !word.includes(":") && !/^\d*[<>&]/.test(word);
+}
+
+/** What a command changes for the commands after it: the working directory, downloaded files. */
+function trackState(marked: string[], state: ShellState): void {
+  const words = marked.map((word) => word.replace(anyMark, ""));
+  const name = words[0];
+  if (name === "cd" || name === "pushd") {
+    const target = words.find((word, index) => index > 0 && !word.startsWith("-"));
+    if (target === undefined || target === "~" || target === "$HOME") state.cwd = "~";
+    else if (target.startsWith("/")) state.cwd = normalizeWord(target);
+    else if (target.startsWith("~/") || target.startsWith("$HOME/")) state.cwd = target;
+    else state.cwd = state.cwd === undefined ? undefined : normalizeWord(posix.join(state.cwd, target));
+    return;
+  }
+  for (const file of downloadedFiles(words)) state.downloaded.add(baseName(file));
+}
+
+/** Files a `curl`, `wget` or `aria2c` command writes: `-o F`, `-O` (the URL's name), `> F`. */
+function downloadedFiles(words: string[]): string[] {
+  const name = words[0];
+  if (name !== "curl" && name !== "wget" && name !== "aria2c" && name !== "fetch") return [];
+  const files: string[] = [];
+  const urls = words.filter((word) => /^[a-z][\w+.-]*:\/\//i.test(word));
+  const urlName = (url: string) => {
+    let path = url.split(/[?#]/, 1)[0]!;
+    while (path.endsWith("/")) path = path.slice(0, -1);
+    return baseName(path);
+  };
+  let remoteName = name === "wget";
+  for (let i = 1; i < words.length; i += 1) {
+    const word = words[i]!;
+    const next = words[i + 1];
+    if (/^\d*>>?$/.test(word) && next !== undefined) files.push(next);
+    if (name === "curl" || name === "aria2c" || name === "fetch") {
+      if (word === "-o" || word === "--output" || (/^-[a-zA-Z]+$/.test(word) && word.endsWith("o"))) {
+        if (next !== undefined) files.push(next);
+      } else if (word.startsWith("--output=")) files.push(word.slice(9));
+      else if (/^-o./.test(word)) files.push(word.slice(2));
+      else if (word === "--remote-name" || word === "--remote-name-all" || (/^-[a-zA-Z]+$/.test(word) && word.includes("O"))) remoteName = true;
+    } else {
+      if (word === "-O" || word === "--output-document" || (/^-[a-zA-Z]+$/.test(word) && word.endsWith("O"))) {
+        remoteName = false;
+        if (next !== undefined && next !== "-") files.push(next);
+      } else if (word.startsWith("--output-document=")) {
+        remoteName = false;
+        if (word.slice(18) !== "-") files.push(word.slice(18));
+      } else if (/^-[a-zA-Z]*O./.test(word)) {
+        remoteName = false;
+        const file = word.slice(word.indexOf("O") + 1);
+        if (file !== "-") files.push(file);
+      }
+    }
+  }
+  if (remoteName) files.push(...urls.map(urlName));
+  return files.filter((file) => file !== "" && file !== "-");
+}
