@@ -23,6 +23,7 @@ export { renderBlueprint, renderBlueprint as render } from "./render-blueprint.t
 export { auditBlueprint, auditBlueprint as audit, auditCampaignBlueprints, findDuplicateIds, isInside } from "./audit-blueprint.ts";
 export type { AuditOptions } from "./audit-blueprint.ts";
 export { blueprintCommandRules, checkCommand, commandRuleSchema, defaultCommandRules, mergeCommandPolicy } from "./command-policy.ts";
+export { wholeLinePattern } from "./command-policy/line-pattern.ts";
 export type { CommandRule, CommandViolation } from "./command-policy.ts";
 export { auditBlueprintFile, auditBlueprintFiles, blueprintTextForCopy, readBlueprintFile } from "./blueprint-file.ts";
 export { blueprintTemplate } from "./blueprint-template.ts";

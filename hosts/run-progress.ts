@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isRunState, isTerminalRunState, metricsRecordSchema, parseRunStatus, type MetricsRecord } from "../campaign/index.ts";
 import type { RunProgress, RunRef } from "./launcher.ts";
+import { printable } from "../core/printable-text.ts";
 
 /**
  * launch.json: the marker a launcher writes on the host, beside (not inside) the result
@@ -37,6 +38,8 @@ export interface RawRunFiles {
   metricsTail?: string | undefined;
   /** Whether the run's process group is alive; undefined when the host cannot tell. */
   alive?: boolean | undefined;
+  /** The end of the worker's own log (read when its group is gone): why a launch died at once. */
+  workerLog?: string | undefined;
 }
 
 /** A run without a status this long after launch, and no process, is lost. */
@@ -55,6 +58,19 @@ export function parseMetricsTail(text: string | undefined, keep = 5): MetricsRec
     }
   }
   return records.slice(-keep);
+}
+
+/**
+ * Why a run is lost, in the worker's own words: the last lines of its log, made printable
+ * (a launch that died at once, such as `sh: 1: exec: a3r: not found`, says so there).
+ */
+function lastWords(log: string | undefined): string {
+  const lines = (log ?? "")
+    .split("\n")
+    .map((line) => printable(line).trim())
+    .filter((line) => line !== "");
+  if (lines.length === 0) return "no worker is running it, and its worker left no output";
+  return `no worker is running it; the worker's last output: ${lines.slice(-2).join(" | ").slice(0, 400)}`;
 }
 
 /** Turns what was read on a host into the progress the port reports. Pure. */
@@ -90,7 +106,10 @@ export function describeProgress(ref: RunRef, host: string, raw: RawRunFiles, no
   if (!progress.finished && raw.alive === false) {
     const launchedAt = marker ? Date.parse(marker.launchedAt) : Number.NaN;
     const young = Number.isFinite(launchedAt) && now.getTime() - launchedAt < launchGraceMs && status === undefined;
-    if (!young) progress.state = "lost";
+    if (!young) {
+      progress.state = "lost";
+      if (progress.reason === null) progress.reason = lastWords(raw.workerLog);
+    }
   }
   return progress;
 }

@@ -91,3 +91,16 @@ describe("the linear-time regex engine", () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 });
+
+describe("wholeLinePattern (commands.allow)", () => {
+  it("matches whole lines, accepts the documented repeated-flags shape, and stays linear on (a+)+", async () => {
+    const { wholeLinePattern } = await import("./line-pattern.ts");
+    const flags = wholeLinePattern(String.raw`python3 train\.py( --[\w.=/:-]+)*`);
+    expect(flags.test("python3 train.py --lr=0.1 --steps=20")).toBe(true);
+    expect(flags.test("python3 train.py --lr=0.1; rm -rf /")).toBe(false);
+    const nested = wholeLinePattern("(a+)+");
+    // 30 000 characters that make a backtracking engine try 2^n ways.
+    expect(nested.test(`${"a".repeat(30_000)}!`)).toBe(false);
+    expect(() => wholeLinePattern(String.raw`(a)\1`)).toThrow();
+  });
+});

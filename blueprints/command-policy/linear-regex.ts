@@ -36,10 +36,14 @@ export class LinearRegex {
   private readonly multiline: boolean;
   private readonly unicode: boolean;
 
-  constructor(source: string, flags = "") {
+  /**
+   * `nestedRepeats`: accept `( --[\w=]+)*` and the like. The simulation is linear for them
+   * too; they are refused by default only so a command rule means the same on any engine.
+   */
+  constructor(source: string, flags = "", options: { nestedRepeats?: boolean } = {}) {
     const parser = new Parser(source, flags);
     const tree = parser.parse();
-    refuseExponentialShapes(tree);
+    if (!options.nestedRepeats) refuseExponentialShapes(tree);
     const builder = new Builder(flags);
     this.start = builder.build(tree);
     this.states = builder.states;

@@ -79,6 +79,25 @@ describe("local launcher: runs nobody will finish", () => {
     }
   });
 
+  it("says why a launch died at once: the worker's own last output (here: the host's a3r command does not exist)", async () => {
+    const workdir = await mkdtemp(join(tmpdir(), "a3r-local-died-"));
+    const launcher = new LocalLauncher({ host: "here", workdir, a3r: "/nonexistent/a3r" });
+    try {
+      const blueprintFile = await writeFixtureBlueprint(workdir, { id: "no-a3r", campaign: "died" });
+      const { ref } = await launcher.launch({
+        campaign: "died",
+        blueprintId: "no-a3r",
+        blueprintFile,
+        gpuIndices: [],
+        resultDir: join(workdir, "results", "no-a3r"),
+      });
+      const lost = await waitForProgress(launcher, ref, (progress) => progress.state === "lost", 30_000);
+      expect(lost.reason).toMatch(/worker's last output: .*\/nonexistent\/a3r.*not found/);
+    } finally {
+      await rm(workdir, { recursive: true, force: true });
+    }
+  });
+
   it("takes over an empty launch.json past the grace (a launcher killed mid-write), and leaves a young one alone", async () => {
     const workdir = await mkdtemp(join(tmpdir(), "a3r-local-empty-"));
     const launcher = new LocalLauncher({ host: "here", workdir, a3r: fixtureA3rCommand });

@@ -164,6 +164,7 @@ export class LocalLauncher implements Launcher {
       metricsTail: metrics,
       // No pgid yet: still starting (within the grace; past it, `neverStarted` above).
       alive,
+      ...(alive === false && finish === undefined ? { workerLog: await readTail(join(this.runDir(ref), "worker.log"), 600) } : {}),
     });
   }
 

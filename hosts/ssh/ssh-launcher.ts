@@ -34,7 +34,7 @@ export interface SshLauncherOptions {
   commandTimeoutMs?: number;
 }
 
-const sections = ["launch", "status", "finish", "metrics", "alive", "claimed"] as const;
+const sections = ["launch", "status", "finish", "metrics", "alive", "claimed", "workerlog"] as const;
 
 /**
  * Prints, for the run folder in $d, the files a poll reads: the small ones through one
@@ -52,6 +52,8 @@ const pollBody = [
   // Seconds since the launch claimed the run folder, and whether a worker ever recorded its
   // group: a claim without a start is launched again after the grace (see launch).
   `echo @@claimed; if [ ! -f "$d/launch.json" ] && [ -d "$d/.launched" ]; then echo $(( $(date +%s) - $(stat -c %Y "$d/.launched") )) $([ -s "$d/pgid" ] && echo started || echo never); fi`,
+  // Only for a dead group: why it died, in the worker's own words (a launch that died at once).
+  `echo @@workerlog; if [ -n "$pg" ] && ! kill -0 -- "-$pg" 2>/dev/null && [ ! -f "$d/result/finish.flag" ]; then tail -c 600 "$d/worker.log" 2>/dev/null; echo; fi`,
 ].join("; ");
 
 export class SshLauncher implements Launcher {
@@ -185,6 +187,7 @@ export class SshLauncher implements Launcher {
       finish: nonEmpty(parts.finish),
       metricsTail: nonEmpty(parts.metrics),
       alive: alive === "yes" ? true : alive === "no" ? false : undefined,
+      workerLog: nonEmpty(parts.workerlog),
     });
   }
 

@@ -1,7 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { commandRuleSchema, defaultCommandRules, isFileRelative, isProgramName, mergeCommandPolicy, type CommandRule } from "../../blueprints/index.ts";
+import {
+  commandRuleSchema,
+  defaultCommandRules,
+  isFileRelative,
+  isProgramName,
+  mergeCommandPolicy,
+  wholeLinePattern,
+  type CommandRule,
+} from "../../blueprints/index.ts";
 import { readFrontMatter } from "../../blueprints/front-matter.ts";
 import { parseDuration } from "../../core/duration.ts";
 import { A3rError } from "../../core/errors.ts";
@@ -128,12 +136,12 @@ const regexSource = z
   .min(1)
   .refine((source) => {
     try {
-      new RegExp(source);
+      wholeLinePattern(source);
       return true;
     } catch {
       return false;
     }
-  }, "a valid regular expression (JavaScript syntax), matched against a whole command line");
+  }, "a regular expression (JavaScript syntax, no backreferences or lookarounds: it is matched in linear time) against a whole command line");
 
 /**
  * The campaign's command policy. `allow`: command lines a planner may add without a

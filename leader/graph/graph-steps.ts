@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { analyzeBlueprint, auditBlueprint } from "../../blueprints/index.ts";
+import { analyzeBlueprint, auditBlueprint, wholeLinePattern } from "../../blueprints/index.ts";
 import { readEvents, readLedger, summarizeLedger } from "../../campaign/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
@@ -117,7 +117,14 @@ export function auditBlueprintTexts(paths: CampaignPaths, stage: number, texts: 
  * policy already.)
  */
 export function commandsAddedBy(drafts: readonly BlueprintText[], texts: readonly BlueprintText[], allow: readonly string[] = []): string[] {
-  const allowed = allow.map((source) => new RegExp(`^(?:${source})$`));
+  // Linear-time matching: the patterns are a topic's text, and a planner's lines are matched against them.
+  const allowed = allow.flatMap((source) => {
+    try {
+      return [wholeLinePattern(source)];
+    } catch {
+      return []; // refused when the topic was read; a pattern that cannot compile allows nothing
+    }
+  });
   const linesOf = (text: string | undefined): string[] => {
     if (text === undefined) return [];
     const { blueprint } = analyzeBlueprint(text);
@@ -144,7 +151,7 @@ const maxAllowedLineLength = 512;
  * `#`, parentheses or braces) always waits for a person, however permissive the pattern
  * (`python3 .*`, `\S+`), so a pattern cannot carry a second command.
  */
-function allowedByPattern(line: string, allowed: readonly RegExp[]): boolean {
+function allowedByPattern(line: string, allowed: readonly { test(line: string): boolean }[]): boolean {
   if (line.length > maxAllowedLineLength || /[;&|`$<>"'\\#(){}\n]/.test(line)) return false;
   return allowed.some((pattern) => pattern.test(line));
 }

@@ -1,3 +1,5 @@
+import { wholeLinePattern } from "../../blueprints/index.ts";
+
 /**
  * Whether a command a language model proposed may run without a person: the same rule the
  * leader applies to a planner's blueprints (leader/graph/graph-steps.ts `commandsAddedBy`).
@@ -42,11 +44,12 @@ export function commandAllowOf(frontMatter: Record<string, unknown>): string[] {
   return Array.isArray(value) ? value.filter((item): item is string => typeof item === "string" && item.length > 0) : [];
 }
 
-function compileAllowPatterns(allow: readonly string[]): RegExp[] {
-  const patterns: RegExp[] = [];
+function compileAllowPatterns(allow: readonly string[]): { test(line: string): boolean }[] {
+  const patterns: { test(line: string): boolean }[] = [];
   for (const source of allow) {
     try {
-      patterns.push(new RegExp(`^(?:${source})$`));
+      // Linear-time: the proposed lines come from a model that read attacker-written logs.
+      patterns.push(wholeLinePattern(source));
     } catch {
       // An invalid pattern allows nothing; the topic's own check reports it to the person who wrote it.
     }
@@ -54,7 +57,7 @@ function compileAllowPatterns(allow: readonly string[]): RegExp[] {
   return patterns;
 }
 
-function allowedByPattern(line: string, patterns: readonly RegExp[]): boolean {
+function allowedByPattern(line: string, patterns: readonly { test(line: string): boolean }[]): boolean {
   if (line.length > maxAllowedLineLength || shellSyntax.test(line)) return false;
   return patterns.some((pattern) => pattern.test(line));
 }
