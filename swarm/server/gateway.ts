@@ -6,7 +6,14 @@ import type { Episode } from "./episode-registry.ts";
 import { HttpError, bearerToken, parseBody, readBody, sendJson } from "./http-tools.ts";
 import type { SwarmLogger } from "./logger.ts";
 import { RequestRefused, type TrainingCoordinator } from "./training-coordinator.ts";
-import { anthropicAnswer, anthropicError, anthropicMessagesRequestSchema, anthropicStream, translateAnthropicRequest } from "./wire/anthropic-messages.ts";
+import {
+  anthropicAnswer,
+  anthropicCountTokensSchema,
+  anthropicError,
+  anthropicMessagesRequestSchema,
+  anthropicStream,
+  translateAnthropicRequest,
+} from "./wire/anthropic-messages.ts";
 import { chatAnswer, chatRequestSchema, chatStream, translateChatRequest } from "./wire/chat-completions.ts";
 import { responsesAnswer, responsesRequestSchema, responsesStream, translateResponsesRequest } from "./wire/openai-responses.ts";
 import { parseToolCalls, ToolCallReplays } from "./wire/tool-calls.ts";
@@ -15,7 +22,8 @@ import { withDefaultSystem, type GatewayAnswer, type TranslateRequest } from "./
 /**
  * The gateway for the policy, authenticated by the episode's key (a Bearer token, or
  * `x-api-key` as the Anthropic SDK sends it): OpenAI's `/v1/chat/completions` and
- * `/v1/responses`, Anthropic's `/v1/messages` (each plain and streaming), and `/v1/models`.
+ * `/v1/responses`, Anthropic's `/v1/messages` (each plain and streaming) and
+ * `/v1/messages/count_tokens`, and `/v1/models`.
  * Each format is translated to one internal conversation (server/wire/), and every answer
  * is recorded on its episode as a RecordedCall the same way whatever the format, so
  * swarm/tracking merges the calls of an agent that mixes them. Tool calls the policy writes
@@ -57,7 +65,9 @@ const chatFormat: WireFormat<typeof chatRequestSchema> = {
   translate: translateChatRequest,
   toolCallPrefix: "call_",
   write: (response, answer, body, headers, stream) =>
-    stream ? writeStream(response, headers, chatStream(answer, body.stream_options?.include_usage === true)) : sendJson(response, 200, chatAnswer(answer), headers),
+    stream
+      ? writeStream(response, headers, chatStream(answer, body.stream_options?.include_usage === true))
+      : sendJson(response, 200, chatAnswer(answer), headers),
 };
 const anthropicFormat: WireFormat<typeof anthropicMessagesRequestSchema> = {
   endpoint: "messages",
@@ -75,6 +85,17 @@ const responsesFormat: WireFormat<typeof responsesRequestSchema> = {
   write: (response, answer, body, headers, stream) =>
     stream ? writeStream(response, headers, responsesStream(answer, body)) : sendJson(response, 200, responsesAnswer(answer, body), headers),
 };
+
+/** Runs an Anthropic endpoint, answering its refusals in Anthropic's error shape so its SDK reports the reason; 500s go to the router (logged). */
+async function withAnthropicErrors(response: ServerResponse, handle: () => Promise<void>): Promise<void> {
+  try {
+    await handle();
+  } catch (error) {
+    if (response.headersSent || !(error instanceof HttpError || error instanceof RequestRefused)) throw error;
+    const type = error instanceof HttpError ? error.type : error.status === 429 ? "rate_limit_error" : "invalid_request_error";
+    sendJson(response, error.status, anthropicError(type, error.message));
+  }
+}
 
 export class Gateway {
   readonly #warnedFields = new Set<string>();
@@ -100,15 +121,25 @@ export class Gateway {
     return this.#serve(request, response, chatFormat);
   }
 
-  async messages(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    try {
-      await this.#serve(request, response, anthropicFormat);
-    } catch (error) {
-      // Anthropic's error shape, so its SDK reports the gateway's reason; 500s go to the router (logged).
-      if (response.headersSent || !(error instanceof HttpError || error instanceof RequestRefused)) throw error;
-      const type = error instanceof HttpError ? error.type : error.status === 429 ? "rate_limit_error" : "invalid_request_error";
-      sendJson(response, error.status, anthropicError(type, error.message));
-    }
+  messages(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    return withAnthropicErrors(response, () => this.#serve(request, response, anthropicFormat));
+  }
+
+  /** Anthropic's token count for a messages request, by the engine's tokenizer; not a call, nothing recorded. */
+  countTokens(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    return withAnthropicErrors(response, async () => {
+      const episode = this.#episodeOf(request);
+      const { config } = this.coordinator;
+      const body = parseBody(await readBody(request, config.limits.max_request_body_bytes), anthropicCountTokensSchema, "messages/count_tokens");
+      const engine = this.coordinator.engine;
+      if (!engine) throw new HttpError(503, "no engine is loaded");
+      const translated = translateAnthropicRequest(body, this.#replaysOf(episode));
+      const messages = withDefaultSystem(translated.messages, config.default_system_message);
+      if (messages.length > config.limits.max_messages_per_request) {
+        throw new HttpError(400, `${messages.length} messages exceed limits.max_messages_per_request (${config.limits.max_messages_per_request})`);
+      }
+      sendJson(response, 200, { input_tokens: engine.encodeChat(messages, { addGenerationPrompt: true }).tokenIds.length });
+    });
   }
 
   responses(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -131,10 +162,7 @@ export class Gateway {
     const replays = this.#replaysOf(episode);
     const translated = format.translate(body, replays);
     if (translated.messages.length > config.limits.max_messages_per_request) {
-      throw new HttpError(
-        400,
-        `${translated.messages.length} messages exceed limits.max_messages_per_request (${config.limits.max_messages_per_request})`,
-      );
+      throw new HttpError(400, `${translated.messages.length} messages exceed limits.max_messages_per_request (${config.limits.max_messages_per_request})`);
     }
     if (episode.calls.length >= config.limits.max_episode_calls) {
       throw new HttpError(400, `episode ${episode.episodeUuid} has made limits.max_episode_calls (${config.limits.max_episode_calls}) calls; end it`);
@@ -187,9 +215,7 @@ export class Gateway {
       time: Date.now(),
     });
     // Tool calls are read only where the client offered tools: otherwise the answer is text.
-    const parsed = tools
-      ? parseToolCalls(result.text, () => `${format.toolCallPrefix}${idPrefix}${(idCounter += 1)}`)
-      : { text: result.text, toolCalls: [] };
+    const parsed = tools ? parseToolCalls(result.text, () => `${format.toolCallPrefix}${idPrefix}${(idCounter += 1)}`) : { text: result.text, toolCalls: [] };
     replays.remember(parsed, result.text);
     // Kept for replay_latest_llm_call (admin only): AgentJet's debugging aid.
     this.coordinator.latestCall = {
@@ -245,7 +271,10 @@ export class Gateway {
     const apiKeyHeader = request.headers["x-api-key"];
     const key = bearerToken(request) ?? (typeof apiKeyHeader === "string" && apiKeyHeader.trim() !== "" ? apiKeyHeader.trim() : undefined);
     if (!key)
-      throw new HttpError(401, "missing API key: send the openai_api_key of your claimed episode as a Bearer token (or as x-api-key, as the Anthropic SDK does)");
+      throw new HttpError(
+        401,
+        "missing API key: send the openai_api_key of your claimed episode as a Bearer token (or as x-api-key, as the Anthropic SDK does)",
+      );
     const episode = this.coordinator.registry.byApiKey(key);
     if (!episode)
       throw new HttpError(401, "invalid or revoked API key: its episode has ended, aborted, been reclaimed, or was never claimed; claim a new episode");
@@ -255,9 +284,7 @@ export class Gateway {
   #ignoredFields(endpoint: string, names: readonly string[]): string[] {
     // Field names are the client's text and go into a response header: printable ASCII
     // only, short, and few (a header with a newline would make writeHead throw).
-    const ignored = names
-      .map((key) => key.replace(/[^\x20-\x7e]/g, "?").slice(0, 64))
-      .slice(0, 20);
+    const ignored = names.map((key) => key.replace(/[^\x20-\x7e]/g, "?").slice(0, 64)).slice(0, 20);
     const fresh = ignored.filter((name) => !this.#warnedFields.has(`${endpoint} ${name}`));
     if (fresh.length > 0) {
       // Logged once per name; the set is capped so a client inventing names cannot grow it.

@@ -234,6 +234,7 @@ export function protocolRoutes(
 
   add("POST /v1/chat/completions", "openai", (request, response) => gateway.chatCompletions(request, response));
   add("POST /v1/messages", "openai", (request, response) => gateway.messages(request, response));
+  add("POST /v1/messages/count_tokens", "openai", (request, response) => gateway.countTokens(request, response));
   add("POST /v1/responses", "openai", (request, response) => gateway.responses(request, response));
   add("GET /v1/models", "openai", (request, response) => gateway.models(request, response));
   return routes;

@@ -39,10 +39,15 @@ export const anthropicMessagesRequestSchema = z.looseObject({
   tools: z.array(toolSchema).optional(),
 });
 export type AnthropicMessagesRequest = z.output<typeof anthropicMessagesRequestSchema>;
+/** `POST /v1/messages/count_tokens` (Claude Code asks it): a messages request without max_tokens. */
+export const anthropicCountTokensSchema = anthropicMessagesRequestSchema.extend({ max_tokens: z.number().int().positive().optional() });
 
 const honoured = new Set(["model", "messages", "system", "max_tokens", "temperature", "top_p", "stop_sequences", "stream", "tools"]);
 
-export function translateAnthropicRequest(body: AnthropicMessagesRequest, replays: ToolCallReplays): TranslatedRequest {
+export function translateAnthropicRequest(
+  body: AnthropicMessagesRequest | z.output<typeof anthropicCountTokensSchema>,
+  replays: ToolCallReplays,
+): TranslatedRequest {
   const ignored = Object.keys(body).filter((key) => !honoured.has(key));
   const ignoredBlock = (type: string): void => {
     const name = `content block "${type.slice(0, 40)}"`;
@@ -68,7 +73,7 @@ export function translateAnthropicRequest(body: AnthropicMessagesRequest, replay
     ...(tools && tools.length > 0 ? { tools } : {}),
     ...(body.temperature === undefined ? {} : { temperature: body.temperature }),
     ...(body.top_p === undefined ? {} : { topP: body.top_p }),
-    maxTokens: body.max_tokens,
+    ...(body.max_tokens === undefined ? {} : { maxTokens: body.max_tokens }),
     ...(body.stop_sequences?.length ? { stop: body.stop_sequences } : {}),
     stream: body.stream === true,
     ...(body.model === undefined ? {} : { model: body.model }),
@@ -182,8 +187,16 @@ export function anthropicStream(answer: GatewayAnswer): string {
       }
     } else {
       events.push(
-        namedEvent("content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } }),
-        namedEvent("content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(block.input) } }),
+        namedEvent("content_block_start", {
+          type: "content_block_start",
+          index,
+          content_block: { type: "tool_use", id: block.id, name: block.name, input: {} },
+        }),
+        namedEvent("content_block_delta", {
+          type: "content_block_delta",
+          index,
+          delta: { type: "input_json_delta", partial_json: JSON.stringify(block.input) },
+        }),
       );
     }
     events.push(namedEvent("content_block_stop", { type: "content_block_stop", index }));

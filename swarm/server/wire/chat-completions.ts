@@ -80,7 +80,13 @@ function toChatMessage(message: z.output<typeof messageSchema>, replays: ToolCal
   const calls = message.role === "assistant" ? (message.tool_calls ?? []) : [];
   return {
     role: message.role === "developer" ? "system" : message.role,
-    content: calls.length > 0 ? replays.replay(text, calls.map((call) => ({ name: call.function.name, arguments: call.function.arguments ?? "{}" }))) : text,
+    content:
+      calls.length > 0
+        ? replays.replay(
+            text,
+            calls.map((call) => ({ name: call.function.name, arguments: call.function.arguments ?? "{}" })),
+          )
+        : text,
     ...(message.name ? { name: message.name } : {}),
     ...(message.tool_call_id ? { tool_call_id: message.tool_call_id } : {}),
   };

@@ -49,10 +49,7 @@ const honoured = new Set(["model", "input", "instructions", "max_output_tokens",
 
 export function translateResponsesRequest(body: ResponsesRequest, replays: ToolCallReplays): TranslatedRequest {
   if (body.previous_response_id) {
-    throw new HttpError(
-      400,
-      "responses: previous_response_id is not supported (the swarm gateway stores no responses); send the whole conversation in input",
-    );
+    throw new HttpError(400, "responses: previous_response_id is not supported (the swarm gateway stores no responses); send the whole conversation in input");
   }
   const ignored = Object.keys(body).filter((key) => !honoured.has(key) && (body as Record<string, unknown>)[key] !== null);
   const ignoredPart = (type: string): void => {
@@ -100,7 +97,9 @@ export function translateResponsesRequest(body: ResponsesRequest, replays: ToolC
     }
     closeTurn();
   }
-  const tools = body.tools?.map((tool) => (tool.type === "function" && tool.name ? functionTool(tool.name, tool.description ?? undefined, tool.parameters) : tool));
+  const tools = body.tools?.map((tool) =>
+    tool.type === "function" && tool.name ? functionTool(tool.name, tool.description ?? undefined, tool.parameters) : tool,
+  );
   return {
     messages,
     ...(tools && tools.length > 0 ? { tools } : {}),
@@ -131,7 +130,15 @@ function outputOf(answer: GatewayAnswer): OutputItems {
   const { text, toolCalls } = answer.parsed;
   return {
     ...(text !== "" || toolCalls.length === 0
-      ? { message: { type: "message" as const, id: `msg_${answer.id}`, status: "completed", role: "assistant" as const, content: [{ type: "output_text" as const, text, annotations: [] as [] }] } }
+      ? {
+          message: {
+            type: "message" as const,
+            id: `msg_${answer.id}`,
+            status: "completed",
+            role: "assistant" as const,
+            content: [{ type: "output_text" as const, text, annotations: [] as [] }],
+          },
+        }
       : {}),
     calls: toolCalls.map((call, index) => ({
       type: "function_call" as const,

@@ -11,7 +11,8 @@ function ids(): () => string {
 
 describe("the Hermes/Qwen tool-call text format", () => {
   it("splits text and calls, arguments as JSON text, ids from the caller", () => {
-    const text = 'Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>\n<tool_call>{"name":"clock","arguments":"{\\"tz\\": \\"UTC\\"}"}</tool_call>';
+    const text =
+      'Let me look.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>\n<tool_call>{"name":"clock","arguments":"{\\"tz\\": \\"UTC\\"}"}</tool_call>';
     expect(parseToolCalls(text, ids())).toEqual({
       text: "Let me look.",
       toolCalls: [
