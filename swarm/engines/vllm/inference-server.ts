@@ -59,7 +59,7 @@ export class InferenceServer {
     this.port = inference.port === 0 ? await freePort(inference.host) : inference.port;
     this.starts += 1;
     const template = inference.command ?? (inference.server === "reference" ? referenceServerTemplate : vllmServeTemplate);
-    const argv = [
+    const command = [
       ...fillTemplate(
         template,
         {
@@ -76,6 +76,9 @@ export class InferenceServer {
       ),
       ...inference.extraArgs,
     ];
+    // a3r's reference server watches its parent itself; `vllm serve` (or any other
+    // command) does not, and would keep its GPU memory after a SIGKILL of this process.
+    const argv = template === referenceServerTemplate ? command : [this.config.python, "-m", "a3r_swarm.watchdog", "--", ...command];
     const env = {
       ...pythonEnvironment(process.env),
       // Without it vLLM refuses /v1/load_lora_adapter.

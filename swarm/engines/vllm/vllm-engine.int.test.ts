@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import itemColor from "../../../examples/tasks/item-color/task.ts";
 import { runEpisodes } from "../../client/run-episodes.ts";
+import { referenceServerTemplate } from "./command-template.ts";
 import { SwarmClient } from "../../client/swarm-client.ts";
 import { loadSwarmConfig, parseSwarmConfig } from "../../config.ts";
 import { engineConfigOf } from "../../server/engine-factory.ts";
@@ -148,15 +149,20 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
       expect(outcome.error).toMatch(/restarting|upstream|ECONNREFUSED|socket|connect|terminated|50\d/i);
   }, 300_000);
 
-  it("leaves no inference server or trainer behind when the swarm server is SIGKILLed", async () => {
-    const configFile = join(directory!.path, "holder.json");
+  // A command other than a3r's reference server (vllm serve in production) is started
+  // through the watchdog (a3r_swarm/watchdog.py), since it does not watch its parent.
+  it.each([
+    ["a3r's reference server, which watches its parent", undefined],
+    ["any other inference command, through the watchdog", [...referenceServerTemplate]],
+  ])("leaves no inference server or trainer behind when the swarm server is SIGKILLed: %s", async (_name, command) => {
+    const configFile = join(directory!.path, `holder-${command ? "watchdog" : "reference"}.json`);
     const config = {
       kind: "vllm",
       model: tinyModel,
       python,
       optimizer: { lr: 0.01, klCoef: 0, clip: 0.2 },
-      experimentDir: join(directory!.path, "holder"),
-      inference: { server: "reference" },
+      experimentDir: join(directory!.path, `holder-${command ? "watchdog" : "reference"}`),
+      inference: { server: "reference", ...(command ? { command } : {}) },
       trainer: { device: "cpu" },
     };
     await writeFile(configFile, JSON.stringify(config));
