@@ -28,9 +28,9 @@ describe("parseHostsText", () => {
 
   it("points a missing field at its host entry and an unknown kind at its line", () => {
     expect(errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: local\n", "h.yaml")).where).toBe("h.yaml:2");
-    const kind = errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: slurm\n    workdir: /x\n", "h.yaml"));
+    const kind = errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: pbs\n    workdir: /x\n", "h.yaml"));
     expect(kind.where).toBe("h.yaml:3");
-    expect(kind.hint).toContain("local, ssh or queue");
+    expect(kind.hint).toContain("local, ssh, queue or slurm");
   });
 
   it("reports YAML syntax errors with their line, duplicate names, and a malformed host key", () => {
@@ -50,11 +50,62 @@ describe("parseHostsText", () => {
       "hosts:\n  - {name: a, kind: local, workdir: /a}\n  - {name: b, kind: ssh, workdir: /b, gpus: 2}\n  - {name: c, kind: queue, redis: 'redis://h:6379', gpus: 8}\n",
       "h.yaml",
     );
-    expect(parsed.hosts.map((host) => [host.name, host.kind, host.gpus])).toEqual([
+    expect(parsed.hosts.map((host) => [host.name, host.kind, "gpus" in host ? host.gpus : undefined])).toEqual([
       ["a", "local", "detect"],
       ["b", "ssh", 2],
       ["c", "queue", 8],
     ]);
+  });
+});
+
+describe("slurm hosts", () => {
+  it("names the line of a bad sbatch option, a bad time limit and a login that is no ssh entry", () => {
+    const option = errorOf(() =>
+      parseHostsText("hosts:\n  - name: hpc\n    kind: slurm\n    workdir: /w\n    sbatch_options: ['--x=1; rm -rf /']\n", "h.yaml"),
+    );
+    expect(option.where).toBe("h.yaml:5");
+    expect(option.message).toContain('hosts.0.sbatch_options.0 (host "hpc")');
+    expect(option.hint).toContain("one item");
+    const time = errorOf(() => parseHostsText("hosts:\n  - {name: hpc, kind: slurm, workdir: /w, time_limit: soon}\n", "h.yaml"));
+    expect(time.message).toMatch(/time_limit.*duration/);
+    const login = errorOf(() =>
+      parseHostsText("hosts:\n  - {name: here, kind: local, workdir: /a}\n  - name: hpc\n    kind: slurm\n    workdir: /w\n    login: here\n", "h.yaml"),
+    );
+    expect(login.where).toBe("h.yaml:6");
+    expect(login.message).toBe('host "hpc": login "here" is a local host, not an ssh one');
+    expect(errorOf(() => parseHostsText("hosts:\n  - {name: hpc, kind: slurm, workdir: /w, login: nowhere}\n", "h.yaml")).message).toContain(
+      "not a host of this file",
+    );
+  });
+
+  it("resolves the login node's ssh entry into the slurm host and places no runs on the login node itself", async () => {
+    const folder = await mkdtemp(join(tmpdir(), "a3r-hosts-config-"));
+    try {
+      await writeFile(
+        join(folder, "hosts.yaml"),
+        [
+          "hosts:",
+          "  - {name: hpc-login, kind: ssh, host: login.hpc.example, user: me, workdir: /home/me, gpus: 0}",
+          "  - {name: hpc, kind: slurm, login: hpc-login, partition: gpu, account: lab, gpus_per_run: 1, workdir: /scratch/a3r}",
+          "  - {name: here-slurm, kind: slurm, workdir: ~/a3r}",
+          "",
+        ].join("\n"),
+      );
+      const file = await loadHostsFile(join(folder, "hosts.yaml"), { sshConfigFile: "/nonexistent", home: "/home/me" });
+      expect(file.hosts.map((host) => host.name)).toEqual(["hpc", "here-slurm"]);
+      expect(findHost(file, "hpc")).toMatchObject({
+        kind: "slurm",
+        a3r: "a3r",
+        gres: "gpu",
+        sbatch_options: [],
+        login: { host: "login.hpc.example", user: "me", port: 22 },
+      });
+      const local = findHost(file, "here-slurm");
+      expect(local).toMatchObject({ workdir: "/home/me/a3r" });
+      expect((local as { a3r: string }).a3r.startsWith(`${process.execPath} `)).toBe(true);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { isMap, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
 import { checkoutRoot } from "../core/checkout-root.ts";
+import { parseDuration } from "../core/duration.ts";
 import { resolveSshAlias } from "./ssh/ssh-config.ts";
 
 /**
@@ -28,7 +29,17 @@ import { resolveSshAlias } from "./ssh/ssh-config.ts";
  *     kind: queue
  *     redis: redis://redis.cluster.example:6379
  *     gpus: 32                 # slots the dispatcher may fill; each daemon enforces its own
+ *   - name: hpc                # slurm: sbatch through the cluster's own scheduler
+ *     kind: slurm
+ *     login: hpc-login         # an ssh entry of this file; absent = the Slurm commands are here
+ *     partition: gpu
+ *     account: my-lab
+ *     gpus_per_run: 1          # --gres=gpu:1 when a blueprint asks for none
+ *     workdir: /scratch/a3r    # on the cluster's shared filesystem
  * ```
+ *
+ * An ssh entry named by a slurm host's `login` is a login node: it submits, it runs
+ * nothing, so it is not a host of its own (clusters forbid computing on login nodes).
  *
  * Left out: secrets (passwords, passphrases: use an agent), jump hosts, and per-host
  * environment variables (the worker reads its own configuration on the host).
@@ -84,7 +95,44 @@ const queueHostSchema = z.strictObject({
   max_runs: z.number().int().min(1).max(100_000).optional(),
 });
 
-const hostSchema = z.discriminatedUnion("kind", [localHostSchema, sshHostSchema, queueHostSchema]);
+/** Partition, account and QOS names: Slurm's own characters, nothing a shell would read. */
+const slurmWord = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "letters, digits, '.', '_' and '-'");
+const durationText = z.union([z.string(), z.number()]).refine((value) => (parseDuration(value) ?? 0) > 0, 'a duration such as "90m", "4h" or "1h30m"');
+
+const slurmHostSchema = z.strictObject({
+  name,
+  kind: z.literal("slurm"),
+  /** The ssh entry of the login node; absent = the client commands (sbatch, squeue) run here. */
+  login: name.optional(),
+  partition: slurmWord.optional(),
+  account: slurmWord.optional(),
+  qos: slurmWord.optional(),
+  /** GPUs asked for a run whose blueprint names none (`gpus:` in a blueprint wins). */
+  gpus_per_run: z.number().int().min(0).max(64).optional(),
+  /** The Gres a GPU is: `gpu`, or `gpu:a100` for a type. */
+  gres: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_-]*(:[A-Za-z0-9_.-]+)?$/, 'a Gres name, optionally with a type: "gpu" or "gpu:a100"')
+    .default("gpu"),
+  cpus_per_run: z.number().int().min(1).max(4096).optional(),
+  memory_per_run: z
+    .string()
+    .regex(/^\d+[KMGT]?$/, 'as sbatch --mem takes it: "64G", "16000M"')
+    .optional(),
+  /** Overrides the time limit derived from a blueprint's time budget plus the worker's grace. */
+  time_limit: durationText.optional(),
+  /** More sbatch options, each one word such as "--constraint=a100" (quoted, never read by a shell). */
+  sbatch_options: z.array(z.string().regex(/^--[a-z][a-z0-9-]*(=\S+)?$/, 'one sbatch option per item, "--name" or "--name=value", no spaces')).default([]),
+  /** SLURM_CONF for the client commands, where the cluster's config is not the default one. */
+  slurm_conf: absolutePath.optional(),
+  /** Seconds between scancel --signal=TERM and a plain scancel on cancel. */
+  cancel_grace: durationText.optional(),
+  max_runs: z.number().int().min(1).max(100_000).optional(),
+  workdir: absolutePath,
+  a3r: z.string().min(1).optional(),
+});
+
+const hostSchema = z.discriminatedUnion("kind", [localHostSchema, sshHostSchema, queueHostSchema, slurmHostSchema]);
 
 const hostsFileSchema = z.strictObject({
   ssh_config: z.string().min(1).optional(),
@@ -102,7 +150,9 @@ export type SshHostConfig = Omit<z.infer<typeof sshHostSchema>, "host" | "port" 
   a3r: string;
   identityFiles: string[];
 };
-export type HostConfig = LocalHostConfig | SshHostConfig | QueueHostConfig;
+/** A slurm host after loading: its login node's ssh entry is resolved (absent = local commands). */
+export type SlurmHostConfig = Omit<z.infer<typeof slurmHostSchema>, "login"> & { a3r: string; login?: SshHostConfig };
+export type HostConfig = LocalHostConfig | SshHostConfig | QueueHostConfig | SlurmHostConfig;
 
 export interface HostsFile {
   file: string;
@@ -174,13 +224,26 @@ export function parseHostsText(text: string, file: string): { sshConfig: string 
       );
     }
   }
+  for (const [index, host] of checked.data.hosts.entries()) {
+    if (host.kind !== "slurm" || host.login === undefined) continue;
+    const login = checked.data.hosts.find((candidate) => candidate.name === host.login);
+    if (login?.kind !== "ssh")
+      throw invalid(
+        file,
+        lineOf(document, lineCounter, ["hosts", index, "login"]),
+        `host "${host.name}": login "${host.login}" is ${login ? `a ${login.kind} host, not an ssh one` : "not a host of this file"}`,
+        "name an ssh entry of this hosts file (the cluster's login node), or leave login out when sbatch runs on this machine",
+      );
+  }
   if (!isSeq(document.get("hosts"))) throw invalid(file, 1, "hosts must be a list", "write hosts: followed by - name: ... entries");
   return { sshConfig: checked.data.ssh_config, hosts: checked.data.hosts };
 }
 
 function hintFor(path: readonly PropertyKey[]): string {
   const last = String(path[path.length - 1] ?? "");
-  if (last === "kind") return "kind is local, ssh or queue";
+  if (last === "kind") return "kind is local, ssh, queue or slurm";
+  if (path.includes("sbatch_options")) return 'write each option as one item, e.g. sbatch_options: ["--constraint=a100", "--exclusive"]';
+  if (last === "time_limit" || last === "cancel_grace") return 'write a duration such as "90m" or "4h"';
   if (last === "host_key")
     return "run ssh-keygen -l -f /etc/ssh/ssh_host_ed25519_key.pub on the host (or ssh-keyscan HOST | ssh-keygen -lf -) and paste the SHA256:... part";
   if (last === "gpus") return 'gpus is a whole number or "detect"';
@@ -212,9 +275,7 @@ export async function loadHostsFile(file: string, options: LoadHostsOptions = {}
   if (parsed.hosts.some((host) => host.kind === "ssh")) {
     sshConfigText = await readFile(sshConfigFile, "utf8").catch(() => "");
   }
-  const hosts: HostConfig[] = parsed.hosts.map((host) => {
-    if (host.kind === "local") return { ...host, workdir: expandHome(host.workdir, home), a3r: host.a3r ?? runningA3rCommand() };
-    if (host.kind === "queue") return host;
+  const resolveSsh = (host: Extract<(typeof parsed.hosts)[number], { kind: "ssh" }>): SshHostConfig => {
     const alias = host.host ?? host.name;
     const resolved = resolveSshAlias(sshConfigText, alias, home);
     const identityFiles = host.identity_file ? [expandHome(host.identity_file, home)] : host.agent ? [] : resolved.identityFiles;
@@ -227,6 +288,25 @@ export async function loadHostsFile(file: string, options: LoadHostsOptions = {}
       a3r: host.a3r ?? defaultA3rCommand,
       identityFiles,
     };
+  };
+  const logins = new Set(parsed.hosts.flatMap((host) => (host.kind === "slurm" && host.login ? [host.login] : [])));
+  const hosts: HostConfig[] = parsed.hosts.flatMap((host): HostConfig[] => {
+    if (host.kind === "local") return [{ ...host, workdir: expandHome(host.workdir, home), a3r: host.a3r ?? runningA3rCommand() }];
+    if (host.kind === "queue") return [host];
+    if (host.kind === "slurm") {
+      const { login, ...rest } = host;
+      const loginEntry = parsed.hosts.find((candidate) => candidate.name === login);
+      // On this machine the running a3r is the default, as for a local host; on a login node, `a3r`.
+      return [
+        {
+          ...rest,
+          a3r: host.a3r ?? (loginEntry ? defaultA3rCommand : runningA3rCommand()),
+          ...(loginEntry?.kind === "ssh" ? { login: resolveSsh(loginEntry) } : { workdir: expandHome(host.workdir, home) }),
+        },
+      ];
+    }
+    // A login node submits; it is not a host runs are placed on.
+    return logins.has(host.name) ? [] : [resolveSsh(host)];
   });
   return { file, hosts };
 }

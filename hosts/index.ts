@@ -1,13 +1,13 @@
 /**
  * How work reaches machines (DESIGN §6): hosts.yaml, the pure scheduler, the launcher port
- * with its local, ssh and queue implementations, the worker daemon of the queue backend,
+ * with its local, ssh, queue and slurm implementations, the worker daemon of the queue backend,
  * and the dispatcher used by `a3r dispatch` (and by the leader's dispatch node).
  */
 export type { FetchOutcome, LaunchOutcome, LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "./launcher.ts";
 export { bundleFiles, liveFiles, parseRunKey, runKey } from "./launcher.ts";
 export type { Assignment, HostCapacity, HostLoad, SchedulingRequest, SchedulingResult } from "./dispatch/scheduler.ts";
 export { scheduleBlueprints } from "./dispatch/scheduler.ts";
-export type { HostConfig, HostsFile, LoadHostsOptions, LocalHostConfig, QueueHostConfig, SshHostConfig } from "./hosts-config.ts";
+export type { HostConfig, HostsFile, LoadHostsOptions, LocalHostConfig, QueueHostConfig, SlurmHostConfig, SshHostConfig } from "./hosts-config.ts";
 export { defaultA3rCommand, findHost, loadHostsFile, parseHostsText } from "./hosts-config.ts";
 export type { SshAliasSettings } from "./ssh/ssh-config.ts";
 export { resolveSshAlias } from "./ssh/ssh-config.ts";
@@ -18,17 +18,18 @@ export type { LocalLauncherOptions } from "./local/local-launcher.ts";
 export type { SshLauncherOptions } from "./ssh/ssh-launcher.ts";
 export type { ExecOptions, ExecResult, SshConnectionOptions } from "./ssh/ssh-connection.ts";
 export type { QueueLauncherOptions } from "./queue/queue-launcher.ts";
+export type { SlurmLauncherOptions } from "./slurm/slurm-launcher.ts";
 export type { WorkerDaemonOptions } from "./queue/worker-daemon.ts";
 export { resolveCapacity } from "./dispatch/host-capacity.ts";
 export { checkHost } from "./check/host-check.ts";
-export type { HostCheck } from "./check/host-check.ts";
+export type { CheckHostOptions, HostCheck } from "./check/host-check.ts";
 export { defaultResultDir, dispatchBlueprints, gpusOf, isDone } from "./dispatch/dispatcher.ts";
 export type { DispatchHost, DispatchItem, DispatchOptions, DispatchRow, DispatchState } from "./dispatch/dispatcher.ts";
 export { sshFingerprint, verifyHostKey } from "./ssh/host-key.ts";
 export { describeProgress } from "./run-progress.ts";
 export { closeDispatchHosts, openDispatchHosts } from "./dispatch/open-dispatch-hosts.ts";
 
-// The ssh and queue launchers (ssh2, BullMQ) load when a host of their kind is opened
+// The ssh, queue and slurm launchers (ssh2, BullMQ) load when a host of their kind is opened
 // (open-launcher.ts); the worker daemon loads with its command.
 export async function loadWorkerDaemon(): Promise<typeof import("./queue/worker-daemon.ts").WorkerDaemon> {
   return (await import("./queue/worker-daemon.ts")).WorkerDaemon;

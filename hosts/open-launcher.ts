@@ -6,7 +6,8 @@ import type { SshConnection } from "./ssh/ssh-connection.ts";
 /**
  * The one place that turns a hosts.yaml entry into a launcher. Opening an ssh launcher
  * does not connect yet (the first command does, with the reconnect policy); a queue
- * launcher connects to Redis and checks its eviction policy at once. ssh2 and BullMQ load
+ * launcher connects to Redis and checks its eviction policy at once; a slurm launcher runs
+ * its client commands here or on its login node (ssh, connected on first use). ssh2 and BullMQ load
  * only when a host of their kind is opened: `a3r status` and local campaigns never pay for them.
  */
 export interface OpenLauncherOptions {
@@ -39,5 +40,12 @@ export async function openLauncher(host: HostConfig, options: OpenLauncherOption
     }
     case "queue":
       return (await import("./queue/queue-launcher.ts")).QueueLauncher.open({ host: host.name, redisUrl: host.redis, queue: host.queue, prefix: host.prefix });
+    case "slurm": {
+      const { SlurmLauncher } = await import("./slurm/slurm-launcher.ts");
+      const { LocalShell, LoginNodeShell } = await import("./slurm/cluster-shell.ts");
+      // Through the login node's ssh entry, or the Slurm client commands of this machine.
+      const shell = host.login ? new LoginNodeShell(await sshConnectionFor(host.login, options), host.login.name) : new LocalShell();
+      return new SlurmLauncher({ host, shell });
+    }
   }
 }

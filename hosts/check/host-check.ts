@@ -23,7 +23,12 @@ export interface HostCheck {
   problems: string[];
 }
 
-export async function checkHost(host: HostConfig): Promise<HostCheck> {
+export interface CheckHostOptions {
+  /** Slurm hosts: also submit a trivial job and wait for it to end (`sbatch --wait`). */
+  submitJob?: boolean;
+}
+
+export async function checkHost(host: HostConfig, options: CheckHostOptions = {}): Promise<HostCheck> {
   const row: HostCheck = {
     name: host.name,
     kind: host.kind,
@@ -45,6 +50,25 @@ export async function checkHost(host: HostConfig): Promise<HostCheck> {
       row.gpus = String(host.gpus);
       row.gpuCount = host.gpus;
       row.ok = true;
+      return row;
+    }
+    if (host.kind === "slurm") {
+      const { LocalShell, LoginNodeShell } = await import("../slurm/cluster-shell.ts");
+      const { checkSlurmOver } = await import("./slurm-check.ts");
+      const connection = host.login ? await sshConnectionFor(host.login, { reconnectForMs: 0 }) : undefined;
+      try {
+        if (connection) {
+          await connection.connect();
+          row.reachable = `yes (login ${host.login!.name})`;
+          row.hostKey = `ok ${connection.lastHostKey?.fingerprint ?? ""}`.trim();
+        } else row.reachable = "yes (local)";
+        const shell = connection ? new LoginNodeShell(connection, host.login!.name) : new LocalShell();
+        const check = await checkSlurmOver(shell, host, options);
+        Object.assign(row, { ok: check.ok, a3r: check.a3r, gpus: check.gpus, gpuCount: check.gpuCount, freeDisk: check.freeDisk });
+        row.problems.push(...check.problems);
+      } finally {
+        await connection?.close();
+      }
       return row;
     }
     let probe: ProbeResult;
