@@ -34,10 +34,11 @@ export function registerHostsCommands(program: Command): void {
     .description("per host: reachable, host key, a3r callable, GPUs, free disk")
     .requiredOption("--hosts <file>", "hosts.yaml")
     .option("--json", "print JSON instead of a table")
-    .action(async (flags: { hosts: string; json?: boolean }) => {
+    .option("--submit-job", "on Slurm hosts, also submit a trivial job and wait for it to run (sbatch --wait)")
+    .action(async (flags: { hosts: string; json?: boolean; submitJob?: boolean }) => {
       const file = await loadHostsFile(flags.hosts);
       const { checkHost } = await import("../hosts/index.ts");
-      const checks = await Promise.all(file.hosts.map((host) => checkHost(host)));
+      const checks = await Promise.all(file.hosts.map((host) => checkHost(host, flags.submitJob ? { submitJob: true } : {})));
       process.stdout.write(flags.json ? `${JSON.stringify(checks, null, 2)}\n` : `${renderHostChecks(checks)}\n`);
       if (!checks.every((check) => check.ok)) process.exitCode = exitCode.failure;
     });
