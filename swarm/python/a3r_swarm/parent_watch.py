@@ -15,25 +15,27 @@ import threading
 import time
 
 
+def parent_gone(parent: int) -> bool:
+    """True once `parent` is no longer this process's parent, or no longer exists."""
+    if os.getppid() != parent:
+        return True
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def watch_parent(interval_s: float = 1.0) -> None:
     raw = os.environ.get("A3R_PARENT_PID", "")
     if not raw.isdigit():
         return
     parent = int(raw)
 
-    def gone() -> bool:
-        if os.getppid() != parent:
-            return True
-        try:
-            os.kill(parent, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-
     def loop() -> None:
-        while not gone():
+        while not parent_gone(parent):
             time.sleep(interval_s)
         os.kill(os.getpid(), signal.SIGTERM)
 

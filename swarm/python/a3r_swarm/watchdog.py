@@ -17,20 +17,10 @@ import subprocess
 import sys
 import time
 
+from a3r_swarm.parent_watch import parent_gone
+
 GRACE_S = 10.0
 POLL_S = 0.5
-
-
-def parent_gone(parent: int) -> bool:
-    if os.getppid() != parent:
-        return True
-    try:
-        os.kill(parent, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def stop(child: subprocess.Popen[bytes], grace_s: float = GRACE_S) -> int:
