@@ -1,10 +1,10 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditResultDir, readEvents } from "../campaign/index.ts";
-import { a3rEntry, runA3r } from "../test-support/run-cli.ts";
+import { startLeaderUntil } from "../test-support/background-leader.ts";
+import { runA3r } from "../test-support/run-cli.ts";
 import { fixtureTopicText } from "../test-support/fixture-topic.ts";
 
 /**
@@ -26,18 +26,9 @@ describe("a3r stop", () => {
   it("stops the leader and its runs cleanly, and resume runs them again to the report", async () => {
     const topic = join(dir, "topic.md");
     await writeFile(topic, fixtureTopicText({ stages: 1, title: "Stop me" }).replace("--steps 4 --step-ms 50", "--steps 20 --step-ms 300"));
-    const leader = spawn(process.execPath, [a3rEntry, "research", topic, "--runs-dir", runsDir, "--campaign", "stop-me"], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    const exited = new Promise<number | null>((resolveExit) => leader.once("exit", (code) => resolveExit(code)));
-    await new Promise<void>((resolveWatch, reject) => {
-      leader.stderr.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString();
-        if (/s1-lr-0\.01-seed1: running/.test(stderr)) resolveWatch();
-      });
-      leader.on("exit", () => reject(new Error(`the leader ended before its runs were running: ${stderr}`)));
-    });
+    const { exited } = await startLeaderUntil(["research", topic, "--runs-dir", runsDir, "--campaign", "stop-me"], (stderr) =>
+      /s1-lr-0\.01-seed1: running/.test(stderr),
+    );
 
     const stop = await runA3r(["stop", "stop-me", "--runs-dir", runsDir], { timeoutMs: 60_000 });
     expect(stop.code, stop.stderr).toBe(0);
