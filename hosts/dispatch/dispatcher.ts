@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Blueprint } from "../../blueprints/index.ts";
 import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRunState, readEvents } from "../../campaign/index.ts";
 import type { HostConfig } from "../hosts-config.ts";
-import type { Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "../launcher.ts";
+import type { LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "../launcher.ts";
 import { launchGraceMs } from "../run-progress.ts";
 import { scheduleBlueprints, type HostCapacity, type HostLoad } from "./scheduler.ts";
 
@@ -78,6 +78,16 @@ export interface DispatchOptions {
 
 const refOf = (item: DispatchItem): RunRef => ({ campaign: item.campaign, blueprintId: item.blueprint.id });
 
+function launchRequestOf(item: DispatchItem, gpuIndices: number[]): LaunchRequest {
+  return {
+    ...refOf(item),
+    blueprintFile: item.file,
+    gpuIndices,
+    resultDir: item.resultDir,
+    ...(item.llmAllowance === undefined ? {} : { llmAllowance: item.llmAllowance }),
+  };
+}
+
 /** Nothing more to do for this row: its result is here and audited, or it will never run. */
 export function isDone(row: DispatchRow): boolean {
   return row.state === "unschedulable" || row.state === "launch_failed" || row.state === "lost" || (row.finished && row.auditErrors !== null);
@@ -140,14 +150,7 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
     if (done >= maxRevivals) return false;
     revivals.set(row, done + 1);
     try {
-      const outcome = await host.launcher.launch({
-        ...refOf(item),
-        blueprintFile: item.file,
-        gpuIndices: row.gpuIndices,
-        resultDir: item.resultDir,
-        ...(item.llmAllowance === undefined ? {} : { llmAllowance: item.llmAllowance }),
-        revive: true,
-      });
+      const outcome = await host.launcher.launch({ ...launchRequestOf(item, row.gpuIndices), revive: true });
       Object.assign(row, {
         state: "launching",
         finished: false,
@@ -254,13 +257,7 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
       const host = hostsByName.get(assignment.host)!;
       try {
         await mkdir(item.resultDir, { recursive: true });
-        const outcome = await host.launcher.launch({
-          ...refOf(item),
-          blueprintFile: item.file,
-          gpuIndices: assignment.gpuIndices,
-          resultDir: item.resultDir,
-          ...(item.llmAllowance === undefined ? {} : { llmAllowance: item.llmAllowance }),
-        });
+        const outcome = await host.launcher.launch(launchRequestOf(item, assignment.gpuIndices));
         row.host = assignment.host;
         row.gpuIndices = assignment.gpuIndices;
         row.state = "launching";
