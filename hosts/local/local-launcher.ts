@@ -5,7 +5,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { blueprintTextForCopy } from "../../blueprints/index.ts";
 import { writeJsonAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
-import { assertCampaignId, assertSafeBlueprintId } from "../../campaign/index.ts";
+import { assertCampaignId, assertSafeBlueprintId, writeStopRequest, type StopRequest } from "../../campaign/index.ts";
 import { findCampaignOf } from "../../campaign/campaign-of-run.ts";
 import { withDirectoryLock } from "../../campaign/directory-lock.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
@@ -212,10 +212,19 @@ export class LocalLauncher implements Launcher {
     return true;
   }
 
+  async requestStop(ref: RunRef, request: StopRequest): Promise<boolean> {
+    const marker = await this.readMarker(ref);
+    if (!marker || (await readText(join(marker.resultDir, "finish.flag"))) !== undefined) return false;
+    await writeStopRequest(marker.resultDir, request);
+    return true;
+  }
+
   async list(): Promise<RunRef[]> {
     const refs: RunRef[] = [];
     for (const campaign of await readdir(this.workdir).catch(() => [] as string[])) {
       for (const blueprintId of await readdir(join(this.workdir, campaign)).catch(() => [] as string[])) {
+        // A folder set aside (a3r stop, then resume) keeps its old launch.json: not a run here now.
+        if (blueprintId.includes(".set-aside-")) continue;
         const marker = parseLaunchMarker(await readText(join(this.workdir, campaign, blueprintId, "launch.json")));
         if (marker) refs.push({ campaign: marker.campaign, blueprintId: marker.blueprintId });
       }

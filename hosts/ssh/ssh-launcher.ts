@@ -4,11 +4,12 @@ import { join } from "node:path";
 import type { SFTPWrapper } from "ssh2";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
-import { assertCampaignId, assertSafeBlueprintId } from "../../campaign/index.ts";
+import { assertCampaignId, assertSafeBlueprintId, type StopRequest } from "../../campaign/index.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../run-progress.ts";
 import { inlineEnvironment, shellQuote, workerRunCommand } from "../shell-quote.ts";
 import type { SshConnection } from "./ssh-connection.ts";
+import { stopRequestScript } from "../stop-request-script.ts";
 
 /**
  * Runs blueprints on a remote host over one shared ssh2 connection.
@@ -255,9 +256,17 @@ export class SshLauncher implements Launcher {
     return answer === "moved";
   }
 
+  async requestStop(ref: RunRef, request: StopRequest): Promise<boolean> {
+    return (await this.exec(stopRequestScript(`${await this.runDir(ref)}/result`, request), true)).stdout.trim() === "written";
+  }
+
   async list(): Promise<RunRef[]> {
     const workdir = shellQuote(await this.workdir());
-    const result = await this.exec(`for f in ${workdir}/*/*/launch.json; do [ -f "$f" ] && { cat "$f"; echo; }; done; true`, true);
+    // A folder set aside (a3r stop, then resume) keeps its old launch.json: not a run of this host now.
+    const result = await this.exec(
+      `for f in ${workdir}/*/*/launch.json; do case "$f" in *.set-aside-*) continue;; esac; [ -f "$f" ] && { cat "$f"; echo; }; done; true`,
+      true,
+    );
     const refs: RunRef[] = [];
     for (const line of result.stdout.split("\n")) {
       const marker = parseLaunchMarker(line);
