@@ -1,4 +1,4 @@
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { blueprintTextForCopy } from "../../blueprints/index.ts";
 import { join } from "node:path";
 import type { SFTPWrapper } from "ssh2";
