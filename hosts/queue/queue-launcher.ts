@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
