@@ -118,7 +118,12 @@ describe("beginMultiEpisode / runMultiEpisode", () => {
   it("gives back the claims it got when another server refuses (training finished there)", async () => {
     // A server that finishes after one step of one episode.
     const finished = client(
-      await serve("finished", ["train_batch_size: 1", "num_repeat: 1", "swarm_mode_sample_collection_method: rollout_until_finish_enough_episodes", "max_steps: 1"]),
+      await serve("finished", [
+        "train_batch_size: 1",
+        "num_repeat: 1",
+        "swarm_mode_sample_collection_method: rollout_until_finish_enough_episodes",
+        "max_steps: 1",
+      ]),
     );
     await rolling(finished);
     const only = await finished.beginEpisode();
@@ -136,9 +141,11 @@ describe("beginMultiEpisode / runMultiEpisode", () => {
     const lateServer = await serve("late", [], false);
     const late = client(lateServer);
     const claimedBefore = ((await proposer.poolInformation()).counters as Record<string, number>).episodes_claimed!;
-    const timedOut = await beginMultiEpisode({ proposer, reviewer: late }, "task-6", { holdMs: 50, maxWaitMs: 1000, backoff: { initialMs: 10, maxMs: 50 } }).catch(
-      (error: unknown) => error,
-    );
+    const timedOut = await beginMultiEpisode({ proposer, reviewer: late }, "task-6", {
+      holdMs: 50,
+      maxWaitMs: 1000,
+      backoff: { initialMs: 10, maxMs: 50 },
+    }).catch((error: unknown) => error);
     expect(timedOut).toBeInstanceOf(MultiEpisodeClaimTimeoutError);
     expect((timedOut as Error).message).toMatch(/still waiting on reviewer\); no claim is held/);
     expect(await runningEpisodes(proposer)).toBe(0);
