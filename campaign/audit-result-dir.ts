@@ -158,7 +158,11 @@ const problemRules: Record<string, { code: string; severity: Finding["severity"]
     hint: "status.json is replaced atomically by a3r; a broken one was edited by hand or by another program: restore its fields",
   },
   STATUS_INVALID: { code: "STATUS_INVALID", severity: "error", hint: "fix the field named; see DESIGN §3 for the status.json fields" },
-  FINISH_FLAG_INVALID: { code: "FINISH_FLAG_INVALID", severity: "error", hint: "finish.flag holds exactly one of succeeded, failed, timed_out, cancelled" },
+  FINISH_FLAG_INVALID: {
+    code: "FINISH_FLAG_INVALID",
+    severity: "error",
+    hint: "finish.flag holds exactly one of succeeded, failed, timed_out, cancelled, refused, stopped_early",
+  },
   LEASE_INVALID: { code: "LEASE_INVALID", severity: "warning", hint: "if no supervisor is running, delete lease.json; the next worker acquires a fresh lease" },
 };
 

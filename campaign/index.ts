@@ -68,3 +68,5 @@ export { auditPaths, auditTarget, classifyAuditPath } from "./audit-paths.ts";
 export type { BlueprintInspector } from "./blueprint-inspector.ts";
 export { renderSpendingByRole } from "./llm-spending.ts";
 export { findCampaignOf } from "./campaign-of-run.ts";
+export type { StopRequest, StopRequestRead } from "./stop-request.ts";
+export { readStopRequest, stopRequestFileName, stopRequestPath, stopRequestSchema, writeStopRequest } from "./stop-request.ts";

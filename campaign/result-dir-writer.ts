@@ -226,7 +226,7 @@ export class ResultDirWriter {
         if (state === undefined || !isTerminalRunState(state)) {
           throw new A3rError("RUN_NOT_FINISHED", `cannot write finish.flag for ${this.dir}: status is ${state ?? "missing"}, not a terminal state`, {
             where: this.paths.status,
-            hint: "move the status to succeeded, failed, timed_out or cancelled first; finish.flag is written last",
+            hint: "move the status to a terminal state (succeeded, failed, timed_out, cancelled, refused, stopped_early) first; finish.flag is written last",
           });
         }
         await writeFileAtomic(this.paths.finishFlag, `${state}\n`);

@@ -23,6 +23,8 @@ const legal: [RunState, RunState][] = [
   ["awaiting_approval", "timed_out"],
   ["awaiting_approval", "cancelled"],
   ["queued", "refused"],
+  ["running", "stopped_early"],
+  ["recovering", "stopped_early"],
 ];
 
 function thrown(action: () => void): unknown {

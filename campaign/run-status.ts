@@ -17,6 +17,7 @@ import { A3rError } from "../core/errors.ts";
  *   timed_out <── running, recovering, awaiting_approval
  *   cancelled <── queued, preparing, running, recovering, awaiting_approval
  *   refused   <── queued
+ *   stopped_early <── running, recovering
  * ```
  *
  * - queued: accepted, nothing on the host touched yet.
@@ -30,7 +31,10 @@ import { A3rError } from "../core/errors.ts";
  *   its lease and heartbeat while it waits; status.json `approval` holds the proposal.
  * - refused: the worker's command policy refused the blueprint; nothing was prepared or
  *   launched, and the result directory says why (status.json `reason`, events.jsonl).
- * - succeeded | failed | timed_out | cancelled | refused: terminal, no exits. A finished run is
+ * - stopped_early: the campaign's early stopping (successive halving) judged the run
+ *   hopeless at a rung and asked its worker to stop it (`stop-request.json`); its partial
+ *   results and its compute stay on record, but it is not a completed run to compare.
+ * - succeeded | failed | timed_out | cancelled | refused | stopped_early: terminal, no exits. A finished run is
  *   never revived: a new try of the same blueprint is a new result directory.
  *
  * Left out on purpose: why a run failed (status.json `reason`, events.jsonl) and how many
@@ -47,11 +51,12 @@ export const runStates = [
   "timed_out",
   "cancelled",
   "refused",
+  "stopped_early",
 ] as const;
 
 export type RunState = (typeof runStates)[number];
 
-export const terminalRunStates = ["succeeded", "failed", "timed_out", "cancelled", "refused"] as const satisfies readonly RunState[];
+export const terminalRunStates = ["succeeded", "failed", "timed_out", "cancelled", "refused", "stopped_early"] as const satisfies readonly RunState[];
 
 export type TerminalRunState = (typeof terminalRunStates)[number];
 
@@ -59,14 +64,15 @@ export type TerminalRunState = (typeof terminalRunStates)[number];
 export const runStatusTransitions: Readonly<Record<RunState, readonly RunState[]>> = {
   queued: ["preparing", "cancelled", "refused"],
   preparing: ["running", "failed", "cancelled"],
-  running: ["recovering", "succeeded", "failed", "timed_out", "cancelled"],
-  recovering: ["running", "awaiting_approval", "failed", "timed_out", "cancelled"],
+  running: ["recovering", "succeeded", "failed", "timed_out", "cancelled", "stopped_early"],
+  recovering: ["running", "awaiting_approval", "failed", "timed_out", "cancelled", "stopped_early"],
   awaiting_approval: ["recovering", "failed", "timed_out", "cancelled"],
   succeeded: [],
   failed: [],
   timed_out: [],
   cancelled: [],
   refused: [],
+  stopped_early: [],
 };
 
 /** The state a new status.json must start in. */

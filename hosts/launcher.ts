@@ -1,4 +1,4 @@
-import type { MetricsRecord, RunState } from "../campaign/index.ts";
+import type { MetricsRecord, RunState, StopRequest } from "../campaign/index.ts";
 
 /**
  * The launcher port: how one blueprint reaches one host and how its run is followed.
@@ -113,6 +113,16 @@ export interface Launcher {
    * is refused (stop it first). Hosts without it keep a stopped run stopped.
    */
   setAside?(ref: RunRef): Promise<boolean>;
+  /**
+   * Optional. Asks the run's worker to stop it and end it in `request.state`
+   * (`stopped_early`): writes `stop-request.json` into the run's result directory on the
+   * host, atomically (campaign/stop-request.ts); the worker reads it on its next poll,
+   * stops the process groups (TERM, grace, KILL) and finishes the result directory. False
+   * when the host knows no such run or it has finished already. Writing the same request
+   * twice is harmless. local, ssh and slurm have it; queue does not (its daemon's result
+   * folder is not reachable from the leader), so early stopping lets those runs finish.
+   */
+  requestStop?(ref: RunRef, request: StopRequest): Promise<boolean>;
   /** The runs this host knows (launched through any launcher instance). */
   list(): Promise<RunRef[]>;
   close(): Promise<void>;

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { readBlueprintFile } from "../blueprints/index.ts";
-import { JsonlLedger, readResultDir, ResultDirWriter } from "../campaign/index.ts";
+import { JsonlLedger, readResultDir, readStopRequest, ResultDirWriter } from "../campaign/index.ts";
 
 /**
  * A stand-in worker for launcher tests: `worker run <blueprint.md> --result-dir DIR` writes
@@ -11,7 +11,7 @@ import { JsonlLedger, readResultDir, ResultDirWriter } from "../campaign/index.t
  *
  * The blueprint's front matter steers it: `fixture: { steps: 5, step_ms: 200, fail: false }`.
  * Every start appends a `run.launched` event, so a test can count launches. SIGTERM ends
- * the run as cancelled. A finished result directory is left alone (never run twice); a
+ * the run as cancelled, a stop request (stop-request.json) as stopped_early. A finished result directory is left alone (never run twice); a
  * running one whose worker died is taken over from its last step.
  */
 interface FixtureSettings {
@@ -93,7 +93,7 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
   process.once("SIGTERM", () => {
     stopping = true;
   });
-  const finishAs = async (state: "succeeded" | "failed" | "cancelled", reason: string | null): Promise<number> => {
+  const finishAs = async (state: "succeeded" | "failed" | "cancelled" | "stopped_early", reason: string | null): Promise<number> => {
     await run.writeStatus({ state, reason });
     await run.writeResult(`# Result: ${blueprint.id}\n\nOutcome: ${state}${reason ? ` (${reason})` : ""}.\n`);
     await run.finish();
@@ -103,6 +103,9 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
   for (let step = resumedAt + 1; step <= settings.steps; step += 1) {
     await new Promise((done) => setTimeout(done, settings.stepMs));
     if (stopping) return finishAs("cancelled", "cancelled by SIGTERM");
+    // A stop request (a launcher's requestStop) is honoured as the real worker does.
+    const stop = await readStopRequest(resultDir);
+    if (stop.kind === "request") return finishAs(stop.request.state, `stopped early at step ${step - 1}: ${stop.request.reason}`);
     const reward = step / settings.steps;
     await run.appendMetrics({ step, reward_mean: reward });
     await run.heartbeat({ step, lastMetrics: { reward_mean: reward } });

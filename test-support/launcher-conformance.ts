@@ -125,6 +125,22 @@ export function describeLauncherConformance(name: string, setup: () => Promise<L
       expect(progress.reason).toMatch(/SIGTERM/);
     });
 
+    it("asks a running run's worker to stop early (requestStop), where the host can", async (context) => {
+      const requestStop = subject.launcher.requestStop?.bind(subject.launcher);
+      if (!requestStop) return context.skip("this host kind has no requestStop: early stopping lets its runs finish");
+      const { ref } = await subject.launcher.launch(await request("stop-early", { steps: 200, stepMs: 100 }));
+      await waitForProgress(subject.launcher, ref, (current) => (current.step ?? 0) >= 1);
+      const stop = { state: "stopped_early" as const, reason: "rung 1: 0.1 is 0.7 worse than the best's 0.8", evidence: { rung: 1 } };
+      expect(await requestStop(ref, stop)).toBe(true);
+      // Again: harmless (a leader re-run after a crash writes it twice); the run may have finished meanwhile.
+      expect(typeof (await requestStop(ref, stop))).toBe("boolean");
+      const progress = await waitForProgress(subject.launcher, ref, (current) => current.finished);
+      expect(progress.state).toBe("stopped_early");
+      expect(progress.reason).toContain("rung 1: 0.1 is 0.7 worse");
+      expect(await requestStop(ref, stop)).toBe(false);
+      expect(await requestStop({ campaign, blueprintId: "never-launched" }, stop)).toBe(false);
+    });
+
     it("polls many runs at once with the same answers as one by one, in order", async () => {
       const refs = [
         { campaign, blueprintId: "runs-to-end" },

@@ -8,6 +8,7 @@ import {
   isTerminalRunState,
   readRunStatus,
   readMetrics,
+  readStopRequest,
   resultDirPaths,
   ResultDirWriter,
   type LedgerSink,
@@ -233,7 +234,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
     const abandoned = await findStorageFailureRecord(resultDir);
     if (abandoned) return outcome("failed", await finishAbandoned(context, status, abandoned));
     const state = status?.state;
-    if (state === "succeeded" || state === "failed" || state === "timed_out" || state === "cancelled") {
+    if (state === "succeeded" || state === "failed" || state === "timed_out" || state === "cancelled" || state === "stopped_early") {
       // The previous worker died between the last status and finish.flag: finish its work.
       await finalizeRun(context, state, status?.reason ?? null, { alreadyTerminal: true });
       return outcome(state, { attempts: context.attempt, reason: status?.reason ?? null });
@@ -592,6 +593,20 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
       await finalizeRun(context, "cancelled", reason);
       return { state: "cancelled", reason };
     }
+    if (current === undefined && context.attempt > 0) {
+      // Between attempts (recovering): a stop request ends the run before a relaunch.
+      const read = await readStopRequest(context.resultDir);
+      if (read.kind === "request") {
+        await context.writer.appendEvent("run.stop-requested", {
+          attempt: context.attempt,
+          state: read.request.state,
+          reason: read.request.reason,
+          evidence: read.request.evidence,
+          step: null,
+        });
+        current = { kind: "stopped_early", detail: read.request.reason, evidence: read.request.evidence, lastStep: null };
+      }
+    }
     if (current === undefined) {
       if (context.attempt > 0 && Date.now() - context.runStartedAtMs >= context.blueprint.timeBudgetMs) {
         const reason = `time budget ${formatDuration(context.blueprint.timeBudgetMs)} used up before attempt ${context.attempt + 1}`;
@@ -633,6 +648,24 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
       await context.writer.appendEvent("run.cancelled", { attempt: context.attempt, step: ended.lastStep });
       await finalizeRun(context, "cancelled", reason);
       return { state: "cancelled", reason };
+    }
+    if (ended.kind === "stopped_early") {
+      const reason = `stopped early at step ${ended.lastStep ?? "none"} (attempt ${context.attempt}): ${ended.detail}; partial results kept`;
+      context.memory.history.push({ attempt: context.attempt, ending: `stopped early (${ended.detail})` });
+      await context.writer.appendAttempt({
+        attempt: context.attempt,
+        title: "stopped early on request",
+        body: [
+          `${reason}.`,
+          `The campaign's early stopping asked for it (stop-request.json); the process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left.`,
+          "",
+          "Evidence:",
+          "",
+          ...Object.entries(ended.evidence).map(([key, value]) => `- ${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`),
+        ].join("\n"),
+      });
+      await finalizeRun(context, "stopped_early", reason);
+      return { state: "stopped_early", reason };
     }
     if (ended.kind === "timed_out") {
       const reason = `${ended.detail} at step ${ended.lastStep ?? "none"} (attempt ${context.attempt}); partial results kept`;

@@ -66,6 +66,12 @@ export interface DispatchOptions {
   intervalMs?: number;
   /** Called after every round with the current rows. */
   onUpdate?: (rows: DispatchRow[]) => void;
+  /**
+   * Awaited after every waiting round, after `onUpdate`: what the caller does about the
+   * rows before the next poll (the leader's early stopping asks hosts to stop runs here).
+   * An error it throws ends the dispatch with that error.
+   */
+  afterRound?: (rows: DispatchRow[]) => Promise<void>;
   /** Stops waiting early (Ctrl-C); the runs keep going. */
   signal?: AbortSignal;
   /**
@@ -342,6 +348,7 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
     }
     await scheduleWaiting();
     options.onUpdate?.(rows);
+    await options.afterRound?.(rows);
   }
   return rows;
 }

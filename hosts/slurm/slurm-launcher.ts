@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { readBlueprintFile } from "../../blueprints/index.ts";
-import { assertCampaignId, assertSafeBlueprintId } from "../../campaign/index.ts";
+import { assertCampaignId, assertSafeBlueprintId, type StopRequest } from "../../campaign/index.ts";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { parseDuration } from "../../core/duration.ts";
 import { A3rError } from "../../core/errors.ts";
@@ -11,6 +11,7 @@ import type { SlurmHostConfig } from "../hosts-config.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
 import { parseLaunchMarker, type LaunchMarker, type RawRunFiles } from "../run-progress.ts";
 import { shellQuote } from "../shell-quote.ts";
+import { stopRequestAnswer, stopRequestScript } from "../stop-request-script.ts";
 import type { ClusterShell } from "./cluster-shell.ts";
 import { batchScript, jobNameOf, sbatchArguments, timeLimitMinutes } from "./slurm-job.ts";
 import { parseSinfo, type SlurmCapacity } from "./sinfo.ts";
@@ -266,6 +267,11 @@ export class SlurmLauncher implements Launcher {
         hint: `a3r stop ${ref.campaign}/${ref.blueprintId}`,
       });
     return answer === "moved";
+  }
+
+  /** The worker inside the job reads it from the shared result folder, as it would on any host. */
+  async requestStop(ref: RunRef, request: StopRequest): Promise<boolean> {
+    return stopRequestAnswer(this.host, await this.exec(stopRequestScript(`${await this.runDir(ref)}/result`, request), true));
   }
 
   async list(): Promise<RunRef[]> {

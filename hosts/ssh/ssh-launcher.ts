@@ -9,7 +9,7 @@ import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, t
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../run-progress.ts";
 import { inlineEnvironment, shellQuote, workerRunCommand } from "../shell-quote.ts";
 import type { SshConnection } from "./ssh-connection.ts";
-import { stopRequestScript } from "../stop-request-script.ts";
+import { stopRequestAnswer, stopRequestScript } from "../stop-request-script.ts";
 
 /**
  * Runs blueprints on a remote host over one shared ssh2 connection.
@@ -257,7 +257,7 @@ export class SshLauncher implements Launcher {
   }
 
   async requestStop(ref: RunRef, request: StopRequest): Promise<boolean> {
-    return (await this.exec(stopRequestScript(`${await this.runDir(ref)}/result`, request), true)).stdout.trim() === "written";
+    return stopRequestAnswer(this.host, await this.exec(stopRequestScript(`${await this.runDir(ref)}/result`, request), true));
   }
 
   async list(): Promise<RunRef[]> {

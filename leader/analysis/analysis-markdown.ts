@@ -1,5 +1,6 @@
 import { relative } from "node:path";
 import type { StageAnalysis } from "./stage-analysis.ts";
+import type { IncumbentComparison } from "../domain/incumbent.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import type { Topic } from "../domain/topic.ts";
@@ -13,6 +14,7 @@ export function renderAnalysis(analysis: StageAnalysis, topic: Topic, campaignRo
   const metric = topic.metric!;
   const stageRoot = `${campaignRoot}/stages/${analysis.stage}`;
   const failed = analysis.experiments.filter((experiment) => experiment.state !== "succeeded" || experiment.score === undefined);
+  const stoppedEarly = failed.filter((experiment) => experiment.state === "stopped_early");
   const lines = [
     `# Stage ${analysis.stage} analysis: ${topic.title}`,
     "",
@@ -30,6 +32,7 @@ export function renderAnalysis(analysis: StageAnalysis, topic: Topic, campaignRo
         `| ${item.id} | ${item.n} | ${item.failed} | ${formatNumber(item.mean)} | ${item.low === undefined ? "n/a" : `[${formatNumber(item.low)}, ${formatNumber(item.high)}]`} | ${item.scores.map(formatNumber).join(", ")} |`,
     ),
     "",
+    ...comparisonLines(analysis, metric.equivalence),
     "## Predictions",
     "",
     ...analysis.verdicts.map(
@@ -47,13 +50,55 @@ export function renderAnalysis(analysis: StageAnalysis, topic: Topic, campaignRo
     }),
     "",
   ];
-  if (failed.length > 0) {
+  if (stoppedEarly.length > 0) lines.push(...stoppedEarlyLines(stoppedEarly));
+  const unscored = failed.filter((experiment) => experiment.state !== "stopped_early");
+  if (unscored.length > 0) {
     lines.push(
       "## Failed or missing",
       "",
-      ...failed.map((experiment) => `- ${experiment.blueprintId}: ${experiment.state}${experiment.reason ? `: ${experiment.reason}` : ""}`),
+      ...unscored.map((experiment) => `- ${experiment.blueprintId}: ${experiment.state}${experiment.reason ? `: ${experiment.reason}` : ""}`),
       "",
     );
   }
   return lines.join("\n");
+}
+
+const verdictWords: Record<IncumbentComparison["verdict"], string> = {
+  worse: "worse beyond seed noise",
+  equivalent: "the same within the margin",
+  open: "open: more seeds could settle it",
+  undecidable: "undecidable: fewer than two scored seeds",
+};
+
+/** The incumbent against every other configuration so far: the rows the planner decides from. */
+function comparisonLines(analysis: StageAnalysis, equivalence: number | undefined): string[] {
+  const comparisons = analysis.comparisons;
+  if (!comparisons || comparisons.rows.length === 0) return [];
+  return [
+    `## Against the incumbent (${comparisons.incumbent}, every stage so far)`,
+    "",
+    `Welch's t per pair, Holm-corrected over the ${comparisons.rows.length} comparison(s); intervals are 95% and clipped to the metric's range${equivalence === undefined ? "; no equivalence margin is declared (`metric.equivalence`), so a tie cannot be shown" : `; equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: **${comparisons.status}**.`,
+    "",
+    "| other | incumbent ahead by | 95% interval | Hedges' g [95%] | Welch df | p | Holm p | TOST Holm p | verdict |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...comparisons.rows.map(
+      (row) =>
+        `| ${row.otherId} | ${formatNumber(row.advantage)} | ${row.low === undefined ? "n/a" : `[${formatNumber(row.low)}, ${formatNumber(row.high)}]`} | ${row.effect ? `${formatNumber(row.effect.g)} [${formatNumber(row.effect.low)}, ${formatNumber(row.effect.high)}]` : "n/a"} | ${formatNumber(row.df)} | ${formatNumber(row.p)} | ${formatNumber(row.pHolm)} | ${formatNumber(row.equivalencePHolm)} | ${verdictWords[row.verdict]} |`,
+    ),
+    "",
+  ];
+}
+
+/** Runs the topic's early stopping cut at a rung: left out of every comparison above, listed with their evidence. */
+function stoppedEarlyLines(experiments: StageAnalysis["experiments"]): string[] {
+  return [
+    "## Stopped early (successive halving)",
+    "",
+    `${experiments.length} run(s) were stopped at a rung because their partial score was clearly below the best's; their compute is booked, and only runs that completed are compared above.`,
+    "",
+    ...experiments.map(
+      (experiment) => `- ${experiment.blueprintId} (${experiment.configurationId}, seed ${experiment.seed}): ${experiment.reason ?? "stopped early"}`,
+    ),
+    "",
+  ];
 }

@@ -76,7 +76,7 @@ describe("analyzeStage", () => {
       ["lr-0.05", "refuted"],
       ["lr-0.5", "inconclusive"],
     ]);
-    expect(analysis.verdicts[0]!.explanation).toMatch(/whole interval is past 0\.03/);
+    expect(analysis.verdicts[0]!.explanation).toMatch(/one-sided 95% bound [0-9.]+ is past 0\.03/);
 
     expect(analysis.outcomes.find((item) => item.blueprintId === "s1-lr-0.05-seed2")).toMatchObject({
       state: "failed",
@@ -119,13 +119,15 @@ describe("analyzeStageResults (pure)", () => {
   });
 
   it("judges a refinement against the best of an earlier stage: supported beyond noise, refuted when worse", async () => {
-    const { topic } = await loadTopic(topicFile);
+    const loaded = await loadTopic(topicFile);
+    // Three stages: the planner refines a separated winner only when a stage is left to replicate.
+    const topic: Topic = { ...loaded.topic, budgets: { ...loaded.topic.budgets, stages: 3 } };
     const plan1 = firstStage(topic);
     const reads1 = [
       flat("s1-baseline-seed1", 0.5),
       flat("s1-baseline-seed2", 0.51),
       flat("s1-lr-0.05-seed1", 0.3),
-      flat("s1-lr-0.05-seed2", 0.6),
+      flat("s1-lr-0.05-seed2", 0.31),
       flat("s1-lr-0.5-seed1", 0.64),
       flat("s1-lr-0.5-seed2", 0.66),
     ];
@@ -141,5 +143,32 @@ describe("analyzeStageResults (pure)", () => {
     ]);
     expect(stage2.verdicts[0]!.explanation).toMatch(/better than lr-0\.5's mean 0\.65/);
     expect(stage2.best).toMatchObject({ id: "lr-0.316" });
+  });
+  it("clips intervals to the metric's range, compares the incumbent with every other, and renders the comparison", async () => {
+    const loaded = await loadTopic(topicFile);
+    const topic: Topic = { ...loaded.topic, metric: { ...loaded.topic.metric!, range: [0, 1], equivalence: 0.05 } };
+    const plan = firstStage(topic);
+    const reads = [
+      flat("s1-baseline-seed1", 0.05),
+      flat("s1-baseline-seed2", 0.95),
+      flat("s1-lr-0.05-seed1", 0.1),
+      flat("s1-lr-0.05-seed2", 0.11),
+      flat("s1-lr-0.5-seed1", 0.7),
+      flat("s1-lr-0.5-seed2", 0.72),
+    ];
+    const analysis = analyzeStageResults(topic, plan, [], reads, (id) => `/r/${id}`);
+    const baseline = analysis.configurations.find((item) => item.id === "baseline")!;
+    // Unclipped: 0.5 ± 12.706 * 0.45, far outside [0, 1].
+    expect([baseline.low, baseline.high]).toEqual([0, 1]);
+    expect(analysis.comparisons).toMatchObject({ incumbent: "lr-0.5" });
+    expect(analysis.comparisons!.rows.map((row) => [row.otherId, row.verdict])).toEqual([
+      ["baseline", "open"],
+      ["lr-0.05", "worse"],
+    ]);
+    const { renderAnalysis } = await import("./analysis-markdown.ts");
+    const text = renderAnalysis(analysis, topic, "/campaign");
+    expect(text).toContain("## Against the incumbent (lr-0.5, every stage so far)");
+    expect(text).toContain("equivalence margin 0.05 (two one-sided tests). Status: **open**.");
+    expect(text).toMatch(/\| lr-0\.05 \| 0\.605 \| \[[0-9.]+, [0-9.]+\] \|.*\| worse beyond seed noise \|/);
   });
 });

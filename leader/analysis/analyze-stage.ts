@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { readResultDir } from "../../campaign/index.ts";
-import type { CampaignPaths, MetricsRecord } from "../../campaign/index.ts";
+import type { CampaignPaths } from "../../campaign/index.ts";
 import { writeRedactedFile } from "../../core/redact.ts";
 import { pathExists } from "../../core/path-exists.ts";
 import { bestConfiguration, formatNumber, isBetter, summarizeConfigurations } from "../domain/configurations.ts";
@@ -8,7 +8,9 @@ import type { ConfigurationSummary, ExperimentOutcome, Prediction, StagePlan, St
 import { renderAnalysis } from "./analysis-markdown.ts";
 import type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
 export type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
-import { separatedBeyondNoise, summarizeCurve, type CurveSummary } from "../domain/statistics.ts";
+import { alpha, welchTest } from "../domain/comparisons.ts";
+import { rankAgainstIncumbent } from "../domain/incumbent.ts";
+import { oneSidedBound, summarizeCurve, withinRange } from "../domain/statistics.ts";
 import type { Topic } from "../domain/topic.ts";
 
 /** Pure: the analysis from what was read. `history` holds the stages before this one. */
@@ -62,38 +64,45 @@ export function analyzeStageResults(
     return {
       configurationId: configuration.id,
       prediction: configuration.prediction.text,
-      ...judge(configuration.prediction, summary, summaries, metric.goal, experiments),
+      ...judge(configuration.prediction, summary, summaries, metric.goal, experiments, metric.range),
     };
   });
   const best = bestConfiguration(own, metric.goal);
+  const ranking = rankAgainstIncumbent(summaries, metric);
   return {
     stage: plan.stage,
     metric: metric.name,
     score: metric.score,
     experiments,
-    configurations: own.map((summary) => ({
-      id: summary.configuration.id,
-      n: summary.sample.n,
-      mean: summary.sample.n > 0 ? summary.sample.mean : undefined,
-      low: summary.sample.low,
-      high: summary.sample.high,
-      failed: summary.failed,
-      scores: summary.scores,
-    })),
+    configurations: own.map((summary) => {
+      const sample = withinRange(summary.sample, metric.range);
+      return {
+        id: summary.configuration.id,
+        n: sample.n,
+        mean: sample.n > 0 ? sample.mean : undefined,
+        low: sample.low,
+        high: sample.high,
+        failed: summary.failed,
+        scores: summary.scores,
+      };
+    }),
     verdicts,
+    ...(ranking ? { comparisons: { incumbent: ranking.incumbent.configuration.id, status: ranking.status, rows: ranking.comparisons } } : {}),
     best: best ? { id: best.configuration.id, mean: best.sample.mean } : undefined,
     outcomes,
   };
 }
 
 function outcomeState(state: string): ExperimentOutcome["state"] {
-  return state === "succeeded" || state === "failed" || state === "timed_out" || state === "cancelled" ? state : "missing";
+  return state === "succeeded" || state === "failed" || state === "timed_out" || state === "cancelled" || state === "stopped_early" ? state : "missing";
 }
 
 /**
- * Supported: better than the reference beyond seed noise (the 95% interval lies past it).
- * Refuted: the mean is not better than the reference at all. Inconclusive: better in the
- * mean but within the noise, or not enough runs to say.
+ * A prediction is directional and stated before the stage runs, so it is judged one-sided
+ * at alpha = 0.05. Supported: better than the reference beyond seed noise (the one-sided
+ * 95% bound of the mean lies past a level; Welch's one-sided test against a
+ * configuration). Refuted: the mean is not better than the reference at all.
+ * Inconclusive: better in the mean but within the noise, or not enough runs to say.
  */
 function judge(
   prediction: Prediction,
@@ -101,13 +110,17 @@ function judge(
   all: ConfigurationSummary[],
   goal: "maximize" | "minimize",
   experiments: ExperimentAnalysis[],
+  range: [number, number] | undefined,
 ): Omit<PredictionVerdict, "configurationId" | "prediction"> {
-  const sample = summary.sample;
+  const sample = withinRange(summary.sample, range);
   const measured = `mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), 95% interval ${sample.low === undefined ? "n/a" : `[${formatNumber(sample.low)}, ${formatNumber(sample.high)}]`}`;
   if (prediction.kind === "records") {
+    // This stage's runs: a replicated configuration's earlier seeds were judged in their own stage.
     const runs = experiments.filter((experiment) => experiment.configurationId === summary.configuration.id);
-    if (sample.n > 0) return { verdict: "supported", explanation: `${sample.n} of ${runs.length} run(s) recorded the metric (${measured})` };
-    const finished = runs.every((run) => ["succeeded", "failed", "timed_out", "cancelled"].includes(run.state));
+    const recorded = runs.filter((run) => run.state === "succeeded" && run.score !== undefined).length;
+    if (recorded > 0)
+      return { verdict: "supported", explanation: `${recorded} of ${runs.length} run(s) of this stage recorded the metric (${measured}, every stage so far)` };
+    const finished = runs.every((run) => ["succeeded", "failed", "timed_out", "cancelled", "stopped_early"].includes(run.state));
     return finished
       ? { verdict: "refuted", explanation: `none of ${runs.length} finished run(s) recorded the metric` }
       : { verdict: "inconclusive", explanation: "no run has recorded the metric yet" };
@@ -120,19 +133,32 @@ function judge(
   if (prediction.kind === "above-level") {
     const level = prediction.level ?? Number.NaN;
     if (!isBetter(sample.mean, level, goal)) return { verdict: "refuted", explanation: `${measured}: the mean is not past ${formatNumber(level)}` };
-    const bound = goal === "maximize" ? sample.low : sample.high;
+    const bound = oneSidedBound(summary.sample, goal);
     if (bound !== undefined && isBetter(bound, level, goal))
-      return { verdict: "supported", explanation: `${measured}: the whole interval is past ${formatNumber(level)}` };
-    return { verdict: "inconclusive", explanation: `${measured}: the mean is past ${formatNumber(level)} but the interval reaches it` };
+      return { verdict: "supported", explanation: `${measured}: its one-sided 95% bound ${formatNumber(bound)} is past ${formatNumber(level)}` };
+    if (bound === undefined)
+      return { verdict: "inconclusive", explanation: `${measured}: the mean is past ${formatNumber(level)}, but one seed gives no noise to judge by` };
+    return {
+      verdict: "inconclusive",
+      explanation: `${measured}: the mean is past ${formatNumber(level)} but its one-sided 95% bound ${formatNumber(bound)} reaches it`,
+    };
   }
   const reference = all.find((item) => item.configuration.id === prediction.configurationId);
   if (!reference || reference.sample.n === 0)
     return { verdict: "inconclusive", explanation: `the reference ${prediction.configurationId ?? "(none)"} has no score to compare with` };
   const against = `${reference.configuration.id}'s mean ${formatNumber(reference.sample.mean)}${reference.sample.low === undefined ? "" : ` [${formatNumber(reference.sample.low)}, ${formatNumber(reference.sample.high)}]`}`;
   if (!isBetter(sample.mean, reference.sample.mean, goal)) return { verdict: "refuted", explanation: `${measured} is not better than ${against}` };
-  if (separatedBeyondNoise(sample, reference.sample, goal) === true)
-    return { verdict: "supported", explanation: `${measured} is better than ${against}, beyond seed noise (intervals do not overlap)` };
-  return { verdict: "inconclusive", explanation: `${measured} is better in the mean than ${against}, but within seed noise` };
+  const welch = welchTest(summary.scores, reference.scores);
+  if (!welch)
+    return { verdict: "inconclusive", explanation: `${measured} is better in the mean than ${against}, but one seed on a side gives no noise to judge by` };
+  // One-sided: half the two-sided p, on the side the mean already favours.
+  const oneSided = welch.p / 2;
+  if (oneSided < alpha)
+    return { verdict: "supported", explanation: `${measured} is better than ${against}, beyond seed noise (Welch's t, one-sided p ${formatNumber(oneSided)})` };
+  return {
+    verdict: "inconclusive",
+    explanation: `${measured} is better in the mean than ${against}, but within seed noise (Welch's t, one-sided p ${formatNumber(oneSided)})`,
+  };
 }
 
 /** Reads every planned experiment's result directory (a missing one reads as "missing"). */

@@ -4,7 +4,7 @@ import { commonBudget, curveOnAxis, defaultBudgetAxis, perStep, stepConfound, tr
 
 const at = (second: number) => new Date(Date.UTC(2026, 11, 1, 10, 0, second)).toISOString();
 const run = (episodesPerStep: number, rewards: number[]): MetricsRecord[] =>
-  rewards.map((reward, index) => ({ step: index + 1, time: at(index * 2), episodes: episodesPerStep, tokens: episodesPerStep * 10, step_time_s: 2, reward_mean: reward }));
+  rewards.map((reward, index) => ({ step: index + 1, time: at(index * 2), episodes: episodesPerStep, tokens: episodesPerStep * 10, step_time_s: 2, reward_mean: reward }) as unknown as MetricsRecord);
 
 describe("compute-fair curves", () => {
   it("puts a curve on the axis of what was spent", () => {
@@ -19,7 +19,7 @@ describe("compute-fair curves", () => {
     expect(curveOnAxis(records, "reward_mean", "wall")!.map((point) => point.step)).toEqual([2, 4, 6]);
     expect(curveOnAxis(records, "reward_mean", "gpu_hours", 4)!.at(-1)!.step).toBeCloseTo((6 * 4) / 3600);
     // A run that does not say what a step consumed cannot be put on that axis.
-    expect(curveOnAxis([{ step: 1, time: at(0), reward_mean: 0.1 }], "reward_mean", "episodes")).toBeUndefined();
+    expect(curveOnAxis([{ step: 1, time: at(0), reward_mean: 0.1 } as unknown as MetricsRecord], "reward_mean", "episodes")).toBeUndefined();
   });
 
   it("compares runs at the budget all of them reached, interpolating the last point", () => {

@@ -90,15 +90,18 @@ export function commonBudget(curves: readonly (readonly CurvePoint[])[]): number
 
 /** Mean consumption per optimizer step on the axis; undefined when the run does not say. */
 export function perStep(records: readonly MetricsRecord[], axis: Exclude<BudgetAxis, "steps">, gpus = 1): number | undefined {
-  const curve = curveOnAxis(
-    records.map((record) => ({ ...record, __one: 1 })),
-    "__one",
-    axis,
-    gpus,
-  );
-  const last = records.reduce((max, record) => Math.max(max, record.step), 0);
-  if (!curve || curve.length === 0 || last === 0) return undefined;
-  return curve.at(-1)!.step / last;
+  const sorted = [...records].sort((left, right) => left.step - right.step);
+  let spent = 0;
+  for (const [index, record] of sorted.entries()) {
+    const amount = spentIn(record, sorted[index - 1], axis, gpus);
+    if (amount === undefined) {
+      if (index === 0 && (axis === "wall" || axis === "gpu_hours")) continue;
+      return undefined;
+    }
+    spent += amount;
+  }
+  const last = sorted.at(-1)?.step ?? 0;
+  return last === 0 ? undefined : spent / last;
 }
 
 /**

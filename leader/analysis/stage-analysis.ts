@@ -1,12 +1,14 @@
 import type { MetricsRecord } from "../../campaign/index.ts";
-import type { ConfigurationSummary, ExperimentOutcome, Prediction } from "../domain/planner.ts";
+import type { ExperimentOutcome } from "../domain/planner.ts";
+import type { IncumbentComparison, IncumbentStatus } from "../domain/incumbent.ts";
 import type { CurveSummary } from "../domain/statistics.ts";
 
 /**
  * The analysis of one stage, in code: per experiment the final, best and area of the
  * topic's metric and the score the planner compares; per configuration the mean and 95%
- * interval of that score across seeds; each configuration's prediction judged with the
- * numbers. An experiment that failed, timed out, was cancelled or never produced a result
+ * interval of that score across seeds (clipped to the metric's range); the incumbent
+ * against every other configuration so far; each configuration's prediction judged with
+ * the numbers. An experiment that failed, timed out, was cancelled or never produced a result
  * directory is listed as such with its reason, never dropped.
  */
 export interface RunRead {
@@ -43,6 +45,8 @@ export interface StageAnalysis {
   /** The configurations this stage ran, with every seed measured so far (all stages). */
   configurations: { id: string; n: number; mean: number | undefined; low: number | undefined; high: number | undefined; failed: number; scores: number[] }[];
   verdicts: PredictionVerdict[];
+  /** The incumbent over every configuration so far against each other one (Welch, Holm, TOST). */
+  comparisons?: { incumbent: string; status: IncumbentStatus; rows: IncumbentComparison[] };
   best: { id: string; mean: number } | undefined;
   outcomes: ExperimentOutcome[];
 }

@@ -103,7 +103,7 @@ describe("stage plan file", () => {
     const text = await readFile(file, "utf8");
     expect(text).toMatch(/^# Stage 1 plan \(screen\)/);
     expect(text).toMatch(/\| lr-0\.05 \| lr=0\.05 \| H1 \|/);
-    expect(text).toMatch(/- If otherwise: refine around the best in stage 2/);
+    expect(text).toMatch(/- If otherwise: add seeds to the contenders not yet separated in stage 2/);
     expect(await readStagePlan(paths, 1)).toEqual(step.plan);
     await writeFile(file, text.replace('"kind": "screen"', '"kind": "guess"'));
     await expect(readStagePlan(paths, 1)).rejects.toThrow(/stage plan field kind/);

@@ -61,6 +61,9 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
       // The campaign's own command rules travel with each blueprint, so the worker holds
       // its command (and its diagnosis) to them on any host.
       ...(topic.commands.rules.length === 0 ? {} : { command_rules: topic.commands.rules }),
+      // And its allow patterns: a command a worker's diagnosis proposes runs without a person
+      // only if each new line matches one (worker/recover/command-approval.ts).
+      ...(topic.commands.allow.length === 0 ? {} : { command_allow: topic.commands.allow }),
     };
     const settingsText = Object.entries(configuration.settings)
       .map(([name, value]) => `${name}=${String(value)}`)
@@ -106,11 +109,7 @@ export function draftStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
  * Writes the stage's blueprints and audits each written text; returns them with their
  * findings (the caller decides whether an error finding stops the stage).
  */
-export async function writeStageBlueprints(
-  topic: Topic,
-  plan: StagePlan,
-  paths: CampaignPaths,
-): Promise<WrittenBlueprint[]> {
+export async function writeStageBlueprints(topic: Topic, plan: StagePlan, paths: CampaignPaths): Promise<WrittenBlueprint[]> {
   const blueprints = buildStageBlueprints(topic, plan, paths);
   const texts = blueprints.map((blueprint) => ({ blueprintId: blueprint.id, text: renderBlueprint(blueprint) }));
   const files = await writeBlueprintTexts(paths, plan.stage, texts);
@@ -148,4 +147,3 @@ export async function writeBlueprintTexts(paths: CampaignPaths, stageNumber: num
   }
   return files;
 }
-

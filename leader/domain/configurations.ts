@@ -71,7 +71,8 @@ export function summarizeConfigurations(history: StageRecord[]): ConfigurationSu
       if (!entry) continue;
       if (outcome.state === "succeeded" && outcome.score !== undefined && Number.isFinite(outcome.score))
         entry.scores.push({ seed: outcome.seed, score: outcome.score });
-      else entry.failed += 1;
+      // A run cut by early stopping did not fail: it is left out of the comparison, and listed apart.
+      else if (outcome.state !== "stopped_early") entry.failed += 1;
     }
   }
   return [...byId.values()].map((entry) => {

@@ -1,4 +1,5 @@
 import type { KnobValue, Topic } from "./topic.ts";
+import type { KnobBound } from "./knob-bounds.ts";
 import type { SampleSummary } from "./statistics.ts";
 
 /**
@@ -49,6 +50,8 @@ export interface PlannerInput {
   framing?: FramedQuestion;
   /** What reviewers asked with `a3r resume --instruct`, oldest first. */
   instructions?: ReviewInstruction[];
+  /** Per knob, the bounds of the engine's config schema (leader/design/engine-schema.ts); refinement stays inside. */
+  engineBounds?: Record<string, KnobBound>;
 }
 
 export interface FramedQuestion {
@@ -106,7 +109,12 @@ export type PlannerStep =
   | { kind: "stage"; plan: StagePlan }
   | { kind: "stop"; reason: StopReason; explanation: string; best: ConfigurationSummary | undefined; evidence: Record<string, unknown> };
 
-export type StopReason = "needs-input" | "separated" | "no-improvement" | "exhausted" | "budget" | "stage-failed";
+/**
+ * Why a campaign stops. `separated`: the best is better than every other beyond seed noise;
+ * `equivalent`: the rest are worse or the same as the best within the topic's margin (a
+ * tie is an answer); `budget`: a budget ran out with comparisons still open.
+ */
+export type StopReason = "needs-input" | "separated" | "equivalent" | "no-improvement" | "exhausted" | "budget" | "stage-failed";
 
 /** One full assignment of the knobs, and its difference from the baseline. */
 export interface Configuration {
@@ -136,6 +144,8 @@ export interface PlannedConfiguration extends Configuration {
   prediction: Prediction;
   /** Why this configuration is in the stage, in one sentence. */
   purpose: string;
+  /** Set when a knob's value lies outside the range the campaign has tried: what it extrapolates. */
+  extrapolation?: string;
 }
 
 export interface PlannedExperiment {
@@ -146,7 +156,10 @@ export interface PlannedExperiment {
 
 export interface StagePlan {
   stage: number;
-  kind: "screen" | "refine";
+  /** screen: one factor at a time; refine: new values around the best; replicate: more seeds of the contenders. */
+  kind: "screen" | "refine" | "replicate";
+  /** refine: the configuration the stage refines around (so it is refined around once). */
+  around?: string;
   rationale: string;
   hypotheses: { id: string; statement: string }[];
   configurations: PlannedConfiguration[];
@@ -159,7 +172,8 @@ export interface ExperimentOutcome {
   blueprintId: string;
   configurationId: string;
   seed: number;
-  state: "succeeded" | "failed" | "timed_out" | "cancelled" | "missing";
+  /** stopped_early: cut by the topic's early stopping at a rung; its partial scores are not compared. */
+  state: "succeeded" | "failed" | "timed_out" | "cancelled" | "stopped_early" | "missing";
   /** The topic's score of the run; undefined when it recorded no finite value. */
   score: number | undefined;
   reason?: string;

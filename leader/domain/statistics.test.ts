@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { separatedBeyondNoise, summarizeCurve, summarizeSample } from "./statistics.ts";
+import { oneSidedBound, separatedBeyondNoise, summarizeCurve, summarizeSample, withinRange } from "./statistics.ts";
 
 describe("summarizeCurve", () => {
   it("gives final, best and the mean level under the curve", () => {
@@ -35,9 +35,9 @@ describe("summarizeSample", () => {
     const summary = summarizeSample([1, 2, 3]);
     expect(summary.mean).toBe(2);
     expect(summary.std).toBe(1);
-    // t(0.975, 2) = 4.303; half width = 4.303 / sqrt(3).
-    expect(summary.low).toBeCloseTo(2 - 4.303 / Math.sqrt(3), 6);
-    expect(summary.high).toBeCloseTo(2 + 4.303 / Math.sqrt(3), 6);
+    // t(0.975, 2) = 4.302653 (the t table); half width = 4.302653 / sqrt(3).
+    expect(summary.low).toBeCloseTo(2 - 4.302653 / Math.sqrt(3), 5);
+    expect(summary.high).toBeCloseTo(2 + 4.302653 / Math.sqrt(3), 5);
   });
 
   it("has no interval for one seed", () => {
@@ -54,5 +54,19 @@ describe("separatedBeyondNoise", () => {
     expect(separatedBeyondNoise(low, high, "minimize")).toBe(true);
     expect(separatedBeyondNoise(high, noisy, "maximize")).toBe(false);
     expect(separatedBeyondNoise(high, summarizeSample([0.1]), "maximize")).toBeUndefined();
+  });
+});
+
+describe("withinRange and oneSidedBound", () => {
+  it("clips an interval to the metric's range and gives the one-sided bound a directional claim needs", () => {
+    const sample = summarizeSample([0.28, 0.34]);
+    expect(withinRange(summarizeSample([0.1, 0.95]), [0, 1])).toMatchObject({ low: 0, high: 1 });
+    // Both seeds at 0.28-0.34 against chance 0.03: the two-sided interval reaches below it,
+    // the one-sided bound (t(0.95, 1) = 6.314) does not.
+    expect(sample.low!).toBeLessThan(0.03);
+    // sd 0.0424, standard error 0.03.
+    expect(oneSidedBound(sample, "maximize")!).toBeCloseTo(0.31 - 6.3138 * 0.03, 3);
+    expect(oneSidedBound(sample, "maximize")!).toBeGreaterThan(0.03);
+    expect(oneSidedBound(summarizeSample([1]), "maximize")).toBeUndefined();
   });
 });

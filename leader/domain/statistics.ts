@@ -39,11 +39,8 @@ export function summarizeCurve(points: CurvePoint[], goal: "maximize" | "minimiz
   };
 }
 
-/** Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom. */
-const tQuantile975 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069,
-  2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
-];
+import { clipInterval } from "./comparisons.ts";
+import { studentTQuantile } from "./student-t.ts";
 
 export interface SampleSummary {
   n: number;
@@ -63,9 +60,26 @@ export function summarizeSample(values: number[]): SampleSummary {
   if (n === 1) return { n, mean, std: 0, low: undefined, high: undefined };
   const variance = finite.reduce((sum, value) => sum + (value - mean) ** 2, 0) / (n - 1);
   const std = Math.sqrt(variance);
-  const t = n - 1 <= tQuantile975.length ? tQuantile975[n - 2]! : 1.96;
-  const half = (t * std) / Math.sqrt(n);
+  const half = (studentTQuantile(0.975, n - 1) * std) / Math.sqrt(n);
   return { n, mean, std, low: mean - half, high: mean + half };
+}
+
+/** The sample with its interval clipped to the metric's declared range (a rate has no mean below 0). */
+export function withinRange(sample: SampleSummary, range: readonly [number, number] | undefined): SampleSummary {
+  if (!range || sample.low === undefined || sample.high === undefined) return sample;
+  const [low, high] = clipInterval(sample.low, sample.high, range);
+  return { ...sample, low, high };
+}
+
+/**
+ * The one-sided 95% bound of the mean on the side that matters for `goal` (the lower bound
+ * when maximizing): a directional prediction ("above chance") is a one-sided claim.
+ * Undefined for fewer than two values.
+ */
+export function oneSidedBound(sample: SampleSummary, goal: "maximize" | "minimize"): number | undefined {
+  if (sample.n < 2) return undefined;
+  const half = (studentTQuantile(0.95, sample.n - 1) * sample.std) / Math.sqrt(sample.n);
+  return goal === "maximize" ? sample.mean - half : sample.mean + half;
 }
 
 /**

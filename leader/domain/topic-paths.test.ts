@@ -31,7 +31,9 @@ describe("topic paths relative to the topic file", () => {
   });
 
   it("refuses a bare relative path, saying how to write one", () => {
-    expect(() => parseTopic(topic.replace("codebase: ../..", "codebase: src/app"), { file: "/t/t.md" })).toThrow(/base\.codebase: an absolute path, or one starting with \.\/ or \.\.\//);
+    expect(() => parseTopic(topic.replace("codebase: ../..", "codebase: src/app"), { file: "/t/t.md" })).toThrow(
+      /base\.codebase: an absolute path, or one starting with \.\/ or \.\.\//,
+    );
   });
 
   it("leaves a topic with absolute paths as it was", () => {

@@ -14,6 +14,7 @@ import { readFrontMatter } from "../../blueprints/front-matter.ts";
 import { parseDuration } from "../../core/duration.ts";
 import { A3rError } from "../../core/errors.ts";
 import { pathExists } from "../../core/path-exists.ts";
+import { earlyStopHint, earlyStopSchema, type EarlyStopRule } from "./early-stop.ts";
 
 /**
  * A research topic: a markdown file whose body states the question in words, with an
@@ -31,6 +32,7 @@ import { pathExists } from "../../core/path-exists.ts";
  * budgets: { stages: 3, experiments: 24, gpu_hours: 4, wall_time: 2h, llm_tokens: 2000000, llm_usd: 20 }
  * hosts: ../hosts/local-only.yaml      # relative to the topic file
  * review: false
+ * early_stop: { rungs: [0.25, 0.5], keep: 0.5 }   # optional: stop hopeless runs at rungs (early-stop.ts)
  * commands:                            # the campaign's command policy (optional)
  *   allow: ['python3 train\.py( --[\w.=/:-]+)*']   # plain lines a planner may add without approval
  *   rules: [{ id: no-git-push, pattern: 'git\s+push', reason: ..., severity: error }]
@@ -165,6 +167,8 @@ const frontMatterSchema = z.strictObject({
   commands: commandsSchema.default({ allow: [], rules: [] }),
   /** How often the leader polls its runs while it watches a stage (default 2s; tests use 200ms). */
   leader: z.strictObject({ poll_interval: durationText.optional() }).default({}),
+  /** Opt-in early stopping of hopeless runs (leader/domain/early-stop.ts). */
+  early_stop: earlyStopSchema.optional(),
 });
 
 /** The leader's poll interval while watching, when the topic does not set one. */
@@ -208,9 +212,12 @@ export interface Topic {
   commands: { allow: string[]; rules: CommandRule[] };
   /** How often the leader asks the hosts about its runs while watching (`leader.poll_interval`). */
   leaderPollMs: number;
+  /** Successive halving within each stage (`early_stop`); absent = every run completes. */
+  earlyStop?: EarlyStopRule;
 }
 
 const fieldHints: Record<string, string> = {
+  early_stop: earlyStopHint,
   metric: "add `metric: { name: <metric in metrics.jsonl>, goal: maximize|minimize }`",
   knobs: "give each knob a list of candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }` (the first is the baseline)",
   base: "describe the base experiment: `base: { codebase, interpreter, config, command, time_budget }` with absolute paths",
@@ -296,6 +303,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     review: data.review,
     commands: data.commands,
     leaderPollMs: data.leader.poll_interval === undefined ? defaultLeaderPollMs : parseDuration(data.leader.poll_interval)!,
+    ...(data.early_stop === undefined ? {} : { earlyStop: data.early_stop }),
   };
 }
 

@@ -1,6 +1,7 @@
 import { appendEventOnce } from "../../campaign/index.ts";
 import { auditBlueprintTexts, checkStageBudgets, commandsAddedBy } from "./graph-steps.ts";
 import { draftStageBlueprints, writeBlueprintTexts } from "../design/write-blueprints.ts";
+import { engineFindings } from "../design/engine-findings.ts";
 import type { NodeContext } from "./node-context.ts";
 import type { LeaderStateValue } from "./leader-state.ts";
 
@@ -26,15 +27,20 @@ export function designNode(context: NodeContext) {
 }
 
 export function auditNode(context: NodeContext) {
-  const { paths, planner, topicOf, enter, memo, decideStop, stopOnBudget } = context;
+  const { paths, planner, topicOf, enter, memo, decideStop, stopOnBudget, engineOf } = context;
   return async (state: LeaderStateValue): Promise<Partial<LeaderStateValue>> => {
     await enter("audit", state);
+    const engine = await engineOf();
+    const audit = (texts: Parameters<typeof auditBlueprintTexts>[2], drafts: Parameters<typeof auditBlueprintTexts>[3]) => [
+      ...auditBlueprintTexts(paths, plan.stage, texts, drafts),
+      ...(engine ? engineFindings(engine, texts) : []),
+    ];
     const topic = await topicOf();
     const plan = state.stagePlan!;
     const expected = plan.experiments.map((experiment) => experiment.blueprintId);
     const drafts = draftStageBlueprints(topic, plan, paths);
     let texts = state.blueprintTexts;
-    let findings = auditBlueprintTexts(paths, plan.stage, texts, drafts);
+    let findings = audit(texts, drafts);
     if (findings.length > 0 && planner.writeBlueprints) {
       // One repair round: the planner sees the findings of its own blueprints.
       await appendEventOnce(
@@ -52,7 +58,7 @@ export function auditNode(context: NodeContext) {
       } catch (error) {
         return stopOnBudget(error, plan.stage);
       }
-      findings = auditBlueprintTexts(paths, plan.stage, texts, drafts);
+      findings = audit(texts, drafts);
     }
     if (findings.length > 0) {
       // Every finding (up to a bound) goes into the stop, so the report shows them all.

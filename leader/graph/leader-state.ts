@@ -1,6 +1,7 @@
 import { Annotation } from "@langchain/langgraph";
 import type { DispatchHost, DispatchRow } from "../../hosts/index.ts";
 import type { BlueprintText, FramedQuestion, Planner, ReviewInstruction, StagePlan, StageRecord } from "../domain/planner.ts";
+import type { EngineSchemas } from "../design/engine-schema.ts";
 
 /** The graph's state (plain JSON) and the options and review types around it (leader-graph.ts). */
 export const LeaderState = Annotation.Root({
@@ -50,4 +51,10 @@ export interface LeaderOptions {
   onUpdate?: (rows: DispatchRow[]) => void;
   /** Called as each node starts (tests kill the leader at chosen points with it). */
   onNode?: (node: string, state: LeaderStateValue) => void | Promise<void>;
+  /**
+   * The engines' config schemas by mode (the CLI passes swarm's): refinement stays inside
+   * their bounds and the audit checks every blueprint's overrides against them
+   * (leader/design/engine-schema.ts). Without one, neither check runs.
+   */
+  engineSchemas?: EngineSchemas;
 }

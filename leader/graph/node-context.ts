@@ -10,6 +10,7 @@ import type { PlannerInput, PlannerStep, ReviewInstruction } from "../domain/pla
 import { llmAllowanceFor } from "../record/run-ledgers.ts";
 import { answerKeyIn, openRoundOf, stoppedMs } from "../record/reopen.ts";
 import { loadTopic } from "../domain/topic.ts";
+import { engineBounds, engineSchemaFor } from "../design/engine-schema.ts";
 import type { LeaderOptions, LeaderStateValue, ReviewAnswer, ReviewRequest } from "./leader-state.ts";
 
 /**
@@ -35,13 +36,19 @@ export function createNodeContext(options: LeaderOptions) {
     wallTimeMs:
       state.startedAtMs === null ? 0 : Math.max(0, Date.now() - state.startedAtMs - idleMs((await readEvents(paths.events)).events, state.startedAtMs)),
   });
-  const inputOf = async (state: LeaderStateValue): Promise<PlannerInput> => ({
-    topic: await topicOf(),
-    history: state.history,
-    usage: await usageOf(state),
-    ...(state.framing === null ? {} : { framing: state.framing }),
-    instructions: state.instructions,
-  });
+  const engineOf = async () => engineSchemaFor(options.engineSchemas, await topicOf());
+  const inputOf = async (state: LeaderStateValue): Promise<PlannerInput> => {
+    const topic = await topicOf();
+    const engine = await engineOf();
+    return {
+      topic,
+      history: state.history,
+      usage: await usageOf(state),
+      ...(state.framing === null ? {} : { framing: state.framing }),
+      instructions: state.instructions,
+      ...(engine ? { engineBounds: engineBounds(engine, Object.keys(topic.knobs)) } : {}),
+    };
+  };
   /** Every stop goes through here: logged once with its evidence, then the state that leads to the report. */
   const decideStop = async (stage: number, reason: string, explanation: string, evidence: Record<string, unknown> = {}) => {
     await appendEventOnce(paths.events, "campaign.stop_decided", { stage, reason, openRound: await openRound() }, { explanation, ...evidence });
@@ -97,7 +104,7 @@ export function createNodeContext(options: LeaderOptions) {
     };
   };
 
-  return { paths, planner, topicOf, enter, openRound, memo, usageOf, inputOf, decideStop, recordStop, stopOnBudget, itemsOf, review, options };
+  return { paths, planner, topicOf, enter, openRound, memo, usageOf, inputOf, engineOf, decideStop, recordStop, stopOnBudget, itemsOf, review, options };
 }
 
 export type NodeContext = ReturnType<typeof createNodeContext>;

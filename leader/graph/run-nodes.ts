@@ -2,6 +2,7 @@ import { appendEventOnce } from "../../campaign/index.ts";
 import { dispatchBlueprints } from "../../hosts/index.ts";
 import { analyzeStage } from "../analysis/analyze-stage.ts";
 import { bookUnbookedGpuHours, importRunLedgers } from "../record/run-ledgers.ts";
+import { createEarlyStopper } from "./early-stopping.ts";
 import type { NodeContext } from "./node-context.ts";
 import type { LeaderStateValue } from "./leader-state.ts";
 
@@ -62,15 +63,19 @@ export function dispatchNode(context: NodeContext) {
 }
 
 export function watchNode(context: NodeContext) {
-  const { paths, enter, itemsOf, options } = context;
+  const { paths, enter, itemsOf, options, topicOf } = context;
   return async (state: LeaderStateValue): Promise<Partial<LeaderStateValue>> => {
     await enter("watch", state);
+    const items = await itemsOf(state.blueprintFiles, state.blueprintFiles.length);
+    // The topic's early stopping (if it opts in) acts between the dispatcher's rounds.
+    const earlyStop = await createEarlyStopper({ topic: await topicOf(), plan: state.stagePlan!, items, hosts: options.hosts, eventsFile: paths.events });
     const rows = await dispatchBlueprints({
-      items: await itemsOf(state.blueprintFiles, state.blueprintFiles.length),
+      items,
       hosts: options.hosts,
       wait: true,
       intervalMs: options.intervalMs,
       onUpdate: options.onUpdate,
+      ...(earlyStop ? { afterRound: earlyStop } : {}),
     });
     await appendEventOnce(
       paths.events,

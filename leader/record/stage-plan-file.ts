@@ -54,7 +54,7 @@ export function renderStagePlan(plan: StagePlan, title: string): string {
 
 const stagePlanSchema = z.looseObject({
   stage: z.int().positive(),
-  kind: z.enum(["screen", "refine"]),
+  kind: z.enum(["screen", "refine", "replicate"]),
   configurations: z.array(z.looseObject({ id: z.string() })),
   experiments: z.array(z.looseObject({ blueprintId: z.string(), configurationId: z.string(), seed: z.int() })),
 });

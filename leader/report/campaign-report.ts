@@ -83,7 +83,9 @@ export async function historyFromFiles(paths: CampaignPaths, topic: Topic): Prom
       ? analyzeStageResults(topic, plan, history, reads, (id) => paths.result(id)).outcomes
       : reads.map((read) => {
           const experiment = plan.experiments.find((item) => item.blueprintId === read.blueprintId)!;
-          const state = ["succeeded", "failed", "timed_out", "cancelled"].includes(read.state) ? (read.state as ExperimentOutcome["state"]) : "missing";
+          const state = ["succeeded", "failed", "timed_out", "cancelled", "stopped_early"].includes(read.state)
+            ? (read.state as ExperimentOutcome["state"])
+            : "missing";
           return {
             blueprintId: read.blueprintId,
             configurationId: experiment.configurationId,

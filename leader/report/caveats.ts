@@ -2,7 +2,7 @@ import type { LedgerSummary } from "../../campaign/index.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
 import type { ExperimentRow } from "./experiment-row.ts";
-import { separatedBeyondNoise } from "../domain/statistics.ts";
+import type { IncumbentRanking } from "../domain/incumbent.ts";
 import type { Topic } from "../domain/topic.ts";
 
 /**
@@ -16,6 +16,8 @@ export interface CaveatInputs {
   topic: Topic;
   summaries: ConfigurationSummary[];
   best: ConfigurationSummary | undefined;
+  /** The best against every other configuration (domain/incumbent.ts). */
+  ranking?: IncumbentRanking | undefined;
   experiments: ExperimentRow[];
   stop: { reason: string; explanation: string } | null;
   history: StageRecord[];
@@ -33,7 +35,6 @@ export function reportCaveats(inputs: CaveatInputs): string[] {
   const caveats: string[] = [];
   caveats.push(...stopCaveats(inputs.stop));
   if (!inputs.topic.metric) return [...caveats, ...costCaveats(inputs)];
-  const goal = inputs.topic.metric.goal;
 
   const scored = inputs.summaries.filter((summary) => summary.sample.n > 0);
   const thin = inputs.summaries.filter((summary) => summary.sample.n < 2);
@@ -48,11 +49,12 @@ export function reportCaveats(inputs: CaveatInputs): string[] {
       `Few seeds: with ${smallest} scored seed(s) a 95% interval is the mean ± ${smallSampleT[smallest]} standard errors, so only large differences separate.`,
     );
   }
-  if (inputs.best) {
-    const overlapping = scored.filter((other) => other !== inputs.best && separatedBeyondNoise(inputs.best!.sample, other.sample, goal) === false);
-    if (overlapping.length > 0) {
+  if (inputs.best && inputs.ranking) {
+    const open = inputs.ranking.comparisons.filter((comparison) => comparison.verdict === "open");
+    if (open.length > 0) {
+      const meanOf = (id: string): number | undefined => scored.find((summary) => summary.configuration.id === id)?.sample.mean;
       caveats.push(
-        `The 95% interval of ${inputs.best.configuration.id} overlaps that of ${overlapping.map((other) => `${other.configuration.id} (mean ${formatNumber(other.sample.mean)})`).join(", ")}: their order is within seed noise.`,
+        `${inputs.best.configuration.id} is not separated from ${open.map((comparison) => `${comparison.otherId} (mean ${formatNumber(meanOf(comparison.otherId))})`).join(", ")} (Welch's t, Holm-corrected): their order is within seed noise.`,
       );
     }
   }
@@ -91,6 +93,7 @@ function stopCaveats(stop: CaveatInputs["stop"]): string[] {
     case "exhausted":
       return ["Stopped because every candidate around the best was measured: the answer holds only over the knob values tried."];
     case "separated":
+    case "equivalent":
       return [];
     default:
       return [`Stopped early (${stop.reason}): ${explanation}.`];

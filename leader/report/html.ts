@@ -3,6 +3,7 @@ import { renderLineChart } from "../../core/line-chart.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import type { CampaignReportModel, Inline, StageCurves } from "./model.ts";
 import { intervalText } from "./model.ts";
+import { comparisonCaption, comparisonCells, comparisonHeader } from "./comparison-table.ts";
 
 /**
  * `report.html`: one self-contained page (inline CSS and SVG, no script, no external
@@ -28,6 +29,7 @@ export function renderReportHtml(model: CampaignReportModel): string {
   if (model.metric) {
     body.push(section("charts", "Charts", [scoreFigure(model), ...model.curves.map((curves) => curveFigure(model, curves))]));
     body.push(section("configurations", "Score per configuration", [configurationTable(model)]));
+    if ((model.comparisons?.rows.length ?? 0) > 0) body.push(section("comparisons", "Against the best", [comparisonTable(model)]));
   }
   if (model.verdicts.length > 0) {
     body.push(
@@ -134,6 +136,12 @@ function configurationTable(model: CampaignReportModel): string {
       `<tr${row.isBest ? ' class="best"' : ""}><td>${escapeHtml(row.id)}${row.isBest ? " (best)" : ""}</td><td>${escapeHtml(row.settings)}</td><td class="number">${row.stage}</td><td class="number">${row.n}</td><td class="number">${row.failed}</td><td class="number">${formatNumber(row.mean)}</td><td>${intervalText(row.low, row.high)}</td><td>${row.scores.map(formatNumber).join(", ")}</td></tr>`,
   );
   return `<p>${escapeHtml(model.metric!.label)}, goal: ${model.metric!.goal}; mean over seeds with its 95% interval (t distribution).</p><table><thead><tr><th>configuration</th><th>settings</th><th>stage</th><th>seeds scored</th><th>failed</th><th>mean</th><th>95% interval</th><th>scores</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+function comparisonTable(model: CampaignReportModel): string {
+  const head = comparisonHeader.map((name) => `<th>${escapeHtml(name)}</th>`).join("");
+  const rows = comparisonCells(model).map((cells) => `<tr>${cells.map((text) => `<td>${escapeHtml(text)}</td>`).join("")}</tr>`);
+  return `<p>${escapeHtml(comparisonCaption(model, model.metric!.equivalence))}</p><table><thead><tr>${head}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
 
 function experimentTable(model: CampaignReportModel): string {

@@ -1,6 +1,8 @@
 import { formatNumber } from "../domain/configurations.ts";
 import type { CampaignReportModel, Inline } from "./model.ts";
 import { intervalText } from "./model.ts";
+import { comparisonCaption, comparisonCells, comparisonHeader } from "./comparison-table.ts";
+import { stoppedEarlyLines } from "./early-stop-section.ts";
 
 /**
  * `report.md`: the campaign report as markdown, the same sections as report.html with
@@ -31,7 +33,7 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
     lines.push(
       "## Score per configuration",
       "",
-      `${inline(model.metric.label)}, goal: ${model.metric.goal}; mean over seeds with its 95% interval (t distribution).`,
+      `${inline(model.metric.label)}, goal: ${model.metric.goal}; mean over seeds with its 95% interval (t distribution, clipped to the metric's range when the topic declares one).`,
       "",
       "| configuration | settings | stage | seeds scored | failed | mean | 95% interval | scores |",
       "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -39,6 +41,19 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
         (row) =>
           `| ${row.isBest ? `**${cell(row.id)}** (best)` : cell(row.id)} | ${cell(row.settings)} | ${row.stage} | ${row.n} | ${row.failed} | ${formatNumber(row.mean)} | ${intervalText(row.low, row.high)} | ${row.scores.map(formatNumber).join(", ")} |`,
       ),
+      "",
+    );
+  }
+
+  if (model.metric && (model.comparisons?.rows.length ?? 0) > 0) {
+    lines.push(
+      "## Against the best",
+      "",
+      inline(comparisonCaption(model, model.metric.equivalence)),
+      "",
+      `| ${comparisonHeader.join(" | ")} |`,
+      `| ${comparisonHeader.map(() => "---").join(" | ")} |`,
+      ...comparisonCells(model).map((cells) => `| ${cells.map(cell).join(" | ")} |`),
       "",
     );
   }
@@ -67,6 +82,7 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
     }),
     "",
   );
+  lines.push(...stoppedEarlyLines(model.experiments, inline));
 
   lines.push(
     "## Costs",

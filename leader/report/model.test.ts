@@ -104,13 +104,21 @@ describe("buildReportModel", () => {
     // Seeds 1 and 2 scored 0.78 and 0.80 (seed 3 failed): mean 0.79, t(1) = 12.706, se = 0.01.
     expect(best).toMatchObject({ n: 2, failed: 1, isBest: true });
     expect(best.mean).toBeCloseTo(0.79, 9);
-    expect(best.low).toBeCloseTo(0.79 - 0.12706, 6);
+    expect(best.low).toBeCloseTo(0.79 - 0.127062047, 6);
+
     const answer = model.answer.map((paragraph) => paragraph.map((run) => (typeof run === "string" ? run : `**${run.strong}**`)).join("")).join("\n");
     expect(answer).toContain(
       "The best configuration measured is **lr-0.03** (lr=0.03): final reward_mean mean 0.79 over 2 seed(s), 95% interval [0.6629, 0.9171].",
     );
+    // The first paragraph answers: runner-up with the effect and its interval, the decision, the compute.
+    expect(answer).toContain(
+      "The runner-up is lr-1 (mean 0.52, 3 seed(s)): lr-0.03 leads it by 0.27 (95% interval [0.2202, 0.3198]; Hedges' g 10.76 [3.853, 17.66]; Welch's t, Holm-adjusted p 8.126e-4), beyond seed noise.",
+    );
+    expect(answer).toContain("Decided: lr-0.03 is better than each of the 3 other scored configuration(s) beyond seed noise.");
+    expect(answer).toContain("Compute spent: 12 run(s) over 2 stage(s) (1 not scored), 1.25 GPU-hours.");
+    expect(answer.split("\n")[0]).toMatch(/^The best configuration measured is .*Compute spent/);
+    expect(answer).not.toContain("What would settle it");
     expect(answer).toContain("Against the baseline (mean 0.5, 95% interval [0.4503, 0.5497]), its mean differs by 0.29 (58%), beyond seed noise");
-    expect(answer).toContain("better than each of the 3 other scored configuration(s) beyond seed noise");
     expect(answer).toContain("Stopped: no-improvement: no configuration of stage 2 beats lr-0.03's mean.");
   });
 
@@ -137,9 +145,67 @@ describe("buildReportModel", () => {
     });
     expect(model.bestId).toBe("lr-1");
     const text = model.caveats.join("\n");
-    expect(text).toMatch(/The 95% interval of lr-1 overlaps that of baseline \(mean 0\.5\)/);
+    expect(text).toMatch(/lr-1 is not separated from baseline \(mean 0\.5\)/);
     expect(text).toContain("Stopped by a budget (stage 2 would exceed the budget of 1 stage(s)): the search did not reach its own end");
-    expect(model.answer.flat().join("")).toContain("within seed noise");
+    const answer = model.answer.flat().join("");
+    expect(answer).toContain("within seed noise");
+    expect(answer).toContain("Not decided: lr-1 is not separated from baseline (and with no equivalence margin declared, a tie cannot be shown).");
+    // What would settle it, sized from the measured seed noise.
+    expect(answer).toContain("What would settle it: 14 more seed(s) of lr-1 and 14 of baseline (17 each) would separate a 0.02 difference with 80% power");
+  });
+
+  it("clips intervals to the metric's range, states a tie within the margin, and flags extrapolations", () => {
+    const topic = parseTopic(
+      "---\nmetric: { name: reward_mean, goal: maximize, range: [0, 1], equivalence: 0.05 }\nbase: { codebase: /c, interpreter: /usr/bin/node, command: run, gpus: 0 }\nknobs: { lr: [0.2, 0.5] }\n---\nq",
+    );
+    const configuration = (id: string, lr: number, extrapolation?: string) => ({
+      id,
+      settings: { lr },
+      delta: (id === "baseline" ? {} : { lr }) as Record<string, number>,
+      hypothesis: "H1",
+      purpose: "p",
+      prediction: { kind: "records" as const, text: "records" },
+      ...(extrapolation ? { extrapolation } : {}),
+    });
+    const scores: Record<string, number[]> = { baseline: [0.97, 0.98, 0.975, 0.972], "lr-0.5": [0.99, 0.975, 0.98, 0.985], "lr-1.25": [0.2, 0.9, 0.95, 0.1] };
+    const plan = {
+      stage: 1,
+      kind: "screen" as const,
+      rationale: "r",
+      hypotheses: [],
+      configurations: [
+        configuration("baseline", 0.2),
+        configuration("lr-0.5", 0.5),
+        configuration("lr-1.25", 1.25, "lr=1.25 lies outside the tried range 0.2–0.5: an extrapolation"),
+      ],
+      experiments: Object.entries(scores).flatMap(([id, values]) =>
+        values.map((_, index) => ({ blueprintId: `s1-${id}-seed${index + 1}`, configurationId: id, seed: index + 1 })),
+      ),
+      decisions: [],
+    };
+    const outcomes = plan.experiments.map((experiment) => ({
+      ...experiment,
+      state: "succeeded" as const,
+      score: scores[experiment.configurationId]![experiment.seed - 1]!,
+    }));
+    const model = buildReportModel({
+      ...inputs(),
+      topic,
+      history: [{ plan, outcomes }],
+      stop: { reason: "equivalent", explanation: "tied" },
+      runs: {},
+      plannedStages: [1],
+    });
+    const wide = model.configurations.find((row) => row.id === "lr-1.25")!;
+    // Unclipped, its 95% interval is about [-0.21, 1.29]: a reward in [0, 1] cannot have such a mean.
+    expect([wide.low, wide.high]).toEqual([0, 1]);
+    const answer = model.answer.flat().join("");
+    expect(answer).toContain("The same as lr-0.5 within 0.05: baseline.");
+    expect(answer).toContain(
+      "Extrapolated beyond the tested range (flagged in the stage plans): lr-1.25 in stage 1 (lr=1.25 lies outside the tried range 0.2–0.5: an extrapolation).",
+    );
+    expect(model.comparisons?.rows.find((row) => row.otherId === "baseline")?.verdict).toBe("equivalent");
+    expect(model.caveats.join("\n")).not.toContain("Stopped early");
   });
 
   it("notes a result directory whose score changed after its analysis, and keeps the analysis figure", () => {
@@ -231,10 +297,11 @@ describe("the rendered report", () => {
     const model = buildReportModel(inputs());
     const markdown = renderReportMarkdown(model);
     const html = renderReportHtml(model);
-    for (const heading of ["Question", "Answer", "Caveats", "Score per configuration", "Predictions", "Experiments", "Costs"]) {
+    for (const heading of ["Question", "Answer", "Caveats", "Score per configuration", "Against the best", "Predictions", "Experiments", "Costs"]) {
       expect(markdown).toContain(`## ${heading}`);
       expect(html).toContain(`<h2>${heading}</h2>`);
     }
+    expect(markdown).toMatch(/\| lr-1 \| 0\.27 \| \[0\.2202, 0\.3198\] \| 10\.76 \[3\.853, 17\.66\] \|/);
     expect(markdown).toContain("[s2-lr-0.03-seed3](results/s2-lr-0.03-seed3/result.md)");
     expect(html.match(/<a href="results\/[^"]+\/result\.md">/g)).toHaveLength(12);
     expect(html.match(/<figure class="chart"/g)).toHaveLength(3);

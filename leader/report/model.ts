@@ -2,13 +2,15 @@ import type { LedgerSummary, MetricsRecord, RoleTotals } from "../../campaign/in
 import type { ChartSeries } from "../../core/line-chart.ts";
 import { analyzeStageResults, type RunRead, type StageAnalysis } from "../analysis/analyze-stage.ts";
 import { checkConclusion, type CheckedClaim } from "./conclusion-check.ts";
-import { bestConfiguration, formatNumber, summarizeConfigurations } from "../domain/configurations.ts";
+import { bestConfiguration, summarizeConfigurations } from "../domain/configurations.ts";
 import { scoreLabel } from "../domain/score-label.ts";
-import type { Conclusion, ConfigurationSummary, FramedQuestion, StageRecord } from "../domain/planner.ts";
+import type { Conclusion, FramedQuestion, StageRecord } from "../domain/planner.ts";
 import { reportCaveats } from "./caveats.ts";
 import type { ExperimentRow } from "./experiment-row.ts";
-import { separatedBeyondNoise } from "../domain/statistics.ts";
-import type { KnobValue, Topic } from "../domain/topic.ts";
+import { rankAgainstIncumbent, type IncumbentComparison, type IncumbentStatus } from "../domain/incumbent.ts";
+import { withinRange } from "../domain/statistics.ts";
+import type { Topic } from "../domain/topic.ts";
+import { answerParagraphs, settingsText, type Paragraph } from "./answer.ts";
 
 /**
  * Everything the campaign report says, as plain data computed in code: the answer with
@@ -18,8 +20,8 @@ import type { KnobValue, Topic } from "../domain/topic.ts";
  */
 
 /** Inline text: plain runs and strong runs (the answer's configuration id). */
-export type Inline = string | { strong: string };
-export type Paragraph = Inline[];
+export type { Inline, Paragraph } from "./answer.ts";
+export { intervalText, settingsText } from "./answer.ts";
 
 export interface ReportRunFiles {
   /** What the result directory holds now (readStageRuns). */
@@ -93,11 +95,13 @@ export interface CampaignReportModel {
   title: string;
   question: string;
   framing: FramedQuestion | undefined;
-  metric: { name: string; goal: "maximize" | "minimize"; label: string; reference: number | undefined } | undefined;
+  metric: { name: string; goal: "maximize" | "minimize"; label: string; reference: number | undefined; equivalence?: number } | undefined;
   stop: { reason: string; explanation: string } | null;
   answer: Paragraph[];
   bestId: string | undefined;
   configurations: ConfigurationRow[];
+  /** The best against every other configuration (Welch, Holm, TOST): the answer's evidence. */
+  comparisons: { incumbent: string; status: IncumbentStatus; rows: IncumbentComparison[] } | undefined;
   verdicts: VerdictRow[];
   experiments: ExperimentRow[];
   curves: StageCurves[];
@@ -112,6 +116,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
   const metric = topic.metric;
   const summaries = summarizeConfigurations(history);
   const best = metric ? bestConfiguration(summaries, metric.goal) : undefined;
+  const ranking = metric ? rankAgainstIncumbent(summaries, metric) : undefined;
   // The stages judged again from the files, each with the stages before it (as in the graph).
   const analyses = metric
     ? history.map((record, index) => analyzeStageResults(topic, record.plan, history.slice(0, index), readsOf(record, inputs.runs), () => ""))
@@ -125,22 +130,50 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
     title: topic.title,
     question: topic.question,
     framing: inputs.framing,
-    metric: metric ? { name: metric.name, goal: metric.goal, label: scoreLabel(metric), reference: metric.reference } : undefined,
+    metric: metric
+      ? {
+          name: metric.name,
+          goal: metric.goal,
+          label: scoreLabel(metric),
+          reference: metric.reference,
+          ...(metric.equivalence === undefined ? {} : { equivalence: metric.equivalence }),
+        }
+      : undefined,
     stop: inputs.stop,
-    answer: [...answerParagraphs(topic, summaries, best, inputs.stop), ...reopeningParagraphs(inputs.reopenings ?? [])],
+    answer: [
+      ...answerParagraphs({
+        topic,
+        summaries,
+        best,
+        ranking,
+        stop: inputs.stop,
+        history,
+        compute: {
+          runs: experiments.length,
+          unscored: experiments.filter((row) => row.state !== "succeeded" || row.score === undefined).length,
+          gpuHours: inputs.ledger.gpu.gpuHours,
+          gpuEntries: inputs.ledger.gpu.entries,
+        },
+      }),
+      ...reopeningParagraphs(inputs.reopenings ?? []),
+    ],
     bestId: best?.configuration.id,
-    configurations: summaries.map((summary) => ({
-      id: summary.configuration.id,
-      settings: settingsText(summary.configuration.settings),
-      stage: summary.stage,
-      n: summary.sample.n,
-      failed: summary.failed,
-      mean: summary.sample.n > 0 ? summary.sample.mean : undefined,
-      low: summary.sample.low,
-      high: summary.sample.high,
-      scores: summary.scores,
-      isBest: summary === best,
-    })),
+    configurations: summaries.map((summary) => {
+      const sample = withinRange(summary.sample, metric?.range);
+      return {
+        id: summary.configuration.id,
+        settings: settingsText(summary.configuration.settings),
+        stage: summary.stage,
+        n: sample.n,
+        failed: summary.failed,
+        mean: sample.n > 0 ? sample.mean : undefined,
+        low: sample.low,
+        high: sample.high,
+        scores: summary.scores,
+        isBest: summary === best,
+      };
+    }),
+    comparisons: ranking ? { incumbent: ranking.incumbent.configuration.id, status: ranking.status, rows: ranking.comparisons } : undefined,
     verdicts,
     experiments,
     curves: metric ? history.map((record) => stageCurves(record, inputs.runs, metric.name)) : [],
@@ -156,6 +189,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
     topic,
     summaries,
     best,
+    ranking,
     experiments,
     stop: inputs.stop,
     history,
@@ -168,67 +202,11 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
   return model;
 }
 
-export function settingsText(settings: Record<string, KnobValue>): string {
-  return Object.entries(settings)
-    .map(([name, value]) => `${name}=${String(value)}`)
-    .join(", ");
-}
-
-export function intervalText(low: number | undefined, high: number | undefined): string {
-  return low === undefined || high === undefined ? "n/a" : `[${formatNumber(low)}, ${formatNumber(high)}]`;
-}
-
 /** One line per re-opening, so a reader sees that an earlier stop was lifted and why. */
 function reopeningParagraphs(reopenings: NonNullable<ReportInputs["reopenings"]>): Paragraph[] {
   return reopenings.map((reopening, index) => [
     `Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget${reopening.after === undefined ? "" : `: ${reopening.after.replace(/[.\s]+$/, "")}`}.`,
   ]);
-}
-
-function answerParagraphs(topic: Topic, summaries: ConfigurationSummary[], best: ConfigurationSummary | undefined, stop: ReportInputs["stop"]): Paragraph[] {
-  const metric = topic.metric;
-  const stopped: Paragraph = [`Stopped: ${stop ? `${stop.reason}: ${stop.explanation.replace(/[.\s]+$/, "")}` : "(not stopped)"}.`];
-  if (!metric) return [["The topic names no metric, so no configuration can be scored and the question is not answered."], stopped];
-  if (!best) return [["No configuration produced a score, so the question is not answered."], stopped];
-  const sample = best.sample;
-  const interval = sample.low === undefined ? "no interval (one seed)" : `95% interval ${intervalText(sample.low, sample.high)}`;
-  const paragraphs: Paragraph[] = [
-    [
-      "The best configuration measured is ",
-      { strong: best.configuration.id },
-      ` (${settingsText(best.configuration.settings) || "no knobs"}): ${scoreLabel(metric)} mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), ${interval}.`,
-    ],
-  ];
-  const baseline = summaries.find((summary) => summary.configuration.id === "baseline");
-  if (baseline && baseline !== best && baseline.sample.n > 0) {
-    const difference = sample.mean - baseline.sample.mean;
-    const relative = baseline.sample.mean !== 0 ? ` (${formatNumber((Math.abs(difference) / Math.abs(baseline.sample.mean)) * 100)}%)` : "";
-    const separated = separatedBeyondNoise(sample, baseline.sample, metric.goal);
-    const noise =
-      separated === true
-        ? "beyond seed noise (the 95% intervals do not overlap)"
-        : separated === false
-          ? "within seed noise (the 95% intervals overlap)"
-          : "with too few seeds to compare against seed noise (fewer than two on a side)";
-    paragraphs.push([
-      `Against the baseline (mean ${formatNumber(baseline.sample.mean)}, 95% interval ${intervalText(baseline.sample.low, baseline.sample.high)}), its mean differs by ${formatNumber(difference)}${relative}, ${noise}.`,
-    ]);
-  } else if (baseline === best && summaries.filter((summary) => summary.sample.n > 0).length > 1) {
-    paragraphs.push(["No other configuration has a better mean than the baseline."]);
-  }
-  const others = summaries.filter((summary) => summary !== best && summary.sample.n > 0);
-  const overlapping = others.filter((other) => separatedBeyondNoise(sample, other.sample, metric.goal) === false).map((other) => other.configuration.id);
-  const undecidable = others.filter((other) => separatedBeyondNoise(sample, other.sample, metric.goal) === undefined).map((other) => other.configuration.id);
-  if (others.length > 0 && overlapping.length === 0 && undecidable.length === 0)
-    paragraphs.push([`It is better than each of the ${others.length} other scored configuration(s) beyond seed noise.`]);
-  else if (others.length > 0) {
-    const parts: string[] = [];
-    if (overlapping.length > 0) parts.push(`its 95% interval overlaps that of ${overlapping.join(", ")}`);
-    if (undecidable.length > 0) parts.push(`against ${undecidable.join(", ")} the comparison needs at least two scored seeds on each side`);
-    paragraphs.push([`It is not shown to be better than every other configuration: ${parts.join("; ")}.`]);
-  }
-  paragraphs.push(stopped);
-  return paragraphs;
 }
 
 function experimentRows(inputs: ReportInputs, analyses: StageAnalysis[] | undefined): ExperimentRow[] {

@@ -1,4 +1,4 @@
-import type { ResultDirWriter } from "../../campaign/index.ts";
+import { readStopRequest, type ResultDirWriter } from "../../campaign/index.ts";
 import { formatDuration } from "../../core/duration.ts";
 import type { FailureFacts } from "../recover/failure-classifier.ts";
 import { collectExit, isRecordRunning, stopRecord, type LaunchedProcessRecord } from "../launch/launched-process.ts";
@@ -12,9 +12,9 @@ import { stopEscapedProcesses } from "../launch/run-tag.ts";
 
 /**
  * Watches one attempt until it ends, continuously (every poll interval, no backoff): reads
- * metrics, heartbeats, checks the processes, the time budget, the first-signal timeout and
- * stalls. It never decides recovery: it returns how the attempt ended, with the facts the
- * classifier needs. Swarm clients are the exception: a crashed client is restarted here,
+ * metrics, heartbeats, checks the processes, a stop request (`stop-request.json`), the time
+ * budget, the first-signal timeout and stalls. It never decides recovery: it returns how
+ * the attempt ended, with the facts the classifier needs. Swarm clients are the exception: a crashed client is restarted here,
  * alone, because that is not a new attempt of the run.
  *
  * Example (classic, NaN): steps 1..5 recorded → step 6 has loss=NaN → group stopped →
@@ -66,7 +66,9 @@ export type AttemptEnd =
   | { kind: "succeeded"; detail: string; lastStep: number | null }
   | { kind: "failed"; detail: string; facts: FailureFacts; lastStep: number | null }
   | { kind: "timed_out"; detail: string; lastStep: number | null }
-  | { kind: "cancelled"; detail: string; lastStep: number | null };
+  | { kind: "cancelled"; detail: string; lastStep: number | null }
+  /** A stop request (`stop-request.json`, campaign/stop-request.ts) ended it; `evidence` is the requester's. */
+  | { kind: "stopped_early"; detail: string; evidence: Record<string, unknown>; lastStep: number | null };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -91,6 +93,7 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
   let lastHeartbeatAt = 0;
   let nonFinite: { step: number; key: string } | undefined;
   const warnedNonFinite = new Set<string>();
+  let invalidStopRequest: string | undefined;
 
   const stopAll = async () => {
     // Clients first, so the server's last checkpoint is not disturbed by new episodes.
@@ -193,6 +196,15 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
       await readMetrics();
       return end({ kind: "cancelled", detail: `cancelled (${String(options.signal.reason ?? "aborted")})`, lastStep: merger.lastStep });
     }
+    const stop = await stopRequested();
+    if (stop) {
+      // Recorded before the stop, so the evidence survives a worker killed while stopping.
+      await writer.appendEvent("run.stop-requested", { attempt, state: stop.state, reason: stop.reason, evidence: stop.evidence, step: merger.lastStep });
+      progress.event(`attempt ${attempt}: stop requested (${stop.reason}); stopping the run's processes`);
+      await stopAll();
+      await readMetrics();
+      return end({ kind: "stopped_early", detail: stop.reason, evidence: stop.evidence, lastStep: merger.lastStep });
+    }
     if (now() - options.runStartedAtMs >= options.budgetMs) {
       await stopAll();
       await readMetrics();
@@ -247,6 +259,19 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
       });
     }
     await sleep(settings.pollIntervalMs);
+  }
+
+  /** The stop request in the result directory, if a valid one is there; an invalid one is reported once and ignored. */
+  async function stopRequested() {
+    if (!options.resultDir) return undefined;
+    const read = await readStopRequest(options.resultDir);
+    if (read.kind === "request") return read.request;
+    if (read.kind === "invalid" && read.problem !== invalidStopRequest) {
+      invalidStopRequest = read.problem;
+      await writer.appendEvent("run.stop-request-invalid", { attempt, problem: read.problem });
+      progress.event(`warning: ${read.problem}; the run goes on (a stop request is {"state": "stopped_early", "reason": "..."})`);
+    }
+    return undefined;
   }
 
   async function checkSwarm(): Promise<AttemptEnd | undefined> {

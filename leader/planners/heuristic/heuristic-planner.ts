@@ -6,33 +6,45 @@ import {
   formatNumber,
   isBetter,
   makeConfiguration,
-  separatedFromRest,
   summarizeConfigurations,
   type Goal,
 } from "../../domain/configurations.ts";
+import { followUps, seedsToAdd } from "../../domain/follow-up.ts";
+import { rankAgainstIncumbent, type IncumbentComparison, type IncumbentRanking } from "../../domain/incumbent.ts";
+import { mergeBounds, type KnobBound } from "../../domain/knob-bounds.ts";
 import { scoreLabel } from "../../domain/score-label.ts";
-import type { ConfigurationSummary, PlannedConfiguration, Planner, PlannerInput, PlannerStep, StagePlan } from "../../domain/planner.ts";
+import type { ConfigurationSummary, PlannedConfiguration, Planner, PlannerInput, PlannerStep, StagePlan, StageRecord } from "../../domain/planner.ts";
 import { applyInstructions } from "./instructions.ts";
 import { refinementCandidates } from "./refinement.ts";
 import { heuristicNeeds, type Topic, type TopicMetric } from "../../domain/topic.ts";
 
 /**
  * The deterministic planner. Stage 1 screens: the baseline (each knob at its first value)
- * and one factor at a time (each other value of each knob, the rest at baseline). Later
- * stages refine around the best configuration so far (leader/planners/heuristic/refinement.ts). After each
- * stage, in this order, it stops when:
+ * and one factor at a time (each other value of each knob, the rest at baseline). After
+ * each stage it compares the best mean so far (the incumbent) with every other
+ * configuration (Welch's t, Holm-corrected over the comparisons, TOST against the topic's
+ * `metric.equivalence`; domain/incumbent.ts) and decides, in this order:
  *
- * 1. the topic lacks what it needs (metric, base experiment, knobs): it says what to add;
- * 2. no experiment of the last stage produced a score;
- * 3. the best configuration is better than every other beyond seed noise (after the
- *    screen, only when no refinement around it can run: the screen's values are coarse);
- * 4. (from stage 2) the last stage's best does not beat the best of the stages before it;
- * 5. there is nothing left to try around the best;
- * 6. the next stage would exceed a budget (stages, experiments, GPU-hours, wall time).
+ * 1. the topic lacks what it needs (metric, base experiment, knobs): stop, saying what to add;
+ * 2. no experiment of the last stage produced a score: stop with the failures;
+ * 3. the incumbent is separated from every other: refine around it once
+ *    (leader/planners/heuristic/refinement.ts, inside the knobs' bounds), then stop
+ *    (`separated`);
+ * 4. the rest are worse or the same within the margin: stop (`equivalent`, a tie is an answer);
+ * 5. contenders are still open: replicate, i.e. more seeds for the incumbent and the open
+ *    contenders only (the clearly worse drop out), as many as would settle each comparison
+ *    at 80% power from the observed seed noise and the margin (domain/follow-up.ts), at most
+ *    two more per stage; seed numbers continue where each configuration's stopped; unless
+ *    every open comparison needs more than twice the experiments left (futility: stop
+ *    `budget` now, saying what would settle it);
+ * 6. a single-seed topic (no variance to race on) refines instead, and stops when a
+ *    refinement stage brings no improvement or nothing is left to try; a separated winner is
+ *    refined around only when a stage would be left to replicate what that finds;
+ * 7. the next stage would exceed a budget: stop (`budget`), saying which comparisons are open.
  *
- * A refinement stage that does not fit the experiment budget whole is cut to the
- * configurations that fit (in candidate order); it stops only when not one fits.
- * Same input, same output: no clock, no randomness.
+ * A stage that does not fit the experiment budget whole is cut (a refinement to the
+ * configurations that fit, a replication to fewer seeds each, at least one); it stops
+ * only when that is not possible. Same input, same output: no clock, no randomness.
  */
 export class HeuristicPlanner implements Planner {
   readonly name = "heuristic";
@@ -65,54 +77,224 @@ function planWithTopic(input: PlannerInput): PlannerStep {
   }
   const metric = topic.metric!;
   const goal = metric.goal;
+  if (history.length === 0) return checkBudgets(input, screenStage(topic, metric), undefined, []);
   const summaries = summarizeConfigurations(history);
   const best = bestConfiguration(summaries, goal);
   const stageNumber = history.length + 1;
-  const separated =
-    history.length > 0 && best && separatedFromRest(best, summaries, goal)
-      ? stop(
-          "separated",
-          `${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)}) is better than every other configuration beyond seed noise`,
-          best,
-          evidenceOf(summaries),
-        )
-      : null;
+  const last = history[history.length - 1]!;
+  const scored = last.outcomes.filter((outcome) => outcome.state === "succeeded" && outcome.score !== undefined);
+  if (scored.length === 0 || !best) {
+    const reasons = last.outcomes.map((outcome) => `${outcome.blueprintId}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}`);
+    return stop("stage-failed", `no experiment of stage ${last.plan.stage} recorded a score of ${metric.name}`, best, { failures: reasons });
+  }
+  const ranking = rankAgainstIncumbent(summaries, metric)!;
+  const evidence = evidenceOf(summaries, ranking);
+  const bounds = mergeBounds(input.engineBounds, sourced(topic.knobRanges, "the topic"));
 
-  if (history.length > 0) {
-    const last = history[history.length - 1]!;
-    const scored = last.outcomes.filter((outcome) => outcome.state === "succeeded" && outcome.score !== undefined);
-    if (scored.length === 0) {
-      const reasons = last.outcomes.map((outcome) => `${outcome.blueprintId}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}`);
-      return stop("stage-failed", `no experiment of stage ${last.plan.stage} recorded a score of ${metric.name}`, best, { failures: reasons });
-    }
-    if (separated !== null && history.length >= 2) return separated;
-    if (history.length >= 2) {
-      const earlier = summarizeConfigurations(history.slice(0, -1));
-      const earlierBest = bestConfiguration(earlier, goal);
-      const lastIds = new Set(last.plan.configurations.map((configuration) => configuration.id));
-      const lastBest = bestConfiguration(
-        summaries.filter((summary) => lastIds.has(summary.configuration.id) && summary.stage === last.plan.stage),
-        goal,
+  // (a) The best is separated from the rest: refine around it once, then stop.
+  if (ranking.status === "separated") {
+    const separated = stop("separated", separatedText(ranking, metric), best, evidence);
+    if (history.some((record) => record.plan.kind === "refine" && record.plan.around === best.configuration.id)) return separated;
+    // New values come with the topic's few seeds and rarely separate at once: refining pays
+    // only when a stage is left to replicate what it finds (else the answer would end open).
+    if (topic.seeds >= 2 && stageNumber + 1 > topic.budgets.stages)
+      return stop(
+        "separated",
+        `${separatedText(ranking, metric)}; not refined around: the stage budget (${topic.budgets.stages}) leaves no stage to replicate what a refinement would find`,
+        best,
+        evidence,
       );
-      if (earlierBest && (!lastBest || !isBetter(lastBest.sample.mean, earlierBest.sample.mean, goal))) {
-        return stop(
-          "no-improvement",
-          `stage ${last.plan.stage} brought no improvement: its best ${lastBest ? `${lastBest.configuration.id} (mean ${formatNumber(lastBest.sample.mean)})` : "(none)"} does not beat ${earlierBest.configuration.id} (mean ${formatNumber(earlierBest.sample.mean)})`,
-          best,
-          evidenceOf(summaries),
-        );
-      }
-    }
+    const plan = refineStage(topic, metric, stageNumber, summaries, best, bounds);
+    if (plan.configurations.length === 0) return separated;
+    const step = checkBudgets(input, plan, best, summaries, ranking);
+    return step.kind === "stop" ? separated : step;
+  }
+  // (c) A tie within the margin is the answer.
+  if (ranking.status === "tied") return stop("equivalent", tiedText(ranking, metric), best, evidence);
+
+  // (b) Contenders not separated: more seeds for them (those clearly worse drop out), when
+  // the topic runs more than one seed (a single-seed topic gives no variance to size from).
+  if (topic.seeds >= 2 && ranking.status === "open") {
+    const futile = futility(topic, history, summaries, ranking);
+    if (futile) return stop("budget", futile, best, evidence);
+    const plan = replicationStage(metric, stageNumber, summaries, ranking, history);
+    if (plan) return checkBudgets(input, plan, best, summaries, ranking);
   }
 
-  const plan = history.length === 0 ? screenStage(topic, metric) : refineStage(topic, metric, stageNumber, summaries, best!);
-  const step =
-    plan.configurations.length === 0
-      ? stop("exhausted", `nothing left to try around ${best?.configuration.id ?? "the baseline"}: every candidate was measured`, best, evidenceOf(summaries))
-      : checkBudgets(input, plan, best, summaries);
-  // A screen's clear winner is still refined around while the budgets allow (the screen's
-  // values are coarse); when nothing more can run, the separation is why it stops.
-  return step.kind === "stop" && separated !== null ? separated : step;
+  // Single-seed topics, and nothing to replicate: refinement as before.
+  if (history.length >= 2 && last.plan.kind === "refine") {
+    const earlier = summarizeConfigurations(history.slice(0, -1));
+    const earlierBest = bestConfiguration(earlier, goal);
+    const lastIds = new Set(last.plan.configurations.map((configuration) => configuration.id));
+    const lastBest = bestConfiguration(
+      summaries.filter((summary) => lastIds.has(summary.configuration.id) && summary.stage === last.plan.stage),
+      goal,
+    );
+    if (earlierBest && (!lastBest || !isBetter(lastBest.sample.mean, earlierBest.sample.mean, goal))) {
+      return stop(
+        "no-improvement",
+        `stage ${last.plan.stage} brought no improvement: its best ${lastBest ? `${lastBest.configuration.id} (mean ${formatNumber(lastBest.sample.mean)})` : "(none)"} does not beat ${earlierBest.configuration.id} (mean ${formatNumber(earlierBest.sample.mean)})`,
+        best,
+        evidence,
+      );
+    }
+  }
+  const plan = refineStage(topic, metric, stageNumber, summaries, best, bounds);
+  if (plan.configurations.length === 0)
+    return stop("exhausted", `nothing left to try around ${best.configuration.id}: every candidate was measured`, best, evidence);
+  return checkBudgets(input, plan, best, summaries, ranking);
+}
+
+function sourced(ranges: Topic["knobRanges"], source: string): Record<string, KnobBound> {
+  return Object.fromEntries(Object.entries(ranges ?? {}).map(([name, range]) => [name, { ...range, source }]));
+}
+
+/** "X (mean m, 95% interval [l, h])" */
+function described(summary: ConfigurationSummary): string {
+  return `${summary.configuration.id} (mean ${formatNumber(summary.sample.mean)}, 95% interval ${interval(summary)})`;
+}
+
+function comparisonText(comparison: IncumbentComparison): string {
+  const range = comparison.low === undefined ? "" : `, 95% interval [${formatNumber(comparison.low)}, ${formatNumber(comparison.high)}]`;
+  const p = comparison.pHolm === undefined ? "" : `, Holm-adjusted p ${formatNumber(comparison.pHolm)}`;
+  return `${comparison.otherId} by ${formatNumber(comparison.advantage)}${range}${p}`;
+}
+
+function separatedText(ranking: IncumbentRanking, metric: TopicMetric): string {
+  const runnerUp = ranking.runnerUp!;
+  return `${described(ranking.incumbent)} is better than every other configuration beyond seed noise (Welch's t, Holm-corrected over ${ranking.comparisons.length} comparison(s), alpha 0.05); it leads the runner-up ${comparisonText(runnerUp)}${metric.equivalence === undefined ? "" : `, more than the equivalence margin ${formatNumber(metric.equivalence)}`}`;
+}
+
+function tiedText(ranking: IncumbentRanking, metric: TopicMetric): string {
+  const tied = ranking.comparisons.filter((comparison) => comparison.verdict === "equivalent");
+  const worse = ranking.comparisons.filter((comparison) => comparison.verdict === "worse");
+  return `${described(ranking.incumbent)} and ${tied.map((comparison) => comparison.otherId).join(", ")} are the same within the equivalence margin ${formatNumber(metric.equivalence)} (two one-sided tests, Holm-corrected)${worse.length > 0 ? `; ${worse.map((comparison) => comparison.otherId).join(", ")} ${worse.length === 1 ? "is" : "are"} worse beyond seed noise` : ""}`;
+}
+
+/**
+ * Most seeds one replication stage adds to a configuration: a race goes in small steps,
+ * so a comparison that settles early stops early (bench/research.bench.ts measures the
+ * compute this saves against the error it risks).
+ */
+const maxSeedsAddedPerStage = 2;
+
+/**
+ * Futility: when every open comparison would need more than twice the experiments left
+ * (at the seed noise measured so far), spending them cannot be expected to settle the
+ * question; stop now and say what would. Twice, because a two- or three-seed estimate of
+ * the noise is itself rough. Undefined when some comparison could still be settled.
+ */
+function futility(topic: Topic, history: StageRecord[], summaries: ConfigurationSummary[], ranking: IncumbentRanking): string | undefined {
+  const used = history.reduce((sum, record) => sum + record.plan.experiments.length, 0);
+  const room = topic.budgets.experiments - used;
+  const countOf = (id: string): number => summaries.find((summary) => summary.configuration.id === id)?.sample.n ?? 0;
+  const plans = followUps(ranking, summaries, topic.metric!.equivalence);
+  if (plans.length === 0) return undefined;
+  const needs = plans.map((plan) =>
+    Number.isFinite(plan.seedsPerSide)
+      ? Math.max(0, plan.seedsPerSide - countOf(ranking.incumbent.configuration.id)) + Math.max(0, plan.seedsPerSide - countOf(plan.otherId))
+      : Number.POSITIVE_INFINITY,
+  );
+  if (needs.some((need) => need <= 2 * room)) return undefined;
+  const cheapest = Math.min(...needs);
+  return `the ${Math.max(0, room)} experiment(s) left of the budget of ${topic.budgets.experiments} cannot be expected to settle any open comparison: the cheapest needs ${Number.isFinite(cheapest) ? `${cheapest} more run(s)` : "more seeds than any budget (the means are equal; declare metric.equivalence to let a tie be shown)"} at the seed noise measured so far; still open: ${ranking.incumbent.configuration.id} against ${ranking.comparisons
+    .filter((comparison) => comparison.verdict === "open" || comparison.verdict === "undecidable")
+    .map(comparisonText)
+    .join("; ")}`;
+}
+
+function replicationStage(
+  metric: TopicMetric,
+  stage: number,
+  summaries: ConfigurationSummary[],
+  ranking: IncumbentRanking,
+  history: StageRecord[],
+): StagePlan | undefined {
+  const plans = followUps(ranking, summaries, metric.equivalence);
+  const additions = seedsToAdd(ranking, summaries, plans, maxSeedsAddedPerStage);
+  if (additions.length === 0) return undefined;
+  const scoreName = scoreLabel(metric);
+  const incumbent = ranking.incumbent;
+  const runnerUp = ranking.runnerUp!;
+  const hypothesis = `H${stage}-replicate`;
+  const dropped = ranking.comparisons.filter((comparison) => comparison.verdict === "worse").map((comparison) => comparison.otherId);
+  const tied = ranking.comparisons.filter((comparison) => comparison.verdict === "equivalent").map((comparison) => comparison.otherId);
+  const configurations: PlannedConfiguration[] = additions.map(({ id, add }) => {
+    const summary = summaries.find((item) => item.configuration.id === id)!;
+    const plan = plans.find((item) => item.otherId === id);
+    const why =
+      id === incumbent.configuration.id
+        ? `the incumbent, compared with each contender`
+        : plan && Number.isFinite(plan.seedsPerSide)
+          ? plan.kind === "separate"
+            ? `${plan.seedsPerSide} seeds a side would separate a difference of ${formatNumber(plan.size)} from ${incumbent.configuration.id} with 80% power`
+            : `${plan.seedsPerSide} seeds a side would show it the same as ${incumbent.configuration.id} within ${formatNumber(plan.size)} with 80% power`
+          : `its comparison with ${incumbent.configuration.id} needs a variance estimate`;
+    return {
+      id: summary.configuration.id,
+      settings: summary.configuration.settings,
+      delta: summary.configuration.delta,
+      hypothesis,
+      purpose: `replication: ${add} more seed(s) (${summary.sample.n} scored so far): ${why}`,
+      prediction:
+        id === incumbent.configuration.id
+          ? {
+              kind: "beats-configuration",
+              configurationId: runnerUp.otherId,
+              text: `with every seed so far, mean ${scoreName} stays ${betterWord(metric.goal)} than ${runnerUp.otherId}'s`,
+            }
+          : { kind: "records", text: `the runs record finite values of ${metric.name}` },
+    };
+  });
+  const experiments = configurations.flatMap((configuration) => {
+    const add = additions.find((item) => item.id === configuration.id)!.add;
+    const first = nextSeed(history, configuration.id);
+    return Array.from({ length: add }, (_, index) => ({
+      blueprintId: blueprintIdOf(stage, configuration.id, first + index),
+      configurationId: configuration.id,
+      seed: first + index,
+    }));
+  });
+  return {
+    stage,
+    kind: "replicate",
+    rationale: `replicate before refining: ${incumbent.configuration.id} is not separated from ${additions
+      .slice(1)
+      .map((item) => item.id)
+      .join(
+        ", ",
+      )} (closest: ${comparisonText(runnerUp)}); more seeds go to these contenders only${dropped.length > 0 ? `; dropped as worse beyond seed noise: ${dropped.join(", ")}` : ""}${tied.length > 0 ? `; shown the same as the incumbent within ${formatNumber(metric.equivalence)}: ${tied.join(", ")}` : ""}`,
+    hypotheses: [
+      {
+        id: hypothesis,
+        statement: `with more seeds, ${incumbent.configuration.id} is either better than ${additions
+          .slice(1)
+          .map((item) => item.id)
+          .join(", ")} beyond seed noise${metric.equivalence === undefined ? "" : `, or the same within ${formatNumber(metric.equivalence)}`}`,
+      },
+    ],
+    configurations,
+    experiments,
+    decisions: [
+      { outcome: "every experiment of the stage fails or records no score", decision: "stop and report the failures with their reasons" },
+      {
+        outcome: `${incumbent.configuration.id} (or a new best) is better than every other beyond seed noise`,
+        decision: "refine around it once, then stop with it as the answer",
+      },
+      ...(metric.equivalence === undefined
+        ? []
+        : [{ outcome: `the contenders are the same within ${formatNumber(metric.equivalence)}`, decision: "stop: they are tied, which answers the question" }]),
+      { outcome: "otherwise", decision: `add seeds to the contenders still open in stage ${stage + 1}, if the budgets allow it` },
+    ],
+  };
+}
+
+/** The first seed a configuration has not used in any stage. */
+function nextSeed(history: StageRecord[], configurationId: string): number {
+  let highest = 0;
+  for (const record of history)
+    for (const experiment of record.plan.experiments) if (experiment.configurationId === configurationId) highest = Math.max(highest, experiment.seed);
+  return highest + 1;
 }
 
 function screenStage(topic: Topic, metric: TopicMetric): StagePlan {
@@ -169,24 +351,34 @@ function screenStage(topic: Topic, metric: TopicMetric): StagePlan {
   };
 }
 
-function refineStage(topic: Topic, metric: TopicMetric, stage: number, summaries: ConfigurationSummary[], best: ConfigurationSummary): StagePlan {
+function refineStage(
+  topic: Topic,
+  metric: TopicMetric,
+  stage: number,
+  summaries: ConfigurationSummary[],
+  best: ConfigurationSummary,
+  bounds: Record<string, KnobBound>,
+): StagePlan {
   const baseline = baselineSettings(topic.knobs);
   const scoreName = scoreLabel(metric);
   const hypothesis = `H${stage}-refine`;
-  const configurations: PlannedConfiguration[] = refinementCandidates(topic.knobs, summaries, metric.goal).map((candidate) => ({
+  const configurations: PlannedConfiguration[] = refinementCandidates(topic.knobs, summaries, metric.goal, bounds).map((candidate) => ({
     ...makeConfiguration(candidate.settings, baseline),
     hypothesis,
     purpose: candidate.purpose,
+    ...(candidate.extrapolation === undefined ? {} : { extrapolation: candidate.extrapolation }),
     prediction: {
       kind: "beats-configuration",
       configurationId: best.configuration.id,
       text: `mean ${scoreName} across seeds is ${betterWord(metric.goal)} than ${best.configuration.id}'s ${formatNumber(best.sample.mean)}`,
     },
   }));
+  const extrapolations = configurations.flatMap((configuration) => (configuration.extrapolation === undefined ? [] : [configuration.extrapolation]));
   return {
     stage,
     kind: "refine",
-    rationale: `refine around the best so far, ${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)}), which is not separated from the rest beyond seed noise`,
+    around: best.configuration.id,
+    rationale: `refine around the best so far, ${best.configuration.id} (mean ${formatNumber(best.sample.mean)}, 95% interval ${interval(best)})${extrapolations.length > 0 ? `; EXTRAPOLATES beyond the tested range: ${extrapolations.join("; ")}` : ""}`,
     hypotheses: [
       {
         id: hypothesis,
@@ -203,25 +395,60 @@ function commonDecisions(stage: number, reference: string): StagePlan["decisions
   return [
     { outcome: "every experiment of the stage fails or records no score", decision: "stop and report the failures with their reasons" },
     {
-      outcome: "the best configuration is better than every other beyond seed noise (95% intervals do not overlap)",
-      decision: "stop and report it as the answer",
+      outcome: "the best configuration is better than every other beyond seed noise (Welch's t, Holm-corrected)",
+      decision: "stop and report it as the answer (after refining around it once)",
     },
     ...(stage >= 2
       ? [{ outcome: `no configuration of this stage beats ${reference}'s mean`, decision: `stop: refinement brought no improvement; report ${reference}` }]
       : []),
-    { outcome: "otherwise", decision: `refine around the best in stage ${stage + 1}, if something is left to try and the budgets allow it` },
+    {
+      outcome: "otherwise",
+      decision: `add seeds to the contenders not yet separated in stage ${stage + 1} (or, with one seed per configuration, refine around the best), if the budgets allow it`,
+    },
   ];
 }
 
-function checkBudgets(input: PlannerInput, plan: StagePlan, best: ConfigurationSummary | undefined, summaries: ConfigurationSummary[]): PlannerStep {
+function checkBudgets(
+  input: PlannerInput,
+  plan: StagePlan,
+  best: ConfigurationSummary | undefined,
+  summaries: ConfigurationSummary[],
+  ranking?: IncumbentRanking,
+): PlannerStep {
+  const step = fitBudgets(input, plan, best, summaries, ranking);
+  if (step.kind === "stage" || !ranking) return step;
+  // The answer says what a budget stop leaves open.
+  const open = ranking.comparisons.filter((comparison) => comparison.verdict === "open" || comparison.verdict === "undecidable");
+  if (open.length === 0) return step;
+  return { ...step, explanation: `${step.explanation}; still open: ${ranking.incumbent.configuration.id} against ${open.map(comparisonText).join("; ")}` };
+}
+
+function fitBudgets(
+  input: PlannerInput,
+  plan: StagePlan,
+  best: ConfigurationSummary | undefined,
+  summaries: ConfigurationSummary[],
+  ranking: IncumbentRanking | undefined,
+): PlannerStep {
   const { topic, history, usage } = input;
   const budgets = topic.budgets;
   const base = topic.base!;
-  const evidence = { ...evidenceOf(summaries), planned: plan.experiments.length };
+  const evidence = { ...evidenceOf(summaries, ranking), planned: plan.experiments.length };
   if (plan.stage > budgets.stages) return stop("budget", `stage ${plan.stage} would exceed the budget of ${budgets.stages} stage(s)`, best, evidence);
   const used = history.reduce((sum, record) => sum + record.plan.experiments.length, 0);
   const room = budgets.experiments - used;
-  const fitting = Math.floor(room / topic.seeds);
+  if (plan.kind === "replicate" && plan.experiments.length > room) {
+    const cut = cutReplication(plan, room);
+    if (!cut)
+      return stop(
+        "budget",
+        `stage ${plan.stage} needs at least ${plan.configurations.length} more experiments (one seed per contender) but only ${Math.max(0, room)} of the budget of ${budgets.experiments} remain`,
+        best,
+        evidence,
+      );
+    plan = cut;
+  }
+  const fitting = plan.kind === "replicate" ? plan.configurations.length : Math.floor(room / topic.seeds);
   if (plan.configurations.length > fitting) {
     if (plan.kind === "screen" || fitting < 1) {
       return stop(
@@ -281,7 +508,27 @@ function stop(
   return { kind: "stop", reason, explanation, best, evidence };
 }
 
-function evidenceOf(summaries: ConfigurationSummary[]): Record<string, unknown> {
+/**
+ * A replication stage cut to the experiments left: fewer seeds for everyone, the largest
+ * additions first, down to one each; undefined when not even one each fits.
+ */
+function cutReplication(plan: StagePlan, room: number): StagePlan | undefined {
+  if (room < plan.configurations.length) return undefined;
+  const counts = new Map(
+    plan.configurations.map((configuration) => [configuration.id, plan.experiments.filter((item) => item.configurationId === configuration.id).length]),
+  );
+  let total = plan.experiments.length;
+  while (total > room) {
+    const [id, count] = [...counts].sort((left, right) => right[1] - left[1])[0]!;
+    counts.set(id, count - 1);
+    total -= 1;
+  }
+  const kept: StagePlan["experiments"] = [];
+  for (const [id, count] of counts) kept.push(...plan.experiments.filter((item) => item.configurationId === id).slice(0, count));
+  return { ...plan, experiments: kept, rationale: `${plan.rationale}; cut to ${kept.length} experiment(s) to fit the experiment budget` };
+}
+
+function evidenceOf(summaries: ConfigurationSummary[], ranking?: IncumbentRanking): Record<string, unknown> {
   return {
     configurations: summaries.map((summary) => ({
       id: summary.configuration.id,
@@ -291,6 +538,22 @@ function evidenceOf(summaries: ConfigurationSummary[]): Record<string, unknown> 
       high: summary.sample.high,
       failed: summary.failed,
     })),
+    ...(ranking
+      ? {
+          incumbent: ranking.incumbent.configuration.id,
+          status: ranking.status,
+          comparisons: ranking.comparisons.map((comparison) => ({
+            id: comparison.otherId,
+            advantage: comparison.advantage,
+            low: comparison.low,
+            high: comparison.high,
+            p: comparison.p,
+            pHolm: comparison.pHolm,
+            equivalencePHolm: comparison.equivalencePHolm,
+            verdict: comparison.verdict,
+          })),
+        }
+      : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { baselineSettings, bestConfiguration, sameSettings, type Goal } from "../../domain/configurations.ts";
 import type { ConfigurationSummary } from "../../domain/planner.ts";
+import { boundText, clampToBound, type KnobBound } from "../../domain/knob-bounds.ts";
 import type { KnobValue } from "../../domain/topic.ts";
 
 /**
@@ -16,22 +17,32 @@ import type { KnobValue } from "../../domain/topic.ts";
  * 3. one step beyond the best value when it is the smallest or the largest tried (the same
  *    ratio, or difference, as to its neighbour), because the optimum may lie outside.
  *
- * Candidates already measured, or equal to each other, are dropped. Pure.
+ * Every value stays inside the knob's bounds (the topic's range and the engine schema's,
+ * see domain/knob-bounds.ts): a step beyond that would leave them is moved onto the bound
+ * (or dropped when nothing new is left), and a value outside the range tried so far says
+ * it extrapolates. Candidates already measured, or equal to each other, are dropped. Pure.
  */
 export interface RefinementCandidate {
   settings: Record<string, KnobValue>;
   purpose: string;
+  /** What the candidate extrapolates, when a value lies outside the range tried. */
+  extrapolation?: string;
 }
 
-export function refinementCandidates(knobs: Record<string, KnobValue[]>, summaries: ConfigurationSummary[], goal: Goal): RefinementCandidate[] {
+export function refinementCandidates(
+  knobs: Record<string, KnobValue[]>,
+  summaries: ConfigurationSummary[],
+  goal: Goal,
+  bounds: Record<string, KnobBound> = {},
+): RefinementCandidate[] {
   const best = bestConfiguration(summaries, goal);
   if (!best) return [];
   const baseline = baselineSettings(knobs);
   const candidates: RefinementCandidate[] = [];
-  const add = (settings: Record<string, KnobValue>, purpose: string): void => {
+  const add = (settings: Record<string, KnobValue>, purpose: string, extrapolation?: string): void => {
     if (summaries.some((summary) => sameSettings(summary.configuration.settings, settings))) return;
     if (candidates.some((candidate) => sameSettings(candidate.settings, settings))) return;
-    candidates.push({ settings, purpose });
+    candidates.push({ settings, purpose, ...(extrapolation === undefined ? {} : { extrapolation }) });
   };
 
   const winners = screenWinners(knobs, baseline, summaries, goal);
@@ -64,11 +75,19 @@ export function refinementCandidates(knobs: Record<string, KnobValue[]>, summari
     }
     if (numbers.length >= 2 && (lower === undefined || upper === undefined)) {
       const neighbour = (lower ?? upper)!;
-      const outside = beyond(neighbour, value);
-      if (Number.isFinite(outside) && outside !== value && (!integers || outside > 0 || numbers[0]! <= 0)) {
+      const step = beyond(neighbour, value);
+      const bound = bounds[name];
+      const inside = Number.isFinite(step) ? clampToBound(step, bound, value) : undefined;
+      const outside = inside === undefined ? undefined : round(inside, integers);
+      if (outside !== undefined && outside !== value && (!integers || outside > 0 || numbers[0]! <= 0)) {
+        const moved =
+          outside !== round(step, integers) && bound
+            ? ` (one step would be ${step}; kept ${boundText(bound)}${bound.source ? `, the bound of ${bound.source}` : ""})`
+            : "";
         add(
           { ...best.configuration.settings, [name]: outside },
-          `${name}=${value} is the ${lower === undefined ? "smallest" : "largest"} value tried and the best; ${name}=${outside} looks one step beyond it`,
+          `${name}=${value} is the ${lower === undefined ? "smallest" : "largest"} value tried and the best; ${name}=${outside} looks one step beyond it${moved}`,
+          `${name}=${outside} lies outside the tried range ${numbers[0]}–${numbers[numbers.length - 1]}: an extrapolation`,
         );
       }
     }

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { summarizeSample } from "./statistics.ts";
+import { rankAgainstIncumbent } from "./incumbent.ts";
+import { followUps, seedsToAdd } from "./follow-up.ts";
+import type { ConfigurationSummary } from "./planner.ts";
+
+const summary = (id: string, scores: number[]): ConfigurationSummary => ({
+  configuration: { id, settings: {}, delta: {} },
+  scores,
+  sample: summarizeSample(scores),
+  failed: 0,
+  stage: 1,
+});
+
+describe("the incumbent against the rest", () => {
+  it("Holm-corrects the family: a pair significant alone may not be in a family of three", () => {
+    const best = summary("a", [0.7, 0.72, 0.71]);
+    const close = summary("b", [0.66, 0.69, 0.67]);
+    const far = summary("c", [0.1, 0.12, 0.11]);
+    const alone = rankAgainstIncumbent([best, close], { goal: "maximize" })!;
+    const family = rankAgainstIncumbent([best, close, far, summary("d", [0.2, 0.21, 0.2])], { goal: "maximize" })!;
+    const pAlone = alone.comparisons[0]!;
+    const pFamily = family.comparisons.find((row) => row.otherId === "b")!;
+    expect(pAlone.pHolm).toBeCloseTo(pAlone.p!, 12);
+    expect(pFamily.pHolm!).toBeGreaterThanOrEqual(pFamily.p!);
+    expect(family.runnerUp?.otherId).toBe("b");
+    expect(family.comparisons.find((row) => row.otherId === "c")?.verdict).toBe("worse");
+  });
+
+  it("minimizes too: the advantage is positive when the incumbent is lower", () => {
+    const ranking = rankAgainstIncumbent([summary("low", [1, 1.1, 1.05]), summary("high", [3, 3.1, 2.9])], { goal: "minimize" })!;
+    expect(ranking.incumbent.configuration.id).toBe("low");
+    expect(ranking.comparisons[0]!.advantage).toBeCloseTo(1.95, 10);
+    expect(ranking.comparisons[0]!.low!).toBeGreaterThan(0);
+    expect(ranking.status).toBe("separated");
+  });
+
+  it("calls a tie within the margin, undecidable with one seed, and alone with nothing to compare", () => {
+    const tie = rankAgainstIncumbent([summary("a", [0.601, 0.6, 0.602, 0.599]), summary("b", [0.598, 0.6, 0.601, 0.597])], {
+      goal: "maximize",
+      equivalence: 0.02,
+    })!;
+    expect(tie.status).toBe("tied");
+    const single = rankAgainstIncumbent([summary("a", [0.9]), summary("b", [0.1, 0.2])], { goal: "maximize" })!;
+    expect(single.comparisons[0]!.verdict).toBe("undecidable");
+    expect(single.status).toBe("open");
+    expect(rankAgainstIncumbent([summary("a", [0.9])], { goal: "maximize" })!.status).toBe("alone");
+    expect(rankAgainstIncumbent([], { goal: "maximize" })).toBeUndefined();
+  });
+
+  it("clips the difference's interval to what the metric's range allows", () => {
+    const ranking = rankAgainstIncumbent([summary("a", [0.9, 0.1]), summary("b", [0.1, 0.15])], { goal: "maximize", range: [0, 1] })!;
+    expect(ranking.comparisons[0]!.low).toBeGreaterThanOrEqual(-1);
+    expect(ranking.comparisons[0]!.high).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("follow-ups", () => {
+  it("sizes the seeds from the pair's spread, and gives the incumbent the largest count", () => {
+    const summaries = [summary("a", [0.62, 0.6, 0.64]), summary("b", [0.6, 0.58, 0.61]), summary("c", [0.55, 0.6, 0.58])];
+    const ranking = rankAgainstIncumbent(summaries, { goal: "maximize" })!;
+    const plans = followUps(ranking, summaries, undefined);
+    expect(plans.map((plan) => plan.kind)).toEqual(["separate", "separate"]);
+    const adds = seedsToAdd(ranking, summaries, plans, 100);
+    expect(adds[0]!.id).toBe("a");
+    expect(adds[0]!.add).toBe(Math.max(...adds.slice(1).map((item) => item.add)));
+    // With a margin wider than the gap, showing them the same is the cheaper answer.
+    expect(followUps(ranking, summaries, 0.1)[0]!.kind).toBe("equivalence");
+    expect(seedsToAdd(ranking, summaries, plans, 2).every((item) => item.add <= 2 && item.add >= 1)).toBe(true);
+  });
+});

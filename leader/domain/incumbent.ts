@@ -1,0 +1,119 @@
+import { bestConfiguration, type Goal } from "./configurations.ts";
+import { alpha, clipDifference, equivalenceTest, hedgesG, holmAdjust, welchTest } from "./comparisons.ts";
+import type { ConfigurationSummary } from "./planner.ts";
+import type { TopicMetric } from "./topic.ts";
+
+/**
+ * The incumbent (the best mean so far) against every other scored configuration: one
+ * Welch test each, Holm's correction over the family, and TOST against the topic's
+ * equivalence margin. The planner decides from `status`; the analysis and the report show
+ * the same rows, so all three call "separated" and "tied" the same thing. Pure.
+ */
+export type ComparisonVerdict =
+  /** The incumbent is better beyond seed noise (Holm-adjusted Welch p < alpha). */
+  | "worse"
+  /** The two are the same within the equivalence margin (Holm-adjusted TOST p < alpha). */
+  | "equivalent"
+  /** Neither shown yet: more seeds could settle it. */
+  | "open"
+  /** Fewer than two scored seeds on a side: no variance to judge by. */
+  | "undecidable";
+
+export interface IncumbentComparison {
+  otherId: string;
+  /** How much better the incumbent is (positive = better for the goal), in the metric's units. */
+  advantage: number;
+  /** 95% interval of the advantage, clipped to what the metric's range allows. */
+  low: number | undefined;
+  high: number | undefined;
+  /** Hedges' g of the advantage, with its approximate 95% interval. */
+  effect: { g: number; low: number; high: number } | undefined;
+  df: number | undefined;
+  p: number | undefined;
+  pHolm: number | undefined;
+  /** TOST p-value against the margin (raw and Holm-adjusted); undefined without a margin. */
+  equivalenceP: number | undefined;
+  equivalencePHolm: number | undefined;
+  verdict: ComparisonVerdict;
+}
+
+export type IncumbentStatus =
+  /** Every other configuration is worse beyond seed noise. */
+  | "separated"
+  /** None is open; at least one is the same as the incumbent within the margin. */
+  | "tied"
+  /** Some comparison is open or undecidable. */
+  | "open"
+  /** No other scored configuration. */
+  | "alone";
+
+export interface IncumbentRanking {
+  incumbent: ConfigurationSummary;
+  comparisons: IncumbentComparison[];
+  status: IncumbentStatus;
+  /** The closest other configuration by mean (the runner-up). */
+  runnerUp: IncumbentComparison | undefined;
+}
+
+export function rankAgainstIncumbent(
+  summaries: ConfigurationSummary[],
+  metric: Pick<TopicMetric, "goal"> & { range?: [number, number]; equivalence?: number },
+): IncumbentRanking | undefined {
+  const goal: Goal = metric.goal;
+  const incumbent = bestConfiguration(summaries, goal);
+  if (!incumbent) return undefined;
+  const sign = goal === "maximize" ? 1 : -1;
+  const others = summaries.filter((summary) => summary !== incumbent && summary.sample.n > 0);
+  const raw = others.map((other) => {
+    const welch = welchTest(incumbent.scores, other.scores);
+    const effect = hedgesG(incumbent.scores, other.scores);
+    const equivalence = metric.equivalence === undefined ? undefined : equivalenceTest(incumbent.scores, other.scores, metric.equivalence);
+    const advantage = sign * (incumbent.sample.mean - other.sample.mean);
+    const interval = welch ? clipDifference(sign > 0 ? welch.low : -welch.high, sign > 0 ? welch.high : -welch.low, metric.range) : undefined;
+    return {
+      other,
+      welch,
+      advantage,
+      interval,
+      effect: effect ? (sign > 0 ? effect : { g: -effect.g, low: -effect.high, high: -effect.low }) : undefined,
+      equivalence,
+    };
+  });
+  const pHolm = holmAdjust(raw.map((item) => item.welch?.p));
+  const equivalenceHolm = holmAdjust(raw.map((item) => item.equivalence?.p));
+  const comparisons = raw.map((item, index): IncumbentComparison => {
+    const adjusted = pHolm[index];
+    const adjustedEquivalence = equivalenceHolm[index];
+    // A difference inside the margin is practically none, even when it is beyond noise.
+    const verdict: ComparisonVerdict = !item.welch
+      ? "undecidable"
+      : adjustedEquivalence !== undefined && adjustedEquivalence < alpha
+        ? "equivalent"
+        : adjusted !== undefined && adjusted < alpha && item.advantage > 0
+          ? "worse"
+          : "open";
+    return {
+      otherId: item.other.configuration.id,
+      advantage: item.advantage,
+      low: item.interval?.[0],
+      high: item.interval?.[1],
+      effect: item.effect,
+      df: item.welch?.df,
+      p: item.welch?.p,
+      pHolm: adjusted,
+      equivalenceP: item.equivalence?.p,
+      equivalencePHolm: adjustedEquivalence,
+      verdict,
+    };
+  });
+  const status: IncumbentStatus =
+    comparisons.length === 0
+      ? "alone"
+      : comparisons.every((comparison) => comparison.verdict === "worse")
+        ? "separated"
+        : comparisons.every((comparison) => comparison.verdict === "worse" || comparison.verdict === "equivalent")
+          ? "tied"
+          : "open";
+  const runnerUp = [...comparisons].sort((left, right) => left.advantage - right.advantage)[0];
+  return { incumbent, comparisons, status, runnerUp };
+}
