@@ -1,6 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { EngineError } from "../engine-error.ts";
+import { Http1Pool } from "./http1-pool.ts";
 
 /** What the engine reads of an upstream answer; the body is already fully received. */
 export interface UpstreamResponse {
@@ -10,9 +11,12 @@ export interface UpstreamResponse {
 }
 
 /**
- * JSON over node:http(s) to the upstream, on keep-alive connections. With Node's built-in
- * `fetch` (undici: web streams, a Request clone and an AbortController per call) the swarm
- * server spent about 2.5 times the CPU per proxied completion (bench/gateway.bench.ts).
+ * JSON to the upstream on keep-alive connections: http: URLs through Http1Pool (one write
+ * and the socket's own reads per request; node:http's client cost the swarm server about
+ * a third of its CPU per proxied completion), https: URLs through node:https. With Node's
+ * built-in `fetch` (undici: web streams, a Request clone and an AbortController per call)
+ * the swarm server spent about 2.5 times the CPU per proxied completion of node:http
+ * (bench/gateway.bench.ts).
  *
  * A connection failure is EngineError ENGINE_UPSTREAM_UNAVAILABLE, and so is silence from
  * the upstream for `idleTimeoutMs` (default 300 s, fetch's limit for the headers and between
@@ -24,6 +28,10 @@ export interface UpstreamResponse {
  * bodies (no accept-encoding is sent), streaming bodies, and proxies from the environment.
  */
 export class UpstreamHttp {
+  readonly #pool: Http1Pool;
+  /** Header lines after Host, for Http1Pool. */
+  readonly #jsonHead: string;
+  readonly #plainHead: string;
   readonly #httpAgent: HttpAgent;
   readonly #httpsAgent: HttpsAgent;
   readonly #apiKey: string | undefined;
@@ -36,6 +44,12 @@ export class UpstreamHttp {
     // silence limit is set on the agent, once per socket, not on every request.
     const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 1024, scheduling: "lifo" as const, timeout: this.#idleTimeoutMs };
     this.#httpAgent = new HttpAgent(agentOptions);
+    this.#pool = new Http1Pool({ idleTimeoutMs: this.#idleTimeoutMs });
+    // Written into the request as it is: a key with a line break would smuggle headers.
+    if (options.apiKey !== undefined && /[^\t\x20-\x7e]/.test(options.apiKey))
+      throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", "the upstream apiKey contains a character not allowed in an HTTP header", "check model.apiKey");
+    this.#plainHead = options.apiKey ? `authorization: Bearer ${options.apiKey}\r\n` : "";
+    this.#jsonHead = `content-type: application/json\r\n${this.#plainHead}`;
     this.#httpsAgent = new HttpsAgent(agentOptions);
   }
 
@@ -59,12 +73,20 @@ export class UpstreamHttp {
 
   /** Closes pooled connections; requests in flight fail. */
   close(): void {
+    this.#pool.close();
     this.#httpAgent.destroy();
     this.#httpsAgent.destroy();
   }
 
   #send(method: string, url: URL, payload: string | undefined, signal: AbortSignal | undefined): Promise<UpstreamResponse> {
     const https = url.protocol === "https:";
+    if (!https) {
+      return this.#pool.send(url, method, payload === undefined ? this.#plainHead : this.#jsonHead, payload, signal).then(({ status, text }) => ({
+        status,
+        ok: status >= 200 && status < 300,
+        text: () => Promise.resolve(text),
+      }));
+    }
     const headers: Record<string, string | number> =
       payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isFiniteNumber, isIntegerArray, isNullish, isRecord } from "../json-shape.ts";
 
 /**
  * The parts of an OpenAI-compatible chat completion response the engine reads. vLLM adds
@@ -22,6 +23,35 @@ export const chatCompletionResponseSchema = z.looseObject({
 });
 
 export type ChatCompletionResponse = z.infer<typeof chatCompletionResponseSchema>;
+
+/**
+ * chatCompletionResponseSchema by hand, for the hot path (see ../json-shape.ts): true only
+ * for an answer the schema accepts as it is; anything else goes to zod, which names what is
+ * wrong. Keep the two in step: upstream-response.test.ts compares them.
+ */
+export function isPlainChatCompletion(value: unknown): value is ChatCompletionResponse {
+  if (!isRecord(value) || !(isNullish(value.prompt_token_ids) || isIntegerArray(value.prompt_token_ids))) return false;
+  const { choices } = value;
+  if (!Array.isArray(choices) || choices.length === 0) return false;
+  for (const choice of choices) if (!isPlainChoice(choice)) return false;
+  return true;
+}
+
+function isPlainChoice(choice: unknown): boolean {
+  if (!isRecord(choice)) return false;
+  const { message, logprobs } = choice;
+  if (!isRecord(message) || !(isNullish(message.content) || typeof message.content === "string")) return false;
+  if (!(isNullish(choice.finish_reason) || typeof choice.finish_reason === "string")) return false;
+  if (!(isNullish(choice.token_ids) || isIntegerArray(choice.token_ids))) return false;
+  if (!(isNullish(choice.prompt_token_ids) || isIntegerArray(choice.prompt_token_ids))) return false;
+  if (isNullish(logprobs)) return true;
+  if (!isRecord(logprobs)) return false;
+  const entries = logprobs.content;
+  if (isNullish(entries)) return true;
+  if (!Array.isArray(entries)) return false;
+  for (const entry of entries) if (!isRecord(entry) || typeof entry.token !== "string" || !isFiniteNumber(entry.logprob)) return false;
+  return true;
+}
 
 /** Token ids from "token_id:<n>" logprob entries, or undefined when any entry is a plain string. */
 export function tokenIdsFromLogprobs(entries: ReadonlyArray<{ token: string }>): number[] | undefined {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChatMessage } from "../../engines/engine.ts";
+import { isFiniteNumber, isInteger, isNullish, isRecord } from "../../engines/json-shape.ts";
 import type { ToolCallReplays } from "./tool-calls.ts";
 import { textPieces, type GatewayAnswer, type TranslatedRequest } from "./wire-types.ts";
 
@@ -41,6 +42,57 @@ export const chatRequestSchema = z.looseObject({
   n: z.number().int().positive().nullable().optional(),
 });
 export type ChatRequest = z.output<typeof chatRequestSchema>;
+
+/**
+ * chatRequestSchema by hand, for the hot path (see engines/json-shape.ts): true only for a
+ * body the schema accepts as it is; anything else (an error, an unusual shape) goes to zod.
+ * Keep the two in step: chat-request-check.test.ts compares them.
+ */
+export function isPlainChatRequest(body: unknown): body is ChatRequest {
+  if (!isRecord(body)) return false;
+  const { messages } = body;
+  if (!Array.isArray(messages) || messages.length === 0) return false;
+  for (const message of messages) if (!isPlainMessage(message)) return false;
+  return (
+    (body.model === undefined || typeof body.model === "string") &&
+    (isNullish(body.stream) || typeof body.stream === "boolean") &&
+    (isNullish(body.stream_options) ||
+      (isRecord(body.stream_options) && (body.stream_options.include_usage === undefined || typeof body.stream_options.include_usage === "boolean"))) &&
+    (isNullish(body.temperature) || (isFiniteNumber(body.temperature) && body.temperature >= 0 && body.temperature <= 2)) &&
+    (isNullish(body.top_p) || (isFiniteNumber(body.top_p) && body.top_p > 0 && body.top_p <= 1)) &&
+    isPositiveTokens(body.max_tokens) &&
+    isPositiveTokens(body.max_completion_tokens) &&
+    (isNullish(body.stop) || typeof body.stop === "string" || (Array.isArray(body.stop) && body.stop.every((item) => typeof item === "string"))) &&
+    (isNullish(body.seed) || isInteger(body.seed)) &&
+    (isNullish(body.tools) || Array.isArray(body.tools)) &&
+    isPositiveTokens(body.n)
+  );
+}
+
+function isPositiveTokens(value: unknown): boolean {
+  return isNullish(value) || (isInteger(value) && value > 0);
+}
+
+const roles = new Set(["system", "developer", "user", "assistant", "tool"]);
+
+function isPlainMessage(message: unknown): boolean {
+  if (!isRecord(message) || typeof message.role !== "string" || !roles.has(message.role)) return false;
+  const { content, tool_calls: calls } = message;
+  if (!(isNullish(content) || typeof content === "string" || (Array.isArray(content) && content.every(isPlainContentPart)))) return false;
+  if (!(message.name === undefined || typeof message.name === "string")) return false;
+  if (!(message.tool_call_id === undefined || typeof message.tool_call_id === "string")) return false;
+  return isNullish(calls) || (Array.isArray(calls) && calls.every(isPlainToolCall));
+}
+
+function isPlainContentPart(part: unknown): boolean {
+  return isRecord(part) && typeof part.type === "string" && (part.text === undefined || typeof part.text === "string");
+}
+
+function isPlainToolCall(call: unknown): boolean {
+  if (!isRecord(call) || !(call.id === undefined || typeof call.id === "string")) return false;
+  const fn = call.function;
+  return isRecord(fn) && typeof fn.name === "string" && (fn.arguments === undefined || typeof fn.arguments === "string");
+}
 
 const honouredFields = new Set([
   "model",
