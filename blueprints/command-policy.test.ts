@@ -145,7 +145,9 @@ describe("the default command policy", () => {
   it("refuses to check a line too long to check quickly, and stays fast", () => {
     const started = performance.now();
     const violations = checkCommand(`echo ok\n${"curl ".repeat(40_000)}\nrm -rf /`);
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Bounded work is what the test proves; the time bound is only a tripwire for a return of
+    // backtracking (minutes), loose enough for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(15_000);
     expect(violations.map((violation) => [violation.ruleId, violation.line])).toEqual([
       ["line-too-long", 1],
       ["rm-recursive-root", 2],
@@ -204,8 +206,9 @@ describe("the default command policy", () => {
       units += cut.texts.length;
       checkCommand(line);
     }
-    // A generous bound: the whole set takes milliseconds; the old patterns took minutes on the first line alone.
-    expect(performance.now() - started).toBeLessThan(1000 * 2);
+    // The work bound above is the proof; this tripwire only catches a return of backtracking
+    // (the old patterns took minutes on the first line alone), loose enough for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(15_000);
     expect(units).toBeGreaterThan(adversarial.length);
   });
 
@@ -280,7 +283,9 @@ describe("mergeCommandPolicy", () => {
     const started = performance.now();
     expect(checkCommand(`echo${" ".repeat(8000)}`, merged).map((violation) => violation.ruleId)).toEqual([]);
     expect(checkCommand("echo  !", merged).map((violation) => violation.ruleId)).toEqual(["spaces"]);
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Bounded work is what the test proves; the time bound is only a tripwire for a return of
+    // backtracking (minutes), loose enough for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(15_000);
   });
 
   it("reports a blueprint whose own command_rules could hang the check, naming the field and the rule", () => {
@@ -291,7 +296,9 @@ describe("mergeCommandPolicy", () => {
     );
     const started = performance.now();
     const findings = auditBlueprint(`${text}`.replace(".venv/bin/python clients", `echo ${"a".repeat(60)}!\n.venv/bin/python clients`));
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Bounded work is what the test proves; the time bound is only a tripwire for a return of
+    // backtracking (minutes), loose enough for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(15_000);
     const invalid = findings.find((finding) => finding.code === "FRONT_MATTER_INVALID");
     expect(invalid?.message).toMatch(/command_rules/);
     expect(invalid?.message).toMatch(/rule "no-aaa" cannot be checked in linear time/);

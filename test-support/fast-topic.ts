@@ -10,14 +10,15 @@ import { trainerTopicText } from "./fixture-topic.ts";
  *
  * The trainer (test-support/fast-trainer.mjs, run by the absolute path of this Node) logs
  * verl-style `reward_mean` lines for 5 × 200 ms; its final reward depends only on `lr`
- * (best near 0.03) and, by ±0.005, on the seed. With the default options the heuristic
+ * (best near 0.03) and, by ±0.0005, on the seed. With the default options the heuristic
  * planner, deterministically:
  *
- * 1. screens lr 0.1 (baseline) against lr 0.01, 2 seeds each (4 runs); lr 0.01 is ahead
- *    by less than the seed noise allows to call (intervals overlap), so it refines;
+ * 1. screens lr 0.1 (baseline) against lr 0.01, 2 seeds each (4 runs); lr 0.01 is ahead by
+ *    far more than the seed noise (separated), and a stage is left to replicate what a
+ *    refinement finds, so it refines;
  * 2. refines around lr 0.01: of its two candidates (0.0316 between, 0.001 beyond) only
- *    the first fits the experiment budget of 6 (2 runs); it improves on stage 1;
- * 3. stops: a third stage would exceed the stage budget of 2 (reason `budget`).
+ *    the first fits the experiment budget of 6 (2 runs);
+ * 3. stops: the best is separated from the rest (reason `separated`).
  *
  * No hosts file: `a3r research` then runs it on this machine, 2 runs at a time.
  */
@@ -50,7 +51,7 @@ export function fastTopicText(codebase: string, options: Omit<FastTopicOptions, 
     codebase,
     command: `${process.execPath} ${fastTrainerName} --steps ${options.steps ?? 5} --step-ms ${options.stepMs ?? 200}`,
     seeds: options.seeds ?? 2,
-    stages: options.stages ?? 2,
+    stages: options.stages ?? 3,
     experiments: options.experiments ?? 6,
     question: "Which learning rate gives the fast fixture trainer its best final reward_mean?",
   });

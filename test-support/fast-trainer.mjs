@@ -30,7 +30,7 @@ if (process.env.A3R_RESULT_DIR) {
 }
 
 function finalReward(lr, seed) {
-  return 0.8 - 0.1 * Math.abs(Math.log10(lr / 0.03)) + 0.01 * (seed - 1.5);
+  return 0.8 - 0.1 * Math.abs(Math.log10(lr / 0.03)) + 0.001 * (seed - 1.5);
 }
 
 const final = finalReward(lr, seed);

@@ -90,7 +90,7 @@ function applyRecipe(text: string, recipe: string): string {
   if (recipe.startsWith("note=")) return text.replace(/(## Additional Notes\n\n)/, `$1- ${recipe.slice("note=".length)}\n`);
   if (recipe === "bad") {
     return text
-      .replace(/## Codebase\n\n`[^`]+`/, "## Codebase\n\n`./trainer-code`")
+      .replace(/## Codebase\n\n`[^`]+`/, "## Codebase\n\n`trainer-code`")
       .replace(/## Command\n\n```bash\n[^\n]*\n```/, "## Command\n\n```bash\nrm -rf /\n```");
   }
   if (recipe.startsWith("command="))

@@ -179,7 +179,7 @@ describe("a3r resume after the leader was SIGKILLed", () => {
     expect(run.code, run.stderr).toBe(0);
     expect(evidence.stages).toEqual({ 1: [...fastTopicBlueprintIds[0]!], 2: [...fastTopicBlueprintIds[1]!] });
     expect(campaignInvariantProblems(evidence)).toEqual([]);
-    expect(campaignOutcome(evidence).stopReason).toBe("budget");
+    expect(campaignOutcome(evidence).stopReason).toBe("separated");
     expect(audit.code, audit.stdout + audit.stderr).toBe(0);
   }, 300_000);
 

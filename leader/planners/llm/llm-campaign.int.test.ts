@@ -180,7 +180,7 @@ describe("a campaign planned by a scripted model", () => {
     const written = await readFile(join(s.campaign, "stages", "1", "blueprints", "s1-lr-0.01-seed1.md"), "utf8");
     expect(written).toContain("Repaired after the audit");
     expect(written).not.toContain("rm -rf");
-    expect(written).not.toContain("./trainer-code");
+    expect(written).not.toContain("`trainer-code`");
     expect(ofKind(events, "review.requested")).toEqual([]);
     expect(ofKind(events, "campaign.stop_decided")).toMatchObject([{ stage: 1, reason: "separated" }]);
     expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 2, analyze: 1 });
@@ -221,7 +221,7 @@ describe("a campaign planned by a scripted model", () => {
 
       const report = await readFile(join(s.campaign, "report.md"), "utf8");
       expect(report).toMatch(/Stopped: audit-failed: stage 1: \d+ blueprint error\(s\): s1-lr-0\.01-seed1:/);
-      expect(report).toContain('Codebase path "./trainer-code" is not absolute');
+      expect(report).toContain('Codebase path "trainer-code" is not absolute');
       expect(await readFile(join(s.campaign, "report.html"), "utf8")).toContain("audit-failed");
     });
 
