@@ -147,7 +147,8 @@ describe.skipIf(slurmMissing !== undefined)(`slurm host${slurmMissing ? ` (skipp
       expect((await launcher.launch(await request("requeued", { steps: 300, stepMs: 100 }))).started).toBe(false);
       // Requeued jobs wait out a begin time; an operator may start them at once.
       const log = join(folder, "host", campaign, "requeued", "worker.log");
-      const deadline = Date.now() + 60_000;
+      // Generous: on a loaded machine slurmctld takes its time to settle a requeue.
+      const deadline = Date.now() + 150_000;
       const seen: string[] = [];
       while (!(await readFile(log, "utf8")).includes("has finished") && Date.now() < deadline) {
         const { stdout } = await slurm.client("squeue", ["-h", "-j", jobId, "-o", "%T|%r"]);
@@ -159,7 +160,7 @@ describe.skipIf(slurmMissing !== undefined)(`slurm host${slurmMissing ? ` (skipp
       // Its second start re-attached to the same run folder and result directory.
       expect(await readFile(log, "utf8"), `job ${jobId} went through ${seen.join(" -> ")}`).toContain("has finished");
       expect(await jobsNamed(slurm, jobNameOf(launch.ref))).toEqual([jobId]);
-    });
+    }, 240_000);
 
     it("sets a finished run aside so it launches afresh, its old job never taken for the new run; a running one is refused", async () => {
       const launcher = launcherWith();
