@@ -121,7 +121,17 @@ export class VllmEngine implements Engine {
   async save(directory: string, step: number): Promise<string> {
     await this.training;
     await mkdir(directory, { recursive: true });
-    const saved = await this.trainer.request({ op: "save", dir: join(directory, `trainer-${step}`) });
+    const request = { op: "save", dir: join(directory, `trainer-${step}`) };
+    let saved: Record<string, unknown>;
+    try {
+      saved = await this.trainer.request(request);
+    } catch (error) {
+      if (!(error instanceof TrainerDiedError) || this.closing) throw error;
+      // Killed while saving: restarted from the last checkpoint, as after a death mid-step
+      // (counted in trainer_restarts), then saved.
+      await this.restartTrainer();
+      saved = await this.trainer.request(request);
+    }
     const trainerCheckpoint = z.object({ path: z.string() }).parse(saved).path;
     this.lastTrainerCheckpoint = trainerCheckpoint;
     return writeCheckpointRecord(directory, step, {
