@@ -19,6 +19,7 @@ export function renderAnalysis(analysis: StageAnalysis, topic: Topic, campaignRo
     `# Stage ${analysis.stage} analysis: ${topic.title}`,
     "",
     `Score: ${scoreLabel(metric)} (goal: ${metric.goal}). ${analysis.experiments.length - failed.length} of ${analysis.experiments.length} experiment(s) produced a score.`,
+    ...axisLines(analysis),
     analysis.best
       ? `Best configuration of this stage: **${analysis.best.id}** (mean ${formatNumber(analysis.best.mean)}).`
       : "No configuration of this stage produced a score.",
@@ -101,4 +102,18 @@ function stoppedEarlyLines(experiments: StageAnalysis["experiments"]): string[] 
     ),
     "",
   ];
+}
+
+/** What the scores were compared at equal amounts of, and what makes that unfair. */
+function axisLines(analysis: StageAnalysis): string[] {
+  const axis = analysis.axis;
+  if (!axis) return [];
+  const lines = [
+    axis.name === "steps"
+      ? "Compared per optimizer step (budget_axis: steps)."
+      : `Compared at equal ${axis.unit}${axis.budget === undefined ? "" : `: every run up to ${formatNumber(axis.budget)}, the budget all of them reached`} (budget_axis: ${axis.name}).`,
+  ];
+  if (axis.onSteps.length > 0) lines.push(`Kept on steps (their records do not say what a step consumed): ${axis.onSteps.join(", ")}.`);
+  if (axis.confound) lines.push(`**Confound:** ${axis.confound}.`);
+  return lines;
 }

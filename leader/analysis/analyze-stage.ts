@@ -10,8 +10,47 @@ import type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } fr
 export type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
 import { alpha, welchTest } from "../domain/comparisons.ts";
 import { rankAgainstIncumbent } from "../domain/incumbent.ts";
-import { oneSidedBound, summarizeCurve, withinRange } from "../domain/statistics.ts";
+import { oneSidedBound, summarizeCurve, withinRange, type CurvePoint } from "../domain/statistics.ts";
+import { axisUnits, commonBudget, curveOnAxis, perStep, stepConfound, truncateAt } from "./budget-axis.ts";
 import type { Topic } from "../domain/topic.ts";
+
+/**
+ * Every experiment's curve on the topic's budget axis, cut at the budget all the stage's
+ * runs reached (the comparison is at equal spend); a run that does not record what a step
+ * consumed stays on steps, and is named. With the axis at steps, whether that is
+ * confounded: configurations that consume more than 10% more episodes per step.
+ */
+function curvesOnAxis(topic: Topic, plan: StagePlan, reads: RunRead[]): { curves: Map<string, CurvePoint[]>; axis: StageAnalysis["axis"] } {
+  const metric = topic.metric!;
+  const axis = topic.budgetAxis;
+  const curves = new Map<string, CurvePoint[]>();
+  const onSteps: string[] = [];
+  const perConfiguration = new Map<string, number[]>();
+  for (const experiment of plan.experiments) {
+    const records = reads.find((item) => item.blueprintId === experiment.blueprintId)?.records ?? [];
+    const stepsCurve = curveOnAxis(records, metric.name, "steps") ?? [];
+    const curve = axis === "steps" ? stepsCurve : curveOnAxis(records, metric.name, axis, topic.base?.gpus ?? 1);
+    if (curve === undefined && records.length > 0) onSteps.push(experiment.blueprintId);
+    curves.set(experiment.blueprintId, curve ?? stepsCurve);
+    const episodes = perStep(records, "episodes");
+    if (episodes !== undefined) perConfiguration.set(experiment.configurationId, [...(perConfiguration.get(experiment.configurationId) ?? []), episodes]);
+  }
+  let budget: number | undefined;
+  if (axis !== "steps") {
+    const measured = plan.experiments
+      .filter((experiment) => !onSteps.includes(experiment.blueprintId))
+      .map((experiment) => curves.get(experiment.blueprintId)!);
+    budget = commonBudget(measured);
+    if (budget !== undefined) for (const [id, curve] of curves) if (!onSteps.includes(id)) curves.set(id, truncateAt(curve, budget));
+  }
+  const means = new Map([...perConfiguration].map(([id, values]) => [id, values.reduce((sum, value) => sum + value, 0) / values.length]));
+  const spread = stepConfound(means);
+  const confound =
+    axis === "steps" && spread?.confounded
+      ? `compared per optimizer step, but ${spread.highest[0]} consumes ${formatNumber(spread.highest[1])} rollout episodes per step and ${spread.lowest[0]} ${formatNumber(spread.lowest[1])}: at equal steps they did not see equal data (set budget_axis: episodes to compare at equal episodes)`
+      : undefined;
+  return { curves, axis: { name: axis, unit: axisUnits[axis], budget, onSteps, ...(confound ? { confound } : {}) } };
+}
 
 /** Pure: the analysis from what was read. `history` holds the stages before this one. */
 export function analyzeStageResults(
@@ -22,12 +61,10 @@ export function analyzeStageResults(
   resultDirOf: (blueprintId: string) => string,
 ): StageAnalysis {
   const metric = topic.metric!;
+  const onAxis = curvesOnAxis(topic, plan, reads);
   const experiments: ExperimentAnalysis[] = plan.experiments.map((experiment) => {
     const read = reads.find((item) => item.blueprintId === experiment.blueprintId);
-    const points = (read?.records ?? []).flatMap((record) => {
-      const value = record[metric.name];
-      return typeof value === "number" && Number.isFinite(value) ? [{ step: record.step, value }] : [];
-    });
+    const points = onAxis.curves.get(experiment.blueprintId) ?? [];
     const curve = summarizeCurve(points, metric.goal);
     const score = metric.score === "final" ? curve.final : metric.score === "best" ? curve.best : curve.normalizedArea;
     const state = read?.state ?? "missing";
@@ -73,6 +110,7 @@ export function analyzeStageResults(
     stage: plan.stage,
     metric: metric.name,
     score: metric.score,
+    axis: onAxis.axis,
     experiments,
     configurations: own.map((summary) => {
       const sample = withinRange(summary.sample, metric.range);

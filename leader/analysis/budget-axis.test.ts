@@ -4,7 +4,17 @@ import { commonBudget, curveOnAxis, defaultBudgetAxis, perStep, stepConfound, tr
 
 const at = (second: number) => new Date(Date.UTC(2026, 11, 1, 10, 0, second)).toISOString();
 const run = (episodesPerStep: number, rewards: number[]): MetricsRecord[] =>
-  rewards.map((reward, index) => ({ step: index + 1, time: at(index * 2), episodes: episodesPerStep, tokens: episodesPerStep * 10, step_time_s: 2, reward_mean: reward }) as unknown as MetricsRecord);
+  rewards.map(
+    (reward, index) =>
+      ({
+        step: index + 1,
+        time: at(index * 2),
+        episodes: episodesPerStep,
+        tokens: episodesPerStep * 10,
+        step_time_s: 2,
+        reward_mean: reward,
+      }) as unknown as MetricsRecord,
+  );
 
 describe("compute-fair curves", () => {
   it("puts a curve on the axis of what was spent", () => {
@@ -39,7 +49,14 @@ describe("compute-fair curves", () => {
       ["c3", perStep(run(341, [0.1, 0.2]), "episodes")!],
     ]);
     expect(stepConfound(perConfiguration)).toMatchObject({ confounded: true, lowest: ["c1", 8], highest: ["c3", 341] });
-    expect(stepConfound(new Map([["a", 64], ["b", 66]]))?.confounded).toBe(false);
+    expect(
+      stepConfound(
+        new Map([
+          ["a", 64],
+          ["b", 66],
+        ]),
+      )?.confounded,
+    ).toBe(false);
     expect(defaultBudgetAxis(["optimizer.lr"])).toBe("steps");
     expect(defaultBudgetAxis(["num_repeat"])).toBe("episodes");
     expect(defaultBudgetAxis(["swarm_mode_sample_collection_method"])).toBe("episodes");

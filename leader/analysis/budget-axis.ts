@@ -1,4 +1,5 @@
 import type { MetricsRecord } from "../../campaign/index.ts";
+import type { BudgetAxis } from "../domain/budget-axis.ts";
 import type { CurvePoint } from "../domain/statistics.ts";
 
 /**
@@ -11,24 +12,7 @@ import type { CurvePoint } from "../domain/statistics.ts";
  * The per-step amounts come from the run's metrics records: `episodes` and `tokens` (a
  * swarm server's step metrics), `step_time_s` for wall time (else the records' times).
  */
-export const budgetAxes = ["steps", "episodes", "tokens", "wall", "gpu_hours"] as const;
-export type BudgetAxis = (typeof budgetAxes)[number];
-
-/** Knobs that change how much one step consumes: comparing them per step is confounded. */
-const consumptionKnobs = /(^|\.)(num_repeat|train_batch_size|batch_size|swarm_mode_sample_collection_method|n_samples|rollout_n|group_size)$/;
-
-/** The axis a topic's knobs make fair when the topic names none. */
-export function defaultBudgetAxis(knobs: readonly string[]): BudgetAxis {
-  return knobs.some((knob) => consumptionKnobs.test(knob)) ? "episodes" : "steps";
-}
-
-export const axisUnits: Record<BudgetAxis, string> = {
-  steps: "optimizer steps",
-  episodes: "rollout episodes",
-  tokens: "trained tokens",
-  wall: "wall seconds",
-  gpu_hours: "GPU-hours",
-};
+export { axisUnits, budgetAxes, defaultBudgetAxis, type BudgetAxis } from "../domain/budget-axis.ts";
 
 /** How much one record's step consumed on the axis; undefined when the run does not say. */
 function spentIn(record: MetricsRecord, previous: MetricsRecord | undefined, axis: BudgetAxis, gpus: number): number | undefined {
@@ -108,7 +92,9 @@ export function perStep(records: readonly MetricsRecord[], axis: Exclude<BudgetA
  * Whether comparing per step is confounded: configurations consume more than 10% more
  * episodes per step than one another. Returns the spread, for the report's warning.
  */
-export function stepConfound(perConfiguration: ReadonlyMap<string, number>): { confounded: boolean; lowest: [string, number]; highest: [string, number] } | undefined {
+export function stepConfound(
+  perConfiguration: ReadonlyMap<string, number>,
+): { confounded: boolean; lowest: [string, number]; highest: [string, number] } | undefined {
   const entries = [...perConfiguration].filter(([, value]) => Number.isFinite(value) && value > 0);
   if (entries.length < 2) return undefined;
   const sorted = entries.sort((left, right) => left[1] - right[1]);

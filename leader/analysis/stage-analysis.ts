@@ -1,6 +1,7 @@
 import type { MetricsRecord } from "../../campaign/index.ts";
 import type { ExperimentOutcome } from "../domain/planner.ts";
 import type { IncumbentComparison, IncumbentStatus } from "../domain/incumbent.ts";
+import type { BudgetAxis } from "../domain/budget-axis.ts";
 import type { CurveSummary } from "../domain/statistics.ts";
 
 /**
@@ -41,6 +42,11 @@ export interface StageAnalysis {
   stage: number;
   metric: string;
   score: "final" | "best" | "area";
+  /**
+   * What the scores are compared at equal amounts of: the axis, the budget every run of the
+   * stage reached on it, runs that had to stay on steps, and (on steps) a confound warning.
+   */
+  axis?: { name: BudgetAxis; unit: string; budget: number | undefined; onSteps: string[]; confound?: string };
   experiments: ExperimentAnalysis[];
   /** The configurations this stage ran, with every seed measured so far (all stages). */
   configurations: { id: string; n: number; mean: number | undefined; low: number | undefined; high: number | undefined; failed: number; scores: number[] }[];

@@ -11,6 +11,7 @@ import {
   type CommandRule,
 } from "../../blueprints/index.ts";
 import { readFrontMatter } from "../../blueprints/front-matter.ts";
+import { budgetAxes, defaultBudgetAxis, type BudgetAxis } from "./budget-axis.ts";
 import { parseDuration } from "../../core/duration.ts";
 import { A3rError } from "../../core/errors.ts";
 import { pathExists } from "../../core/path-exists.ts";
@@ -169,6 +170,8 @@ const frontMatterSchema = z.strictObject({
   leader: z.strictObject({ poll_interval: durationText.optional() }).default({}),
   /** Opt-in early stopping of hopeless runs (leader/domain/early-stop.ts). */
   early_stop: earlyStopSchema.optional(),
+  /** What runs are compared at equal amounts of (leader/domain/budget-axis.ts); default from the knobs. */
+  budget_axis: z.enum(budgetAxes).optional(),
 });
 
 /** The leader's poll interval while watching, when the topic does not set one. */
@@ -214,10 +217,13 @@ export interface Topic {
   leaderPollMs: number;
   /** Successive halving within each stage (`early_stop`); absent = every run completes. */
   earlyStop?: EarlyStopRule;
+  /** The axis scores are compared on (`budget_axis`, else the fair one for the knobs). */
+  budgetAxis: BudgetAxis;
 }
 
 const fieldHints: Record<string, string> = {
   early_stop: earlyStopHint,
+  budget_axis: "budget_axis: steps | episodes | tokens | wall | gpu_hours (what runs are compared at equal amounts of)",
   metric: "add `metric: { name: <metric in metrics.jsonl>, goal: maximize|minimize }`",
   knobs: "give each knob a list of candidate values, e.g. `knobs: { lr: [0.2, 0.05, 0.5] }` (the first is the baseline)",
   base: "describe the base experiment: `base: { codebase, interpreter, config, command, time_budget }` with absolute paths",
@@ -258,6 +264,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
       review: false,
       commands: { allow: [], rules: [] },
       leaderPollMs: defaultLeaderPollMs,
+      budgetAxis: "steps",
     };
   }
   // reportInput: without it zod leaves `input` out of every issue, and a wrong value would read as "missing".
@@ -304,6 +311,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     commands: data.commands,
     leaderPollMs: data.leader.poll_interval === undefined ? defaultLeaderPollMs : parseDuration(data.leader.poll_interval)!,
     ...(data.early_stop === undefined ? {} : { earlyStop: data.early_stop }),
+    budgetAxis: data.budget_axis ?? defaultBudgetAxis(Object.keys(data.knobs ?? {})),
   };
 }
 

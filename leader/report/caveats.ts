@@ -4,6 +4,7 @@ import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
 import type { ExperimentRow } from "./experiment-row.ts";
 import type { IncumbentRanking } from "../domain/incumbent.ts";
 import type { Topic } from "../domain/topic.ts";
+import { axisUnits, defaultBudgetAxis } from "../domain/budget-axis.ts";
 
 /**
  * What limits the answer, computed from the same figures as the answer: few seeds,
@@ -35,6 +36,17 @@ export function reportCaveats(inputs: CaveatInputs): string[] {
   const caveats: string[] = [];
   caveats.push(...stopCaveats(inputs.stop));
   if (!inputs.topic.metric) return [...caveats, ...costCaveats(inputs)];
+
+  const consuming = Object.keys(inputs.topic.knobs).filter((knob) => defaultBudgetAxis([knob]) === "episodes");
+  if (inputs.topic.budgetAxis === "steps" && consuming.length > 0) {
+    caveats.push(
+      `Scores are compared per optimizer step, yet ${consuming.join(", ")} change${consuming.length === 1 ? "s" : ""} how much data a step consumes: the stage analyses give each configuration's episodes per step; budget_axis: episodes compares at equal data.`,
+    );
+  } else if (inputs.topic.budgetAxis !== "steps") {
+    caveats.push(
+      `Scores are compared at equal ${axisUnits[inputs.topic.budgetAxis]} (budget_axis: ${inputs.topic.budgetAxis}), each stage at the budget all its runs reached.`,
+    );
+  }
 
   const scored = inputs.summaries.filter((summary) => summary.sample.n > 0);
   const thin = inputs.summaries.filter((summary) => summary.sample.n < 2);
