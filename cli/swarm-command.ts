@@ -299,13 +299,14 @@ async function client(
     }
   };
   let summary;
+  const seed = options.seed ?? seedFromRun(process.env);
   try {
     summary = await runEpisodes({
       client: swarmClient,
       task,
       episodes: options.episodes,
       concurrency: options.concurrency,
-      ...(options.seed === undefined ? {} : { seed: options.seed }),
+      ...(seed === undefined ? {} : { seed }),
       episodeType: options.eval ? "eval" : "train",
       discardEpisodeTimeout: options.discardTimeout,
       onProgress,
@@ -326,4 +327,16 @@ async function client(
       `${task.name}: ${totals.completed}/${totals.requested} episodes, reward mean ${totals.rewardMean.toFixed(3)}, success ${(totals.successRate * 100).toFixed(1)}%, failed ${totals.failed}${totals.stoppedEarly ? ` (stopped early: ${totals.stoppedEarly})` : ""}\n`,
     );
   if ((totals.completed === 0 && totals.failed > 0) || totals.engineFailed !== undefined) process.exitCode = exitCode.failure;
+}
+
+/**
+ * The first task's seed of a client a worker started: from the run's seed and the client's
+ * index (A3R_SEED, A3R_CLIENT_INDEX), so seeds vary the task stream too (two seeds of a
+ * configuration see different tasks, the same seed the same ones) and two clients of one
+ * run draw apart. Undefined outside a run: a random stream.
+ */
+export function seedFromRun(env: NodeJS.ProcessEnv): number | undefined {
+  if (!env.A3R_SEED || !/^\d{1,9}$/.test(env.A3R_SEED)) return undefined;
+  const client = /^\d{1,4}$/.test(env.A3R_CLIENT_INDEX ?? "") ? Number(env.A3R_CLIENT_INDEX) : 0;
+  return (Number(env.A3R_SEED) * 1_000_003 + client * 100_003) % 2 ** 31;
 }

@@ -102,7 +102,14 @@ export function clientRelauncher(attempt: number, logs: string, cwd: string, env
   return async (record: LaunchedProcessRecord): Promise<LaunchedProcessRecord> => {
     const index = Number(/client-(\d+)/.exec(record.role)?.[1] ?? 1);
     const logFile = await clientLogName(logs, attempt, index);
-    return launchRecorded({ role: record.role, command: record.command, cwd, env, logFile, exitFile: logFile.replace(/\.log$/, ".exit") });
+    return launchRecorded({
+      role: record.role,
+      command: record.command,
+      cwd,
+      env: { ...env, A3R_CLIENT_INDEX: String(index) },
+      logFile,
+      exitFile: logFile.replace(/\.log$/, ".exit"),
+    });
   };
 }
 
@@ -151,7 +158,14 @@ export async function launchAttempt(
   for (const [index, command] of plan.commands.entries()) {
     const clientLog = join(logs, `attempt-${attempt}-client-${index + 1}.log`);
     processes.push(
-      await launchRecorded({ role: `client-${index + 1}`, command, cwd: plan.cwd, env, logFile: clientLog, exitFile: clientLog.replace(/\.log$/, ".exit") }),
+      await launchRecorded({
+        role: `client-${index + 1}`,
+        command,
+        cwd: plan.cwd,
+        env: { ...env, A3R_CLIENT_INDEX: String(index + 1) },
+        logFile: clientLog,
+        exitFile: clientLog.replace(/\.log$/, ".exit"),
+      }),
     );
   }
   await options.onProcesses(processes);

@@ -59,6 +59,13 @@ describe("planAttempt", () => {
     });
   });
 
+  it("gives the run's seed to its programs, so the task stream varies with it", () => {
+    const seeded = blueprint();
+    const plan = planAttempt(base({ ...seeded, frontMatter: { ...seeded.frontMatter, seed: 3 } }));
+    expect(plan.env.A3R_SEED).toBe("3");
+    expect(planAttempt(base({ ...seeded, frontMatter: { ...seeded.frontMatter, seed: undefined } })).env.A3R_SEED).toBeUndefined();
+  });
+
   it("plans a swarm server with --resume and one client per command line", () => {
     const bp = blueprint({
       mode: "swarm",

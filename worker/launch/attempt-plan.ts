@@ -23,6 +23,8 @@ import { runTagOf, runTagVariable } from "./run-tag.ts";
  * | A3R_CONFIG | the config copy with the overrides merged (when there is a config) |
  * | A3R_PORT | the `port` override, when there is one |
  * | A3R_SWARM_URL | swarm mode: the server's URL |
+ * | A3R_SEED | the blueprint's `seed`, so the task stream varies with it as the model does |
+ * | A3R_CLIENT_INDEX | swarm mode: 1, 2, ... per client line (each client draws its own tasks) |
  * | CUDA_VISIBLE_DEVICES | the GPU slots given to the worker (`--gpus`) |
  *
  * and PATH starts with the interpreter's folder, so `python` (or `node`) is the blueprint's.
@@ -99,6 +101,7 @@ export function planAttempt(input: AttemptPlanInput): AttemptPlan {
     A3R_OVERRIDES: JSON.stringify(input.overrides),
     A3R_INTERPRETER: blueprint.venv,
   };
+  if (typeof blueprint.frontMatter.seed === "number") env.A3R_SEED = String(blueprint.frontMatter.seed);
   if (input.configCopy) env.A3R_CONFIG = input.configCopy;
   if (port !== undefined) env.A3R_PORT = String(port);
   if (input.gpus !== undefined) env.CUDA_VISIBLE_DEVICES = input.gpus;
