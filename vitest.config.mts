@@ -25,7 +25,7 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 60_000,
           pool: "forks",
-          maxWorkers: 3,
+          maxWorkers: 4,
           // Integration tests run after the unit tests, in their own group.
           sequence: { groupOrder: 1 },
         },

@@ -19,7 +19,7 @@ afterAll(async () => {
   await rm(folder, { recursive: true, force: true });
 });
 
-describe("a3r blueprint validate", () => {
+describe.concurrent("a3r blueprint validate", () => {
   it("exits 0 and says so for a clean blueprint of either format", async () => {
     for (const name of ["grpo-lr-3e-6.md", "grpo-lr-3e-6.agentjet.md"]) {
       const result = await a3r("blueprint", "validate", join(examples, name), "--allowed-root", "/tmp/a3r-runs");
@@ -103,7 +103,7 @@ describe("a3r blueprint validate", () => {
   });
 });
 
-describe("a3r blueprint show", () => {
+describe.concurrent("a3r blueprint show", () => {
   it("gives the same fields for the a3r and the AgentJet example", async () => {
     const a3rForm = await a3r("blueprint", "show", "--json", join(examples, "grpo-lr-3e-6.md"));
     const agentjetForm = await a3r("blueprint", "show", "--json", join(examples, "grpo-lr-3e-6.agentjet.md"));
@@ -145,7 +145,7 @@ describe("a3r blueprint show", () => {
   });
 });
 
-describe("a3r blueprint new", () => {
+describe.concurrent("a3r blueprint new", () => {
   it.each(["swarm", "classic"])("writes a %s template that validates clean", async (mode) => {
     const file = join(folder, `new-${mode}.md`);
     const created = await a3r("blueprint", "new", "--id", `s1-${mode}`, "--mode", mode, "--out", file);

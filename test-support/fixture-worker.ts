@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { readBlueprintFile } from "../blueprints/index.ts";
 import { JsonlLedger, readResultDir, readStopRequest, ResultDirWriter } from "../campaign/index.ts";
+import { isA3rError } from "../core/errors.ts";
 
 /**
  * A stand-in worker for launcher tests: `worker run <blueprint.md> --result-dir DIR` writes
@@ -50,7 +51,7 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
   }
   const host = process.env.A3R_HOST ?? hostname();
   // host:pid of this machine, as the real worker's: a revived fixture takes a dead one's lease at once.
-  const run = await ResultDirWriter.open(resultDir, `${hostname()}:${process.pid}`, { ttlMs: 60_000 });
+  const run = await openWaitingOutLease(resultDir);
   await run.writeBlueprint(await readFile(blueprintFile, "utf8"));
   await run.appendEvent("run.launched", {
     blueprintId: blueprint.id,
@@ -112,6 +113,19 @@ export async function runFixtureWorker(argv: string[]): Promise<number> {
   }
   if (stopping) return finishAs("cancelled", "cancelled by SIGTERM");
   return settings.fail ? finishAs("failed", "fixture told to fail") : finishAs("succeeded", null);
+}
+
+/** Like the real worker, waits a while for a lease a dead worker left (it may still be a zombie). */
+async function openWaitingOutLease(resultDir: string): Promise<ResultDirWriter> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await ResultDirWriter.open(resultDir, `${hostname()}:${process.pid}`, { ttlMs: 60_000 });
+    } catch (error) {
+      if (!isA3rError(error, "LEASE_HELD") || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }
 
 /** `--llm-tokens N --llm-usd X` (either or both) as numbers; undefined when neither is given. */
