@@ -122,7 +122,8 @@ async function openWaitingOutLease(resultDir: string): Promise<ResultDirWriter> 
     try {
       return await ResultDirWriter.open(resultDir, `${hostname()}:${process.pid}`, { ttlMs: 60_000 });
     } catch (error) {
-      if (!isA3rError(error, "LEASE_HELD") || Date.now() > deadline) throw error;
+      // LOCK_TIMEOUT: the dead worker was killed inside the directory lock; it goes stale.
+      if (!(isA3rError(error, "LEASE_HELD") || isA3rError(error, "LOCK_TIMEOUT")) || Date.now() > deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -139,7 +139,11 @@ describe("ssh launcher against a real sshd", () => {
       const revived = await launcher.launch({ ...request, revive: true });
       expect(revived.started).toBe(true);
       expect(revived.pgid).not.toBe(first.pgid);
-      expect((await waitForProgress(launcher, revived.ref, (progress) => progress.finished)).state).toBe("succeeded");
+      const done = await waitForProgress(launcher, revived.ref, (progress) => progress.finished || progress.state === "lost").catch((error: Error) => error);
+      if (!("state" in done) || done.state !== "succeeded") {
+        const log = await readFile(join(workdir, "revive", "orphan", "worker.log"), "utf8").catch(() => "(no worker.log)");
+        throw new Error(`the revived run did not succeed: ${JSON.stringify(done)}\n${log}`);
+      }
       expect((await readdir(join(workdir, "revive", "orphan"))).some((name) => name.startsWith("launch.worker-gone-"))).toBe(true);
       expect((await launcher.launch({ ...request, revive: true })).started).toBe(false);
     } finally {
