@@ -8,10 +8,18 @@ import { describe, expect, it } from "vitest";
  * pytest from Debian's python3-pytest inside the integration pool, so they share the two
  * cores with the rest instead of waiting for them. Skipped, saying why, without torch.
  */
-describe("swarm/python (pytest)", () => {
-  it("passes the trainer, server, tiny-model and client SDK tests", async (context) => {
+// Two halves at once: the client SDK's tests (they start `a3r swarm serve`) and the torch
+// side's, so the longer one sets the time, not their sum.
+const clientFiles = ["tests/test_swarm_client.py", "tests/test_example_count_on.py", "tests/test_watchdog.py"];
+const halves: [string, string[]][] = [
+  ["the client SDK, the count-on example and the watchdog", clientFiles],
+  ["the trainer, the reference server and the tiny model", ["tests", ...clientFiles.map((file) => `--ignore=${file}`)]],
+];
+
+describe.concurrent("swarm/python (pytest)", () => {
+  for (const [name, args] of halves) it(`passes ${name}`, async (context) => {
     const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-      const child = spawn("bash", [join(import.meta.dirname, "run-tests.sh")], {
+      const child = spawn("bash", [join(import.meta.dirname, "run-tests.sh"), ...args], {
         // The client SDK tests start `a3r swarm serve` with the node running this test.
         env: { ...process.env, A3R_NODE: process.env.A3R_NODE ?? process.execPath },
         stdio: ["ignore", "pipe", "pipe"],

@@ -10,4 +10,6 @@ if ! "$python" -c "import torch, pytest" >/dev/null 2>&1; then
   echo "swarm/python: skipped ($python cannot import torch and pytest: apt-get install python3-torch python3-pytest)"
   exit 0
 fi
-"$python" -m pytest -q -p no:cacheprovider tests
+# Arguments (test files, --ignore=...) choose a part; none runs all of tests/.
+if [ $# -eq 0 ]; then set -- tests; fi
+"$python" -m pytest -q -p no:cacheprovider "$@"

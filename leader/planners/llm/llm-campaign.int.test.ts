@@ -115,7 +115,7 @@ function reportedCalls(report: string, role: string): number | undefined {
   return row ? Number(row[1]) : undefined;
 }
 
-describe("a campaign planned by a scripted model", () => {
+describe.concurrent("a campaign planned by a scripted model", () => {
   it("runs a good campaign end to end: framing, plan, the model's blueprints, stop, a grounded conclusion and the spending per role", async () => {
     const s = await scenario("good-run.yaml");
     const result = await research(s);
@@ -187,7 +187,7 @@ describe("a campaign planned by a scripted model", () => {
     expect(await readFile(join(s.campaign, "report.md"), "utf8")).toContain("model-written answer, repaired run");
   }, 120_000);
 
-  describe("when the repaired answer is bad again", () => {
+  describe.sequential("when the repaired answer is bad again", () => {
     let s: Scenario;
     let result: CliResult;
     beforeAll(async () => {
@@ -366,7 +366,7 @@ describe("a campaign planned by a scripted model", () => {
     expect(report.slice(report.indexOf("## Answer"), report.indexOf("## Caveats"))).not.toMatch(/IGNORE|lr 7/);
     expect(report.slice(report.indexOf("## Conclusion"))).not.toMatch(/IGNORE|lr 7/);
   }, 120_000);
-  describe("under --planner auto, resumed without the model", () => {
+  describe.sequential("under --planner auto, resumed without the model", () => {
     let s: Scenario;
     let research: CliResult;
     let before: CampaignEvent[];
