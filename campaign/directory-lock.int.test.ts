@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
@@ -35,7 +36,9 @@ describe("directory lock", () => {
 
   it("times out with LOCK_TIMEOUT naming the lock while a live holder keeps it", async () => {
     const lock = join(dir, ".a3r.lock");
-    await writeFile(lock, "12345 now\n");
+    await writeFile(lock, `${process.pid} now\n`);
+    const old = new Date(Date.now() - 5_000);
+    await utimes(lock, old, old);
     try {
       await withDirectoryLock(lock, async () => undefined, { timeoutMs: 100, staleMs: 60_000 });
       expect.unreachable();
@@ -43,6 +46,15 @@ describe("directory lock", () => {
       expect(isA3rError(error, "LOCK_TIMEOUT")).toBe(true);
       expect((error as { hint: string }).hint).toContain(lock);
     }
+  });
+
+  it("breaks at once a lock whose holder process of this machine is gone", async () => {
+    const lock = join(dir, ".a3r.lock");
+    const dead = spawnSync("true").pid!;
+    await writeFile(lock, `${dead} a moment ago\n`);
+    const old = new Date(Date.now() - 2_000);
+    await utimes(lock, old, old);
+    await expect(withDirectoryLock(lock, async () => "got it", { timeoutMs: 1_000, staleMs: 60_000 })).resolves.toBe("got it");
   });
 
   // A supervisor killed inside its critical section must not block the run forever.

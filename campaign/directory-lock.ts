@@ -1,4 +1,4 @@
-import { mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -11,7 +11,8 @@ import { A3rError } from "../core/errors.ts";
  *
  * Left out: long holds (ownership of a run is the lease, not this lock), fairness, and
  * network filesystems. A holder that died leaves its lock behind; a lock older than
- * `staleMs` is broken by renaming it away (only one breaker's rename succeeds).
+ * `staleMs`, or whose holder process is gone, is broken by renaming it away (only one
+ * breaker's rename succeeds).
  */
 export interface DirectoryLockOptions {
   timeoutMs?: number;
@@ -43,6 +44,19 @@ export async function withDirectoryLock<T>(lockPath: string, action: () => Promi
   }
 }
 
+async function holderIsGone(lockPath: string): Promise<boolean> {
+  const text = await readFile(lockPath, "utf8").catch(() => "");
+  const pid = Number(text.split(" ")[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
+}
+
 async function tryCreate(lockPath: string): Promise<boolean> {
   try {
     const handle = await open(lockPath, "wx");
@@ -66,7 +80,11 @@ async function tryCreate(lockPath: string): Promise<boolean> {
 async function breakIfStale(lockPath: string, staleMs: number): Promise<void> {
   try {
     const info = await stat(lockPath);
-    if (Date.now() - info.mtimeMs < staleMs) return;
+    const age = Date.now() - info.mtimeMs;
+    // A holder killed inside the lock (a worker killed with its leader): its pid, written
+    // first thing, names no live process of this machine. Locks are between processes of
+    // one machine, so that is as good as stale; a reused pid only makes it wait.
+    if (age < staleMs && !(age > 1000 && (await holderIsGone(lockPath)))) return;
     const aside = `${lockPath}.stale-${randomBytes(4).toString("hex")}`;
     await rename(lockPath, aside);
     await rm(aside, { force: true });
