@@ -25,6 +25,7 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 60_000,
           pool: "forks",
+          // Four at once: they mostly wait on child processes.
           maxWorkers: 4,
           // Integration tests run after the unit tests, in their own group.
           sequence: { groupOrder: 1 },

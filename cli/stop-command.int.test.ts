@@ -25,7 +25,7 @@ describe("a3r stop", () => {
 
   it("stops the leader and its runs cleanly, and resume runs them again to the report", async () => {
     const topic = join(dir, "topic.md");
-    await writeFile(topic, fixtureTopicText({ stages: 1, title: "Stop me" }).replace("--steps 4 --step-ms 50", "--steps 12 --step-ms 300"));
+    await writeFile(topic, fixtureTopicText({ stages: 1, title: "Stop me" }).replace("--steps 4 --step-ms 50", "--steps 20 --step-ms 300"));
     const { exited } = await startLeaderUntil(["research", topic, "--runs-dir", runsDir, "--campaign", "stop-me"], (stderr) =>
       /s1-lr-0\.01-seed1: running/.test(stderr),
     );
