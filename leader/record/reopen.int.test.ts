@@ -113,7 +113,9 @@ describe("re-opening a campaign stopped on a budget", () => {
     expect(report).toMatch(/Stopped: no-improvement/);
     // The report says the campaign was re-opened, twice, after which stop.
     expect(
-      report.match(/^Re-opened \(round \d, [\d-]+ [\d:]+ UTC\) after it had stopped on a budget: stage 2 would exceed the budget of 1 stage\(s\)(; still open: [^\n]*)?\.$/gm),
+      report.match(
+        /^Re-opened \(round \d, [\d-]+ [\d:]+ UTC\) after it had stopped on a budget: stage 2 would exceed the budget of 1 stage\(s\)(; still open: [^\n]*)?\.$/gm,
+      ),
     ).toHaveLength(2);
     expect(await readFile(paths.reportHtml, "utf8")).toContain("Re-opened (round 2");
     const rewritten = await rewriteCampaignReport(paths, (await loadTopic(paths.topic)).topic);

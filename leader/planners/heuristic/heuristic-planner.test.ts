@@ -273,7 +273,9 @@ describe("heuristic planner: futility", () => {
     const first = runIndependent(stage(planNext(input(topic))), (settings) => (settings.lr === 0.5 ? 0.61 : 0.6), 0.05);
     const step = planNext(input(topic, [first]));
     expect(step).toMatchObject({ kind: "stop", reason: "budget" });
-    expect(step.kind === "stop" && step.explanation).toMatch(/the 4 experiment\(s\) left of the budget of 8 cannot be expected to settle any open comparison: the cheapest needs \d+ more run\(s\)/);
+    expect(step.kind === "stop" && step.explanation).toMatch(
+      /the 4 experiment\(s\) left of the budget of 8 cannot be expected to settle any open comparison: the cheapest needs \d+ more run\(s\)/,
+    );
   });
 });
 
