@@ -37,9 +37,19 @@ function spentIn(record: MetricsRecord, previous: MetricsRecord | undefined, axi
  * points carries it); undefined when some step does not say what it consumed.
  */
 export function curveOnAxis(records: readonly MetricsRecord[], metric: string, axis: BudgetAxis, gpus = 1): CurvePoint[] | undefined {
+  const spent = cumulativeSpend(records, axis, gpus);
+  if (spent === undefined) return undefined;
+  return spent.flatMap(({ record, total }) => {
+    const value = record[metric];
+    return typeof value === "number" && Number.isFinite(value) ? [{ step: total, value }] : [];
+  });
+}
+
+/** Each record (by step) with the total spent on the axis up to it; undefined when a step does not say. */
+function cumulativeSpend(records: readonly MetricsRecord[], axis: BudgetAxis, gpus: number): { record: MetricsRecord; total: number }[] | undefined {
   const sorted = [...records].sort((left, right) => left.step - right.step);
-  const points: CurvePoint[] = [];
-  let spent = 0;
+  const spent: { record: MetricsRecord; total: number }[] = [];
+  let total = 0;
   for (const [index, record] of sorted.entries()) {
     const amount = spentIn(record, sorted[index - 1], axis, gpus);
     if (amount === undefined) {
@@ -47,11 +57,10 @@ export function curveOnAxis(records: readonly MetricsRecord[], metric: string, a
       if (index === 0 && (axis === "wall" || axis === "gpu_hours")) continue;
       return undefined;
     }
-    spent += amount;
-    const value = record[metric];
-    if (typeof value === "number" && Number.isFinite(value)) points.push({ step: spent, value });
+    total += amount;
+    spent.push({ record, total });
   }
-  return points;
+  return spent;
 }
 
 /** The curve up to `budget`, its last point interpolated at exactly `budget`. */
@@ -74,18 +83,10 @@ export function commonBudget(curves: readonly (readonly CurvePoint[])[]): number
 
 /** Mean consumption per optimizer step on the axis; undefined when the run does not say. */
 export function perStep(records: readonly MetricsRecord[], axis: Exclude<BudgetAxis, "steps">, gpus = 1): number | undefined {
-  const sorted = [...records].sort((left, right) => left.step - right.step);
-  let spent = 0;
-  for (const [index, record] of sorted.entries()) {
-    const amount = spentIn(record, sorted[index - 1], axis, gpus);
-    if (amount === undefined) {
-      if (index === 0 && (axis === "wall" || axis === "gpu_hours")) continue;
-      return undefined;
-    }
-    spent += amount;
-  }
-  const last = sorted.at(-1)?.step ?? 0;
-  return last === 0 ? undefined : spent / last;
+  const spent = cumulativeSpend(records, axis, gpus);
+  const last = records.reduce((max, record) => Math.max(max, record.step), 0);
+  if (spent === undefined || last === 0) return undefined;
+  return (spent.at(-1)?.total ?? 0) / last;
 }
 
 /**
