@@ -30,6 +30,25 @@ export function parseLaunchMarker(text: string | undefined): LaunchMarker | unde
   }
 }
 
+/**
+ * The shell command that prints every launch.json under a host's workdir, one per line:
+ * what `list` reads on a remote host (ssh, a Slurm login node). A folder set aside (a3r
+ * stop, then resume) keeps its old launch.json: that run is not one the host has now.
+ */
+export function listMarkersScript(quotedWorkdir: string): string {
+  return `for f in ${quotedWorkdir}/*/*/launch.json; do case "$f" in *.set-aside-*) continue;; esac; [ -f "$f" ] && { cat "$f"; echo; }; done; true`;
+}
+
+/** The runs named by the launch markers `listMarkersScript` printed. */
+export function refsOfMarkerListing(stdout: string): RunRef[] {
+  const refs: RunRef[] = [];
+  for (const line of stdout.split("\n")) {
+    const marker = parseLaunchMarker(line);
+    if (marker) refs.push({ campaign: marker.campaign, blueprintId: marker.blueprintId });
+  }
+  return refs;
+}
+
 /** What a launcher read on the host, as text, before any interpretation. */
 export interface RawRunFiles {
   launch?: string | undefined;

@@ -9,7 +9,7 @@ import { A3rError } from "../../core/errors.ts";
 import { redactSecrets } from "../../core/redact.ts";
 import type { SlurmHostConfig } from "../hosts-config.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
-import { parseLaunchMarker, type LaunchMarker, type RawRunFiles } from "../run-progress.ts";
+import { listMarkersScript, refsOfMarkerListing, type LaunchMarker, type RawRunFiles } from "../run-progress.ts";
 import { shellQuote } from "../shell-quote.ts";
 import { stopRequestAnswer, stopRequestScript } from "../stop-request-script.ts";
 import type { ClusterShell } from "./cluster-shell.ts";
@@ -275,18 +275,7 @@ export class SlurmLauncher implements Launcher {
   }
 
   async list(): Promise<RunRef[]> {
-    const workdir = shellQuote(await this.workdir());
-    // A folder set aside keeps its old launch.json: that run is not one this host has now.
-    const result = await this.exec(
-      `for f in ${workdir}/*/*/launch.json; do case "$f" in *.set-aside-*) continue;; esac; [ -f "$f" ] && { cat "$f"; echo; }; done; true`,
-      true,
-    );
-    const refs: RunRef[] = [];
-    for (const line of result.stdout.split("\n")) {
-      const marker = parseLaunchMarker(line);
-      if (marker) refs.push({ campaign: marker.campaign, blueprintId: marker.blueprintId });
-    }
-    return refs;
+    return refsOfMarkerListing((await this.exec(listMarkersScript(shellQuote(await this.workdir())), true)).stdout);
   }
 
   /** What the partition offers now (`sinfo`): the scheduler's slots for this host. */

@@ -6,7 +6,7 @@ import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId, type StopRequest } from "../../campaign/index.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
-import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../run-progress.ts";
+import { describeProgress, launchGraceMs, listMarkersScript, parseLaunchMarker, refsOfMarkerListing, type LaunchMarker } from "../run-progress.ts";
 import { inlineEnvironment, shellQuote, workerRunCommand } from "../shell-quote.ts";
 import type { SshConnection } from "./ssh-connection.ts";
 import { stopRequestAnswer, stopRequestScript } from "../stop-request-script.ts";
@@ -261,18 +261,7 @@ export class SshLauncher implements Launcher {
   }
 
   async list(): Promise<RunRef[]> {
-    const workdir = shellQuote(await this.workdir());
-    // A folder set aside (a3r stop, then resume) keeps its old launch.json: not a run of this host now.
-    const result = await this.exec(
-      `for f in ${workdir}/*/*/launch.json; do case "$f" in *.set-aside-*) continue;; esac; [ -f "$f" ] && { cat "$f"; echo; }; done; true`,
-      true,
-    );
-    const refs: RunRef[] = [];
-    for (const line of result.stdout.split("\n")) {
-      const marker = parseLaunchMarker(line);
-      if (marker) refs.push({ campaign: marker.campaign, blueprintId: marker.blueprintId });
-    }
-    return refs;
+    return refsOfMarkerListing((await this.exec(listMarkersScript(shellQuote(await this.workdir())), true)).stdout);
   }
 
   async close(): Promise<void> {
