@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { A3rError } from "../core/errors.ts";
+import { isProcessGone } from "../core/process-group.ts";
 
 /**
  * A short mutex between processes on one machine: the lock file is created with O_EXCL,
@@ -47,14 +48,7 @@ export async function withDirectoryLock<T>(lockPath: string, action: () => Promi
 async function holderIsGone(lockPath: string): Promise<boolean> {
   const text = await readFile(lockPath, "utf8").catch(() => "");
   const pid = Number(text.split(" ")[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
+  return Number.isInteger(pid) && pid > 0 && isProcessGone(pid);
 }
 
 async function tryCreate(lockPath: string): Promise<boolean> {

@@ -1,8 +1,8 @@
-import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
+import { isProcessGone } from "../core/process-group.ts";
 import { writeJsonAtomic } from "../core/atomic-file.ts";
 import { withDirectoryLock, type DirectoryLockOptions } from "./directory-lock.ts";
 import { resultDirPaths } from "./result-dir-paths.ts";
@@ -91,22 +91,8 @@ function ownerIsGoneHere(owner: string): boolean {
   const colon = owner.lastIndexOf(":");
   const pid = Number(owner.slice(colon + 1));
   if (colon <= 0 || owner.slice(0, colon) !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
-  // A killed worker whose parent died too may linger as a zombie until init reaps it: dead.
-  return isZombie(pid);
-}
-
-function isZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
-  } catch {
-    return false;
-  }
+  // A killed worker whose parent died too may linger as a zombie until init reaps it: gone.
+  return isProcessGone(pid);
 }
 
 /** Takes the run; throws LEASE_HELD when another owner holds a live lease. */

@@ -57,6 +57,25 @@ export async function launchProcessGroup(options: LaunchOptions): Promise<Launch
 }
 
 /** True while any process of the group is alive (signal 0 probes without killing). */
+/**
+ * True when no running process of this machine has `pid`: it does not exist, or it is a
+ * zombie (ended, not yet reaped by whoever inherited it, as after its parent was killed
+ * too). A pid another user owns exists; a reused pid reads as running.
+ */
+export function isProcessGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.charAt(stat.lastIndexOf(")") + 2) === "Z";
+  } catch {
+    return false;
+  }
+}
+
 export function isGroupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
