@@ -1,4 +1,4 @@
-import type { ChatMessage, GenerateResult } from "../../engines/engine.ts";
+import type { ChatMessage, GenerateRequest, GenerateResult } from "../../engines/engine.ts";
 import type { ParsedAnswer, ToolCallReplays } from "./tool-calls.ts";
 
 /**
@@ -7,14 +7,7 @@ import type { ParsedAnswer, ToolCallReplays } from "./tool-calls.ts";
  * tool schemas (in chat completions' `{type: "function", function}` form, so the same
  * tools sent through any format are the same tracked prompt), and the sampling asked for.
  */
-export interface TranslatedRequest {
-  messages: ChatMessage[];
-  tools?: unknown[];
-  temperature?: number;
-  topP?: number;
-  maxTokens?: number;
-  stop?: string[];
-  seed?: number;
+export interface TranslatedRequest extends Omit<GenerateRequest, "signal"> {
   stream: boolean;
   model?: string;
   /** Fields (or content parts) the gateway does not honour, for x-swarm-warnings. */
