@@ -3,6 +3,7 @@ import { defaultOptimizer, trainInProcess, type InProcessTrainingOptions } from 
 import itemColor from "../examples/tasks/item-color/task.ts";
 import type { SwarmTask, TaskInstance } from "../examples/tasks/task-types.ts";
 import { summarizeConfigurations } from "../leader/domain/configurations.ts";
+import { decideEarlyStops, rungStep, type EarlyStopRule } from "../leader/domain/early-stop.ts";
 import { rankAgainstIncumbent } from "../leader/domain/incumbent.ts";
 import type { ExperimentOutcome, PlannerStep, StageRecord } from "../leader/domain/planner.ts";
 import { summarizeCurve } from "../leader/domain/statistics.ts";
@@ -42,8 +43,17 @@ interface KnownAnswerTopic {
   goal: "maximize" | "minimize";
   range: [number, number];
   equivalence: number;
-  /** One run: its score and the rollout episodes it consumed. */
-  run(value: string, seed: number): Promise<{ score: number; episodes: number }>;
+  /** Successive halving within screen and refine stages, as the topic's `early_stop`. */
+  earlyStop?: EarlyStopRule;
+  /** One run: its score and the rollout episodes it consumed (and its curve, for early stopping). */
+  run(value: string, seed: number): Promise<RunResult>;
+}
+
+interface RunResult {
+  score: number;
+  episodes: number;
+  /** The per-step reward and the episodes played up to each step; maxSteps as planned. */
+  curve?: { rewards: number[]; episodesByStep: number[]; maxSteps: number };
 }
 
 const base = { steps: 20, batchSize: 8, numRepeat: 8, strategy: "episodes", optimizer: defaultOptimizer } as const;
@@ -56,10 +66,17 @@ function area(curve: readonly number[]): number {
   ).normalizedArea!;
 }
 
-async function areaRun(task: Task, options: Partial<InProcessTrainingOptions>, seed: number): Promise<{ score: number; episodes: number }> {
+async function areaRun(task: Task, options: Partial<InProcessTrainingOptions>, seed: number): Promise<RunResult> {
   const result = await trainInProcess({ ...base, task, seed, ...options });
-  return { score: area(result.rewardCurve), episodes: result.episodes };
+  return {
+    score: area(result.rewardCurve),
+    episodes: result.episodes,
+    curve: { rewards: result.rewardCurve, episodesByStep: result.episodesByStep, maxSteps: options.steps ?? base.steps },
+  };
 }
+
+/** What the bench's area topics declare: successive halving at a quarter and half of each run. */
+const halving: EarlyStopRule = { rungs: [0.25, 0.5], keep: 0.5, window: 3 };
 
 const episodesBudget = base.steps * base.batchSize * base.numRepeat;
 
@@ -72,6 +89,7 @@ const topics: KnownAnswerTopic[] = [
     goal: "maximize",
     range: [0, 1],
     equivalence: 0.05,
+    earlyStop: halving,
     run: (value, seed) => areaRun(itemColor as unknown as Task, { optimizer: { ...defaultOptimizer, lr: Number(value) } }, seed),
   },
   {
@@ -82,6 +100,7 @@ const topics: KnownAnswerTopic[] = [
     goal: "maximize",
     range: [0, 1],
     equivalence: 0.05,
+    earlyStop: halving,
     // Equal episodes: steps x batch x num_repeat is the same for every value.
     run: (value, seed) => areaRun(itemColor as unknown as Task, { numRepeat: Number(value), steps: episodesBudget / (base.batchSize * Number(value)) }, seed),
   },
@@ -93,6 +112,7 @@ const topics: KnownAnswerTopic[] = [
     goal: "maximize",
     range: [0, 1],
     equivalence: 0.05,
+    earlyStop: halving,
     run: (value, seed) => areaRun(itemColor as unknown as Task, { strategy: value as InProcessTrainingOptions["strategy"] }, seed),
   },
   {
@@ -125,6 +145,7 @@ const topics: KnownAnswerTopic[] = [
     goal: "maximize",
     range: [0, 1],
     equivalence: 0.05,
+    earlyStop: halving,
     run: (value, seed) => areaRun(itemColor as unknown as Task, { optimizer: { ...defaultOptimizer, klCoef: Number(value) } }, seed),
   },
   {
@@ -135,6 +156,7 @@ const topics: KnownAnswerTopic[] = [
     goal: "maximize",
     range: [0, 1],
     equivalence: 0.05,
+    earlyStop: halving,
     run: (value, seed) => areaRun(compassWalk as unknown as Task, { optimizer: { ...defaultOptimizer, lr: Number(value) } }, seed),
   },
 ];
@@ -145,7 +167,7 @@ metric: { name: score, goal: ${topic.goal}, score: final, range: [${topic.range.
 base: { mode: classic, codebase: /bench, interpreter: /usr/bin/node, command: run, gpus: 0 }
 knobs:
   ${topic.knob}: [${topic.values.map((value) => JSON.stringify(value)).join(", ")}]
-seeds: 2
+seeds: 2${topic.earlyStop ? `\nearly_stop: { rungs: [${topic.earlyStop.rungs.join(", ")}], keep: ${topic.earlyStop.keep}, window: ${topic.earlyStop.window} }` : ""}
 budgets: { stages: 6, experiments: ${experiments} }
 ---
 ${topic.question}
@@ -205,15 +227,26 @@ async function judgeTopic(topic: KnownAnswerTopic): Promise<Verdict> {
   const history: StageRecord[] = [];
   let campaignEpisodes = 0;
   let step: PlannerStep = planNext({ topic: parsed, history, usage: { gpuHours: 0, wallTimeMs: 0 } });
+  const trace: string[] = [];
   while (step.kind === "stage") {
     const plan = step.plan;
-    const outcomes: ExperimentOutcome[] = [];
+    const runs = [];
     for (const experiment of plan.experiments) {
       const configuration = plan.configurations.find((item) => item.id === experiment.configurationId)!;
-      const { score, episodes } = await topic.run(String(configuration.settings[topic.knob]), experiment.seed);
-      campaignEpisodes += episodes;
-      outcomes.push({ ...experiment, state: "succeeded", score });
+      runs.push({ experiment, result: await topic.run(String(configuration.settings[topic.knob]), experiment.seed) });
     }
+    // Early stopping acts where the leader applies it (screen and refine stages), on the
+    // same rule; a cut run consumed the episodes up to its rung's step.
+    const cuts = parsed.earlyStop && plan.kind !== "replicate" ? simulateEarlyStops(runs, parsed.earlyStop, parsed.metric!) : new Map<string, number>();
+    const outcomes: ExperimentOutcome[] = [];
+    for (const { experiment, result } of runs) {
+      const cutAt = cuts.get(experiment.blueprintId);
+      campaignEpisodes += cutAt === undefined ? result.episodes : result.curve!.episodesByStep[cutAt - 1]!;
+      outcomes.push(
+        cutAt === undefined ? { ...experiment, state: "succeeded", score: result.score } : { ...experiment, state: "stopped_early", score: undefined },
+      );
+    }
+    trace.push(`s${plan.stage} ${plan.kind} ${plan.experiments.length}${cuts.size > 0 ? ` (${cuts.size} cut)` : ""}`);
     history.push({ plan, outcomes });
     step = planNext({ topic: parsed, history, usage: { gpuHours: 0, wallTimeMs: 0 } });
   }
@@ -231,13 +264,47 @@ async function judgeTopic(topic: KnownAnswerTopic): Promise<Verdict> {
     topic: topic.name,
     right,
     decided: step.reason === "separated" || step.reason === "equivalent",
-    answer: `${step.reason}: ${namedValues.join(" = ")}`,
+    answer: `${step.reason}: ${namedValues.join(" = ")} [${trace.join(", ")}]`,
     truth: `grid best ${grid.incumbent.configuration.id} (${grid.status}); tied with it: ${[...tiedWithBest].join(", ")}`,
     campaignEpisodes,
     gridEpisodes,
     campaignRuns: history.reduce((sum, record) => sum + record.plan.experiments.length, 0),
     gridRuns: gridOutcomes.length,
   };
+}
+
+/**
+ * The early stops the leader would make in one stage, decided rung by rung on each run's
+ * curve truncated at the rung (a run is deterministic in its seed, so its first k steps
+ * are those a live run would have shown). Returns the step each cut run stopped at.
+ */
+function simulateEarlyStops(
+  runs: readonly { experiment: { blueprintId: string; configurationId: string }; result: RunResult }[],
+  rule: EarlyStopRule,
+  metric: { name: string; goal: "maximize" | "minimize"; equivalence?: number | undefined },
+): Map<string, number> {
+  const stoppedAt = new Map<string, { rung: number; step: number }>();
+  for (const [index, fraction] of rule.rungs.entries()) {
+    const view = runs.flatMap(({ experiment, result }) => {
+      if (!result.curve) return [];
+      const cut = stoppedAt.get(experiment.blueprintId);
+      const shownTo = cut?.step ?? Math.min(result.curve.rewards.length, rungStep(fraction, result.curve.maxSteps));
+      return [
+        {
+          blueprintId: experiment.blueprintId,
+          configurationId: experiment.configurationId,
+          live: cut === undefined,
+          maxSteps: result.curve.maxSteps,
+          lastStep: shownTo,
+          points: result.curve.rewards.slice(0, shownTo).map((value, step) => ({ step: step + 1, value })),
+          ...(cut === undefined ? {} : { stoppedAtRung: cut.rung }),
+        },
+      ];
+    });
+    for (const stop of decideEarlyStops(view, rule, metric).stops)
+      if (stop.rung === index + 1) stoppedAt.set(stop.blueprintId, { rung: stop.rung, step: stop.rungStep });
+  }
+  return new Map([...stoppedAt].map(([blueprintId, cut]) => [blueprintId, cut.step]));
 }
 
 const benchmark: Benchmark = {

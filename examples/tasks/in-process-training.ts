@@ -41,6 +41,8 @@ export interface InProcessTrainingResult {
   /** First step (1-based) at which the trailing-window mean reached `stopAtReward`. */
   stepsToTarget?: number;
   episodes: number;
+  /** Episodes played up to and including each step (what a run cut after that step consumed). */
+  episodesByStep: number[];
   wallMs: number;
   tokensWithoutMerge: number;
   tokensWithMerge: number;
@@ -74,6 +76,7 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
   const window = options.window ?? 10;
   const maxGroups = options.maxGroupsPerStep ?? options.batchSize * 8;
   const rewardCurve: number[] = [];
+  const episodesByStep: number[] = [];
   let stepsToTarget: number | undefined;
   let groupsSampled = 0,
     groupsAllEqual = 0;
@@ -137,6 +140,7 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
       }
       lastLogMetrics = Object.fromEntries(Object.entries(logMetricSums).map(([name, sum]) => [name, sum / stepRewards.length]));
       rewardCurve.push(stepRewards.reduce((sum, value) => sum + value, 0) / stepRewards.length);
+      episodesByStep.push(episodes);
       if (batch.length > 0) lastMetrics = (await engine.train(batch, step)).metrics;
       if (options.stopAtReward !== undefined && rewardCurve.length >= window && trailingMean(rewardCurve, window) >= options.stopAtReward) {
         stepsToTarget = step;
@@ -151,6 +155,7 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
     rewardCurve,
     ...(stepsToTarget !== undefined ? { stepsToTarget } : {}),
     episodes,
+    episodesByStep,
     wallMs: performance.now() - started,
     tokensWithoutMerge,
     tokensWithMerge,

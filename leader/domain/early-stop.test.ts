@@ -63,22 +63,22 @@ describe("decideEarlyStops", () => {
     expect(stop.best).toBeCloseTo(0.75);
     expect(stop.reason).toContain("rung 1 of 2");
     expect(stop.reason).toContain("step 5 of 20");
-    expect(stop.rule).toContain("ceil(0.5 x 3) = 2");
+    expect(stop.rule).toContain("max(2, ceil(0.5 x 3)) = 2");
   });
 
   it("keeps a configuration outside the top share when it is within the equivalence margin", () => {
-    const runs = [run("a", "good", 0.8, 6), run("b", "close", 0.79, 6)];
+    const runs = [run("a", "good", 0.8, 6), run("m", "mid", 0.795, 6), run("b", "close", 0.79, 6)];
     expect(decideEarlyStops(runs, rule, { ...metric, equivalence: 0.02 }).stops).toEqual([]);
     expect(decideEarlyStops(runs, rule, metric).stops.map((stop) => stop.blueprintId)).toEqual(["b"]);
   });
 
   it("ranks the other way round for a metric to minimize", () => {
-    const runs = [run("a", "low", 0.1, 6), run("b", "high", 0.9, 6)];
+    const runs = [run("a", "low", 0.1, 6), run("m", "mid", 0.2, 6), run("b", "high", 0.9, 6)];
     expect(decideEarlyStops(runs, rule, { name: "loss", goal: "minimize" }).stops.map((stop) => stop.configurationId)).toEqual(["high"]);
   });
 
   it("never stops a finished run, but counts its score at the rung", () => {
-    const runs = [run("a", "good", 0.8, 20, false), run("b", "bad", 0.1, 20, false), run("c", "bad", 0.1, 6)];
+    const runs = [run("a", "good", 0.8, 20, false), run("m", "mid", 0.7, 20, false), run("b", "bad", 0.1, 20, false), run("c", "bad", 0.1, 6)];
     const outcome = decideEarlyStops(runs, rule, metric);
     expect(outcome.stops.map((stop) => stop.blueprintId)).toEqual(["c"]);
   });
@@ -91,28 +91,49 @@ describe("decideEarlyStops", () => {
   });
 
   it("does not ask twice, and leaves a run stopped at rung 1 out of rung 2", () => {
-    const runs = [run("a", "good", 0.8, 12), run("m", "mid", 0.6, 11), run("b", "bad", 0.1, 12, true, { stoppedAtRung: 1 })];
+    const runs = [
+      run("a", "good", 0.8, 12),
+      run("n", "next", 0.7, 12),
+      run("m", "mid", 0.6, 11),
+      run("b", "bad", 0.1, 12, true, { stoppedAtRung: 1 }),
+      run("w", "worst", 0.05, 12, true, { stoppedAtRung: 1 }),
+    ];
     const outcome = decideEarlyStops(runs, rule, metric);
-    // b is not asked again; at rung 2 the two left are ranked, and the worse half is cut.
+    // b and w are not asked again; at rung 2 the three left are ranked, and the one below the top two is cut.
     expect(outcome.stops.map((stop) => [stop.blueprintId, stop.rung])).toEqual([["m", 2]]);
     expect(outcome.rungs.map((decision) => decision.ranking.map((standing) => standing.configurationId))).toEqual([
-      ["good", "mid", "bad"],
-      ["good", "mid"],
+      ["good", "next", "mid", "bad", "worst"],
+      ["good", "next", "mid"],
     ]);
     expect(outcome.rungs[1]!.cut).toEqual(["mid"]);
   });
 
+  it("always keeps two configurations: the leader and a runner-up to compare it with", () => {
+    const runs = [run("a", "good", 0.8, 12), run("m", "mid", 0.2, 12), run("b", "bad", 0.1, 12, true, { stoppedAtRung: 1 })];
+    const outcome = decideEarlyStops(runs, rule, metric);
+    expect(outcome.rungs[1]!.kept).toEqual(["good", "mid"]);
+    expect(outcome.stops).toEqual([]);
+    // A stage of two configurations is never cut, however far apart they are.
+    expect(decideEarlyStops([run("a", "good", 0.9, 6), run("b", "bad", 0.0, 6)], rule, metric).stops).toEqual([]);
+  });
+
   it("stops at rung 2 what rung 1 kept", () => {
-    // mid is kept at rung 1 (top 2 of 3), then falls behind by step 10.
+    // mid is kept at rung 1 (second of five, the top three kept), then falls behind by step 10.
     const mid: EarlyStopRun = {
       blueprintId: "m",
       configurationId: "mid",
       live: true,
       maxSteps: 20,
       lastStep: 10,
-      points: Array.from({ length: 10 }, (_, index) => ({ step: index + 1, value: index < 5 ? 0.7 : 0.2 })),
+      points: Array.from({ length: 10 }, (_, index) => ({ step: index + 1, value: index < 5 ? 0.78 : 0.2 })),
     };
-    const runs = [run("a", "good", 0.8, 10), mid, run("b", "bad", 0.1, 10, true, { stoppedAtRung: 1 })];
+    const runs = [
+      run("a", "good", 0.8, 10),
+      run("n", "next", 0.75, 10),
+      mid,
+      run("b", "bad", 0.1, 10, true, { stoppedAtRung: 1 }),
+      run("w", "worst", 0.05, 10, true, { stoppedAtRung: 1 }),
+    ];
     const outcome = decideEarlyStops(runs, rule, metric);
     expect(outcome.stops.map((stop) => [stop.blueprintId, stop.rung, stop.rungStep])).toEqual([["m", 2, 10]]);
   });
@@ -123,7 +144,7 @@ describe("decideEarlyStops", () => {
   });
 
   it("gives the same answer when asked again with the same records (a leader re-run)", () => {
-    const runs = [run("a", "good", 0.8, 6), run("b", "bad", 0.1, 6)];
+    const runs = [run("a", "good", 0.8, 6), run("m", "mid", 0.7, 6), run("b", "bad", 0.1, 6)];
     expect(decideEarlyStops(runs, rule, metric)).toEqual(decideEarlyStops(runs, rule, metric));
   });
 });

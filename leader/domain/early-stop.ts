@@ -12,8 +12,10 @@ import { z } from "zod";
  * that step. A rung is decided once no live run is still short of it (a run waiting for a
  * slot is not live yet; it is judged when it gets there, against everyone's score at the
  * same rung). Configurations are ranked by their mean partial score; those outside the
- * top ceil(keep x n) whose mean is worse than the best's by more than the topic's
- * `metric.equivalence` (0 when none) have their live runs stopped. The decision is a pure
+ * top max(2, ceil(keep x n)) whose mean is worse than the best's by more than the topic's
+ * `metric.equivalence` (0 when none) have their live runs stopped. Two are always kept:
+ * the stage ends in a comparison of the leader with a runner-up, and halving down to a
+ * single survivor would leave nothing to compare it with (a stage of two is never cut). The decision is a pure
  * function of the recorded metrics, so a leader re-run after a crash reaches the same
  * stops; a stop already requested stays (`stoppedAtRung`).
  *
@@ -97,6 +99,9 @@ function formatNumber(value: number): string {
   return String(Number(value.toPrecision(4)));
 }
 
+/** Configurations a rung always keeps (the leader and a runner-up to compare it with). */
+export const minimumKept = 2;
+
 export function rungStep(fraction: number, maxSteps: number): number {
   return Math.max(1, Math.ceil(fraction * maxSteps));
 }
@@ -137,7 +142,7 @@ export function decideEarlyStops(
       .map(([configurationId, scores]) => ({ configurationId, mean: scores.reduce((sum, value) => sum + value, 0) / scores.length, runs: scores.length }))
       // Best first; ties keep the first-seen order (stable sort).
       .sort((a, b) => (metric.goal === "maximize" ? b.mean - a.mean : a.mean - b.mean));
-    const keepCount = Math.ceil(rule.keep * ranking.length);
+    const keepCount = Math.max(minimumKept, Math.ceil(rule.keep * ranking.length));
     const best = ranking[0];
     const cut = best === undefined || ranking.length < 2 ? [] : ranking.slice(keepCount).filter((standing) => worseBy(standing.mean, best.mean) > margin);
     decisions.push({
@@ -148,7 +153,7 @@ export function decideEarlyStops(
       cut: cut.map((standing) => standing.configurationId),
     });
     if (best === undefined) continue;
-    const ruleText = `keep the top ceil(${formatNumber(rule.keep)} x ${ranking.length}) = ${keepCount} configuration(s) at rung ${rung}; stop the others whose mean partial ${metric.name} (last ${rule.window} value(s)) is more than ${formatNumber(margin)} worse than the best's`;
+    const ruleText = `keep the top max(${minimumKept}, ceil(${formatNumber(rule.keep)} x ${ranking.length})) = ${keepCount} configuration(s) at rung ${rung}; stop the others whose mean partial ${metric.name} (last ${rule.window} value(s)) is more than ${formatNumber(margin)} worse than the best's`;
     for (const standing of cut) {
       for (const run of inPlay) {
         if (run.configurationId !== standing.configurationId || !run.live || stoppedAt.has(run.blueprintId)) continue;

@@ -40,10 +40,17 @@ describe("early stopping between dispatcher rounds", () => {
       return { blueprint, file, campaign, resultDir: join(dir, "results", id) };
     };
     const good = await item("s1-good-seed1", 20);
+    const next = await item("s1-next-seed1", 20);
     const bad = await item("s1-bad-seed1", 400);
-    // The good run finished earlier at 0.9; the bad one (the fixture's reward is step/400) runs now.
-    await mkdir(good.resultDir, { recursive: true });
-    for (let step = 1; step <= 20; step += 1) await appendMetrics(join(good.resultDir, "metrics.jsonl"), { step, reward_mean: 0.9 });
+    // The good and next runs finished earlier at 0.9 and 0.8 (a rung keeps two configurations
+    // at least); the bad one (the fixture's reward is step/400) runs now.
+    for (const [finished, level] of [
+      [good, 0.9],
+      [next, 0.8],
+    ] as const) {
+      await mkdir(finished.resultDir, { recursive: true });
+      for (let step = 1; step <= 20; step += 1) await appendMetrics(join(finished.resultDir, "metrics.jsonl"), { step, reward_mean: level });
+    }
     await launcher.launch({ campaign, blueprintId: bad.blueprint.id, blueprintFile: bad.file, gpuIndices: [], resultDir: bad.resultDir });
     const ref = { campaign, blueprintId: bad.blueprint.id };
     await waitForProgress(launcher, ref, (progress) => (progress.step ?? 0) >= 10);
@@ -55,6 +62,7 @@ describe("early stopping between dispatcher rounds", () => {
       stage: 1,
       experiments: [
         { blueprintId: good.blueprint.id, configurationId: "good", seed: 1 },
+        { blueprintId: next.blueprint.id, configurationId: "next", seed: 1 },
         { blueprintId: bad.blueprint.id, configurationId: "bad", seed: 1 },
       ],
     } as unknown as StagePlan;
@@ -73,9 +81,9 @@ describe("early stopping between dispatcher rounds", () => {
       note: "",
       auditErrors: finished ? 0 : null,
     });
-    const input = { topic, plan, items: [good, bad], hosts, eventsFile };
+    const input = { topic, plan, items: [good, next, bad], hosts, eventsFile };
     const stopper = (await createEarlyStopper(input))!;
-    const rows = [row(good.blueprint.id, "succeeded", true), row(bad.blueprint.id, "running", false)];
+    const rows = [row(good.blueprint.id, "succeeded", true), row(next.blueprint.id, "succeeded", true), row(bad.blueprint.id, "running", false)];
     await stopper(rows);
     await stopper(rows);
 
@@ -93,10 +101,18 @@ describe("early stopping between dispatcher rounds", () => {
 
     // A restarted leader: a new stopper reads the stop back from the events and asks nothing.
     const restarted = (await createEarlyStopper(input))!;
-    await restarted([row(good.blueprint.id, "succeeded", true), row(bad.blueprint.id, "stopped_early", true)]);
+    await restarted([row(good.blueprint.id, "succeeded", true), row(next.blueprint.id, "succeeded", true), row(bad.blueprint.id, "stopped_early", true)]);
     expect(await stops()).toHaveLength(1);
     const rungs = (await readEvents(eventsFile)).events.filter((event) => event.kind === "stage.rung_decided");
     expect(rungs.map((event) => [event.rung, event.cut])).toEqual([[1, ["bad"]]]);
+  });
+
+  it("leaves a replication stage's runs alone: they exist to be measured to the end", async () => {
+    const topic = parseTopic("---\nmetric: { name: reward_mean, goal: maximize }\nearly_stop: { rungs: [0.25], keep: 0.5 }\n---\nq\n");
+    const plan = (kind: StagePlan["kind"]) => ({ stage: 2, kind, experiments: [] }) as unknown as StagePlan;
+    const stopper = (kind: StagePlan["kind"]) => createEarlyStopper({ topic, plan: plan(kind), items: [], hosts: [], eventsFile: join(dir, `${kind}.jsonl`) });
+    expect(await stopper("replicate")).toBeUndefined();
+    expect(await stopper("refine")).toBeTypeOf("function");
   });
 
   it("is absent for a topic without early_stop", async () => {

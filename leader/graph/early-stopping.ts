@@ -18,7 +18,7 @@ import type { Topic } from "../domain/topic.ts";
  * A host without `requestStop` (queue) lets its runs finish, said once per run
  * (`early_stop.unsupported`); a run that finished before the request reached it is
  * `early_stop.too_late`; a host that could not be written to is asked again next round
- * (`early_stop.request_failed`, once per error).
+ * (`early_stop.request_failed`, once per error). Replication stages run every seed to its end.
  */
 export interface EarlyStopperInput {
   topic: Topic;
@@ -32,7 +32,11 @@ export async function createEarlyStopper(input: EarlyStopperInput): Promise<((ro
   const { topic, plan, items, hosts, eventsFile } = input;
   const rule = topic.earlyStop;
   const metric = topic.metric;
-  if (!rule || !metric) return undefined;
+  // A replication stage exists to measure its contenders with more seeds: cutting a
+  // contender's new seeds at a rung would leave its comparison as open as before, and the
+  // next stage would ask for the same seeds again. Only stages that try configurations
+  // (screen, refine) race.
+  if (!rule || !metric || plan.kind === "replicate") return undefined;
   const configurationOf = new Map(plan.experiments.map((experiment) => [experiment.blueprintId, experiment.configurationId]));
   const stoppedAt = new Map<string, number>();
   for (const event of (await readEvents(eventsFile)).events)
