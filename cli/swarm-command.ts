@@ -1,3 +1,4 @@
+import { importUserModule } from "../core/typescript-import.ts";
 import { InvalidArgumentError, type Command } from "commander";
 import { existsSync, readdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -267,7 +268,7 @@ async function loadTask(taskArgument: string): Promise<EpisodeTask> {
       hint: `give a task name (${names.join(", ") || "none found"}) or the path of a task.ts`,
     });
   }
-  const module = (await import(pathToFileURL(path).href)) as { default?: Partial<EpisodeTask> };
+  const module = (await importUserModule(pathToFileURL(path).href)) as { default?: Partial<EpisodeTask> };
   const task = module.default;
   if (!task || typeof task.sampleTask !== "function" || typeof task.runEpisode !== "function") {
     throw new A3rError("CONFIG_INVALID", `${path} does not default-export a task with sampleTask(seed) and runEpisode(openai, task)`, {

@@ -158,7 +158,9 @@ describe.skipIf(slurmMissing !== undefined)(`slurm host${slurmMissing ? ` (skipp
         await new Promise((resolve) => setTimeout(resolve, 300));
       }
       // Its second start re-attached to the same run folder and result directory.
-      expect(await readFile(log, "utf8"), `job ${jobId} went through ${seen.join(" -> ")}`).toContain("has finished");
+      expect(await readFile(log, "utf8"), `job ${jobId} went through ${seen.join(" -> ")}; worker.log: ${await readFile(log, "utf8")}`).toContain(
+        "has finished",
+      );
       expect(await jobsNamed(slurm, jobNameOf(launch.ref))).toEqual([jobId]);
     }, 240_000);
 

@@ -10,6 +10,7 @@
 //   --pause-after K --until-file F after step K, wait (silently) until file F exists
 //   --unknown-error                die with an error no rule knows
 //   --rate-limited-attempts N      on attempts 1..N die with an external API 429
+//   --rate-limit-after-ms M        ... after M ms (default 0), as a trainer that first loads
 //   --auth-error                   die with an external API 401 (every attempt)
 //   --port P                       listen on P (the port override wins) for the whole run
 //   --pid-file F                   append this process's pid to F at start
@@ -62,6 +63,7 @@ if (attempt <= Number(option("hang-attempts", 0))) {
   await new Promise(() => {});
 }
 if (attempt <= Number(option("rate-limited-attempts", 0))) {
+  await new Promise((resolve) => setTimeout(resolve, Number(option("rate-limit-after-ms", 0))));
   console.error("openai.RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit reached for requests'}}");
   process.exit(1);
 }

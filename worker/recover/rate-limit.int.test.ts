@@ -9,7 +9,9 @@ import { fixtureFolder } from "../__fixtures__/fixture-blueprint.ts";
 /**
  * A rate limit that does not lift: the worker backs off within the budget it has left (a
  * wait is at most half of it), then gives up with the reason; the run is `failed`, not
- * `timed_out` with budget left. A real trainer process that answers 429 on every attempt.
+ * `timed_out` with budget left. A real trainer process that answers 429 on every attempt,
+ * each after a second: long enough that the budget, not the count of recoveries of a class
+ * (3), ends the retries, however fast this machine starts a process.
  */
 let folder: Awaited<ReturnType<typeof fixtureFolder>>;
 beforeAll(async () => {
@@ -23,7 +25,7 @@ describe("a persistent 429", () => {
   it("shortens the back-off to fit the budget, then gives up with a give-up entry", async () => {
     const { path, resultDir } = await folder.write({
       id: "persistent-429",
-      command: "node trainer.mjs --steps 2 --rate-limited-attempts 99",
+      command: "node trainer.mjs --steps 2 --rate-limited-attempts 99 --rate-limit-after-ms 1000",
       budget: "10s",
       worker: { api_backoff: ["1m"] },
     });
