@@ -21,7 +21,10 @@ import type { Benchmark, BenchRow } from "./report.ts";
  *   against the best, Holm-corrected, TOST within the topic's margin); the values "tied
  *   with the grid's best" are the best and every value the grid does not show worse;
  * - the campaign: the heuristic planner's real decisions (screen, replicate, stop) over
- *   runs of the same trainer, 2 seeds to start, a budget as large as the grid;
+ *   runs of the same trainer, 2 seeds to start, a budget as large as the grid; the topics
+ *   scored by area opt in to early stopping (`early_stop: { rungs: [0.25, 0.5], keep: 0.5 }`),
+ *   decided by the leader's own rule (leader/domain/early-stop.ts) in the stages the leader
+ *   applies it to (screen, refine), a cut run booked with the episodes up to its rung;
  * - right: the campaign names a value tied with the grid's best (its best, and every
  *   value it calls the same within the margin); wrong: it names one the grid shows worse.
  *

@@ -29,12 +29,12 @@ describe("the CLI's start-up bundle", () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  const bundles = async () => (await readdir(join(root, "node_modules", ".cache", "a3r-bundle"))).filter((name) => name !== "current.json");
+  const bundles = async () => (await readdir(join(root, "node_modules", ".cache", "a3r-bundle", "src-main"))).filter((name) => name !== "current.json");
   const load = async (url: string) => ((await import(url)) as { main: () => { value: number; here: string } }).main();
 
   it("builds once, then reuses the bundle while no source changes", async () => {
     const first = (await bundledEntry({ root, entry: "src/main.ts" }))!;
-    expect(first).toMatch(/a3r-bundle\/[0-9a-f]{16}\/main\.js$/);
+    expect(first).toMatch(/a3r-bundle\/src-main\/[0-9a-f]{16}\/main\.js$/);
     const loaded = await load(first);
     expect(loaded.value).toBe(1);
     // The module's own URL, not the bundle's: paths found beside a module stay right.

@@ -1,5 +1,5 @@
 // The CLI as one esbuild bundle, built on first start and cached in
-// node_modules/.cache/a3r-bundle/<key>/, keyed by a hash of every source file it holds.
+// node_modules/.cache/a3r-bundle/<entry>/<key>/, keyed by a hash of every source file it holds.
 //
 // Why: loading a3r's TypeScript through module hooks (bin/ts-hooks.mjs) sends every import
 // of every module through Node's hooks thread, about 0.5 s of CPU per process before a
@@ -36,7 +36,8 @@ const keepOldBundlesMs = 7 * 24 * 3600 * 1000;
  */
 export async function bundledEntry({ root = checkoutRoot, entry = "cli/main.ts" } = {}) {
   if (process.env.A3R_NO_BUNDLE === "1") return undefined;
-  const cacheRoot = join(root, "node_modules", ".cache", "a3r-bundle");
+  // One cache per entry (the CLI, the tests' stand-in worker), each with its own key.
+  const cacheRoot = join(root, "node_modules", ".cache", "a3r-bundle", entry.replace(/\.[^.]+$/, "").replaceAll(/[^a-zA-Z0-9]+/g, "-"));
   const paths = { root, entry, cacheRoot, manifestFile: join(cacheRoot, "current.json") };
   const current = readManifest(paths.manifestFile);
   if (current && keyOf(root, current.inputs) === current.key) return entryOf(paths, current.key);
