@@ -25,7 +25,13 @@ describe("a3r stop", () => {
 
   it("stops the leader and its runs cleanly, and resume runs them again to the report", async () => {
     const topic = join(dir, "topic.md");
-    await writeFile(topic, fixtureTopicText({ stages: 1, title: "Stop me" }).replace("--steps 4 --step-ms 50", "--steps 20 --step-ms 300"));
+    // Every run waits after step 3 until `go` exists, so both are live when the stop comes,
+    // however slow this machine is; `go` is written before the resume.
+    const go = join(dir, "go");
+    await writeFile(
+      topic,
+      fixtureTopicText({ stages: 1, title: "Stop me" }).replace("--steps 4 --step-ms 50", `--steps 8 --step-ms 100 --pause-after 3 --until-file ${go}`),
+    );
     const { exited } = await startLeaderUntil(["research", topic, "--runs-dir", runsDir, "--campaign", "stop-me"], (stderr) =>
       /s1-lr-0\.01-seed1: running/.test(stderr),
     );
@@ -33,8 +39,7 @@ describe("a3r stop", () => {
     const stop = await runA3r(["stop", "stop-me", "--runs-dir", runsDir], { timeoutMs: 60_000 });
     expect(stop.code, stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/^leader: stopped$/m);
-    // The baseline runs first as the smoke test and may have finished by now; the other is live.
-    expect(stop.stdout).toMatch(/^s1-baseline-seed1 on here: (stopped|already finished)$/m);
+    expect(stop.stdout).toMatch(/^s1-baseline-seed1 on here: stopped$/m);
     expect(stop.stdout).toMatch(/^s1-lr-0\.01-seed1 on here: stopped$/m);
     const stopped = [...stop.stdout.matchAll(/^(\S+) on here: stopped$/gm)].map((match) => match[1]!).sort();
     await exited;
@@ -46,6 +51,7 @@ describe("a3r stop", () => {
     const status = JSON.parse((await runA3r(["status", "stop-me", "--runs-dir", runsDir, "--json"])).stdout) as { state: string };
     expect(status.state).toBe("stopped");
 
+    await writeFile(go, "");
     const resume = await runA3r(["resume", "stop-me", "--runs-dir", runsDir], { timeoutMs: 120_000 });
     expect(resume.code, resume.stderr).toBe(0);
     const { events } = await readEvents(join(runsDir, "stop-me", "events.jsonl"));
