@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, readdir, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundledEntry } from "./bundle.mjs";
@@ -49,6 +50,15 @@ describe("the CLI's start-up bundle", () => {
     const after = (await bundledEntry({ root, entry: "src/main.ts" }))!;
     expect(after).not.toBe(before);
     expect((await load(after)).value).toBe(2);
+  });
+
+  it("builds again when the current bundle's folder is gone", async () => {
+    const before = (await bundledEntry({ root, entry: "src/main.ts" }))!;
+    await rm(dirname(fileURLToPath(before)), { recursive: true });
+    const after = (await bundledEntry({ root, entry: "src/main.ts" }))!;
+    // The same sources, the same key: the folder is back where it was.
+    expect(after).toBe(before);
+    expect(existsSync(fileURLToPath(after))).toBe(true);
   });
 
   it("gives nothing when the sources do not build, and when A3R_NO_BUNDLE=1", async () => {

@@ -18,7 +18,7 @@
 //   Concurrent starts may each build one; each writes its own folder and renames it in.
 // - Any failure to build or write (a read-only checkout) falls back to the hooks.
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -40,7 +40,7 @@ export async function bundledEntry({ root = checkoutRoot, entry = "cli/main.ts" 
   const cacheRoot = join(root, "node_modules", ".cache", "a3r-bundle", entry.replace(/\.[^.]+$/, "").replaceAll(/[^a-zA-Z0-9]+/g, "-"));
   const paths = { root, entry, cacheRoot, manifestFile: join(cacheRoot, "current.json") };
   const current = readManifest(paths.manifestFile);
-  if (current && keyOf(root, current.inputs) === current.key) return entryOf(paths, current.key);
+  if (current && keyOf(root, current.inputs) === current.key && existsSync(fileURLToPath(entryOf(paths, current.key)))) return entryOf(paths, current.key);
   try {
     return entryOf(paths, await build(paths));
   } catch {
