@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SwarmClient } from "../swarm/client/index.ts";
+import { median } from "./stats.ts";
 import type { Benchmark, BenchReport } from "./report.ts";
 
 /**
@@ -104,12 +105,6 @@ function cpuMilliseconds(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 /** One POST over a keep-alive agent; node:http keeps the load generator's own cost low. */

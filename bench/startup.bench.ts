@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { median } from "./stats.ts";
 import type { Benchmark, BenchRow } from "./report.ts";
 
 /**
@@ -26,11 +27,6 @@ function startMs(args: string[], environment: NodeJS.ProcessEnv): number {
   const elapsed = performance.now() - started;
   if (result.status !== 0) throw new Error(`${args.join(" ")} exited ${result.status}: ${result.stderr.slice(0, 400)}`);
   return elapsed;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 const benchmark: Benchmark = {

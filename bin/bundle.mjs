@@ -40,16 +40,13 @@ export async function bundledEntry({ root = checkoutRoot, entry = "cli/main.ts" 
   const cacheRoot = join(root, "node_modules", ".cache", "a3r-bundle", entry.replace(/\.[^.]+$/, "").replaceAll(/[^a-zA-Z0-9]+/g, "-"));
   const paths = { root, entry, cacheRoot, manifestFile: join(cacheRoot, "current.json") };
   const current = readManifest(paths.manifestFile);
-  if (current && keyOf(root, current.inputs) === current.key && existsSync(fileURLToPath(entryOf(paths, current.key)))) return entryOf(paths, current.key);
+  const mainOf = (key) => join(cacheRoot, key, "main.js");
+  if (current && keyOf(root, current.inputs) === current.key && existsSync(mainOf(current.key))) return pathToFileURL(mainOf(current.key)).href;
   try {
-    return entryOf(paths, await build(paths));
+    return pathToFileURL(mainOf(await build(paths))).href;
   } catch {
     return undefined;
   }
-}
-
-function entryOf({ cacheRoot }, key) {
-  return pathToFileURL(join(cacheRoot, key, "main.js")).href;
 }
 
 function readManifest(manifestFile) {
