@@ -86,8 +86,12 @@ describe("worker: what the run's program does to its record", () => {
     worker.kill("SIGKILL");
     await exited;
     await writeFile(join(resultDir, "finish.flag"), "succeeded\n");
+    // The paused trainer goes on only once the next worker has re-attached to it: let go
+    // sooner, it could finish before that worker looks, which would then start it afresh.
+    const next = runWorker({ blueprintPath: path, progress: silentProgress });
+    await until(async () => (await readEvents(join(resultDir, "events.jsonl"))).events.some((event) => event.kind === "worker.reattached"));
     await writeFile(gate, "");
-    const outcome = await runWorker({ blueprintPath: path, progress: silentProgress });
+    const outcome = await next;
     expect(outcome).toMatchObject({ state: "succeeded", alreadyFinished: false, reattached: true });
     const run = await finished(resultDir, "succeeded");
     expect(run.status.step).toBe(4);
