@@ -1,9 +1,7 @@
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { readdir, rm } from "node:fs/promises";
 import { analyzeBlueprint, auditBlueprint, wholeLinePattern } from "../../blueprints/index.ts";
 import { readEvents, readLedger, summarizeLedger } from "../../campaign/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
-import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { parseDuration } from "../../core/duration.ts";
 import { pathExists } from "../../core/path-exists.ts";
@@ -12,37 +10,11 @@ import type { BlueprintText, FramedQuestion, StagePlan, StageRecord } from "../d
 import type { Topic } from "../domain/topic.ts";
 
 /**
- * The pieces of the leader's nodes that are not graph wiring: memoized planner answers,
- * the audit of blueprint texts before they are written, the budget gate, and the files
- * a review sends back. Kept apart from graph.ts so each can be read and tested alone.
+ * The pieces of the leader's nodes that are not graph wiring: the audit of blueprint texts
+ * before they are written, the budget gate, and the files a review sends back (memoized
+ * planner answers are leader/record/stored-answers.ts). Kept apart from graph.ts so each
+ * can be read and tested alone.
  */
-
-/**
- * Returns the answer stored under `key` in `leader-answers/`, or computes, stores and
- * returns it. A node re-run after a crash gets the same planner answer as before: a model
- * asked twice may answer differently, and the plan on disk must match the one in events.
- */
-export async function memoAnswer<T>(paths: CampaignPaths, key: string, compute: () => Promise<T>): Promise<T> {
-  const stored = await readStoredAnswer<T>(paths, key);
-  if (stored !== undefined) return stored;
-  const answer = await compute();
-  await mkdir(join(paths.root, "leader-answers"), { recursive: true });
-  await writeFileAtomic(answerFile(paths, key), `${JSON.stringify(answer, null, 2)}\n`);
-  return answer;
-}
-
-/** The answer the leader stored under `key`, if any. */
-export async function readStoredAnswer<T>(paths: CampaignPaths, key: string): Promise<T | undefined> {
-  const stored = await readFile(answerFile(paths, key), "utf8").catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return undefined;
-    throw error;
-  });
-  return stored === undefined ? undefined : (JSON.parse(stored) as T);
-}
-
-function answerFile(paths: CampaignPaths, key: string): string {
-  return join(paths.root, "leader-answers", `${key}.json`);
-}
 
 export interface TextFinding {
   blueprintId: string;

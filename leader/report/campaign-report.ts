@@ -4,7 +4,7 @@ import { readEvents, readLedger, resultDirPaths, summarizeLedger } from "../../c
 import type { CampaignEvent, CampaignPaths } from "../../campaign/index.ts";
 import { writeRedactedFile } from "../../core/redact.ts";
 import { pathExists } from "../../core/path-exists.ts";
-import { readStoredAnswer } from "../graph/graph-steps.ts";
+import { readStoredAnswer } from "../record/stored-answers.ts";
 import { analyzeStageResults, readStageRuns } from "../analysis/analyze-stage.ts";
 import type { Conclusion, ExperimentOutcome, FramedQuestion, StageRecord } from "../domain/planner.ts";
 import { renderReportHtml } from "./html.ts";
