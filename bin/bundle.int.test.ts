@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, rm, writeFile, mkdir } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -78,5 +78,68 @@ describe("the CLI's start-up bundle", () => {
     const hooked = await run(process.execPath, [a3r, "blueprint", "--help"], { env: { ...process.env, A3R_NO_BUNDLE: "1" } });
     expect(bundled.stdout).toContain("validate");
     expect(hooked.stdout).toBe(bundled.stdout);
+  });
+});
+
+/**
+ * The bundle holds absolute paths (each module's import.meta.url), so a checkout that is
+ * moved, or copied from one since removed, must build its own rather than run one that
+ * names the old place (which failed every command, `a3r --version` first, with ENOENT).
+ */
+describe("the start-up bundle of a checkout that moves", () => {
+  const checkout = resolve(import.meta.dirname, "..");
+  let parent: string;
+  beforeAll(async () => {
+    parent = await realpath(await mkdtemp(join(tmpdir(), "a3r-moved-")));
+  });
+  afterAll(async () => {
+    await rm(parent, { recursive: true, force: true });
+  });
+
+  /** A checkout of this one's files (no git folder, scratch folders or bundle cache), its packages linked, not copied. */
+  async function copyOfCheckout(target: string): Promise<void> {
+    const skipped = new Set(["node_modules", "runs", "coverage", "tmp"]);
+    await cp(checkout, target, {
+      recursive: true,
+      filter: (source) => {
+        const top = relative(checkout, source).split(sep)[0]!;
+        return !top.startsWith(".") && !skipped.has(top);
+      },
+    });
+    await mkdir(join(target, "node_modules"));
+    for (const name of await readdir(join(checkout, "node_modules")))
+      if (name !== ".cache") await symlink(join(checkout, "node_modules", name), join(target, "node_modules", name));
+  }
+  const a3r = (at: string, ...args: string[]) =>
+    run(process.execPath, [join(at, "bin", "a3r.js"), ...args], { cwd: at, env: { ...process.env, A3R_NO_BUNDLE: undefined } });
+  /** The text of the CLI bundle a checkout's last start recorded as current. */
+  const currentBundle = async (at: string) => {
+    const cache = join(at, "node_modules", ".cache", "a3r-bundle", "cli-main");
+    const { key } = JSON.parse(await readFile(join(cache, "current.json"), "utf8")) as { key: string };
+    return readFile(join(cache, key, "main.js"), "utf8");
+  };
+
+  it("runs a3r from a bundle of its own after a move, and in a copy whose original was removed", async () => {
+    const { version } = JSON.parse(await readFile(join(checkout, "package.json"), "utf8")) as { version: string };
+    const first = join(parent, "first");
+    await copyOfCheckout(first);
+    expect((await a3r(first, "--version")).stdout.trim()).toBe(version);
+    expect(await currentBundle(first)).toContain(pathToFileURL(join(first, "cli", "main.ts")).href);
+
+    const moved = join(parent, "moved");
+    await rename(first, moved);
+    expect((await a3r(moved, "--version")).stdout.trim()).toBe(version);
+    const validated = await a3r(moved, "blueprint", "validate", join("examples", "blueprints", "classic-demo.md"));
+    expect(validated.stdout).toContain("no findings");
+    // Run from a new bundle, which names the new place only (not from the module hooks).
+    const bundle = await currentBundle(moved);
+    expect(bundle).toContain(pathToFileURL(join(moved, "cli", "main.ts")).href);
+    expect(bundle).not.toContain(first);
+
+    const copied = join(parent, "copied");
+    await cp(moved, copied, { recursive: true });
+    await rm(moved, { recursive: true });
+    expect((await a3r(copied, "--version")).stdout.trim()).toBe(version);
+    expect(await currentBundle(copied)).toContain(pathToFileURL(join(copied, "cli", "main.ts")).href);
   });
 });

@@ -1,5 +1,6 @@
 // The CLI as one esbuild bundle, built on first start and cached in
-// node_modules/.cache/a3r-bundle/<entry>/<key>/, keyed by a hash of every source file it holds.
+// node_modules/.cache/a3r-bundle/<entry>/<key>/, keyed by a hash of every source file it holds
+// and of the checkout's real path.
 //
 // Why: loading a3r's TypeScript through module hooks (bin/ts-hooks.mjs) sends every import
 // of every module through Node's hooks thread, about 0.5 s of CPU per process before a
@@ -13,12 +14,16 @@
 //   time, worker threads, the leader's heavy ones) stay in node_modules, loaded as before.
 // - `import.meta.url`, `.dirname` and `.filename` keep naming each source file, so paths
 //   a module finds beside itself (skills, bin/a3r.js, the Python package) are unchanged.
+//   Those are absolute paths, so the key holds the checkout's real path too: a checkout
+//   that was moved, or copied from one since removed, builds a bundle of its own instead
+//   of running one that names the old place.
 // - Fresh by content: a start reads the files the last bundle was built from and compares
-//   their hash with the bundle's key; any change (or a missing file) builds a new bundle.
+//   their hash with the bundle's key; any change (or a missing file, or another checkout
+//   path) builds a new bundle.
 //   Concurrent starts may each build one; each writes its own folder and renames it in.
 // - Any failure to build or write (a read-only checkout) falls back to the hooks.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -58,17 +63,19 @@ function readManifest(manifestFile) {
   }
 }
 
-/** Hash of the named files' contents; undefined when one cannot be read (deleted, renamed). */
+/** Hash of the checkout's real path and the named files' contents; undefined when one cannot be read (deleted, renamed). */
 function keyOf(root, inputs) {
   try {
-    return hashOf(inputs.map((input) => [input, readFileSync(join(root, input))]));
+    const entries = inputs.map((input) => [input, readFileSync(join(root, input))]);
+    return hashOf(root, entries);
   } catch {
     return undefined;
   }
 }
 
-function hashOf(entries) {
-  const hash = createHash("sha1").update(bundleVersion);
+// The real path, as esbuild resolves the paths it writes into the bundle (symbolic links followed).
+function hashOf(root, entries) {
+  const hash = createHash("sha1").update(`${bundleVersion}\0${realpathSync(root)}`);
   for (const [name, content] of entries) hash.update(`\0${name}\0`).update(content);
   return hash.digest("hex").slice(0, 16);
 }
@@ -121,8 +128,8 @@ async function build({ root, entry, cacheRoot, manifestFile }) {
   const inputs = [...contents.keys()].sort();
   const key = keyOf(root, inputs);
   // A file changed while it was bundled: use the bundle this once, record nothing.
-  if (key === undefined || key !== hashOf(inputs.map((input) => [input, contents.get(input)])))
-    return publish(cacheRoot, staging, `unrecorded-${process.pid}-${Date.now()}`);
+  const bundled = inputs.map((input) => [input, contents.get(input)]);
+  if (key === undefined || key !== hashOf(root, bundled)) return publish(cacheRoot, staging, `unrecorded-${process.pid}-${Date.now()}`);
   publish(cacheRoot, staging, key);
   const temporary = `${manifestFile}.${process.pid}.tmp`;
   writeFileSync(temporary, JSON.stringify({ key, inputs }));
