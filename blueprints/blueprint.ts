@@ -1,3 +1,5 @@
+import type { Severity } from "../core/severity.ts";
+
 /**
  * The typed form of an experiment blueprint, the same whichever way the markdown was
  * written (a3r sections with front matter, or AgentJet `[exp_*]` sections).
@@ -46,7 +48,7 @@ export interface Blueprint {
   lines: Record<string, number>;
 }
 
-export type Severity = "error" | "warning";
+export type { Severity } from "../core/severity.ts";
 
 /**
  * One problem an audit found. `line` is 1-based; 0 means the file as a whole. `code` is a

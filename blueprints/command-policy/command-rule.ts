@@ -1,4 +1,4 @@
-import type { Severity } from "../blueprint.ts";
+import type { Severity } from "../../core/severity.ts";
 
 /**
  * The command policy as data: each rule is a regular expression (its source, so a policy
