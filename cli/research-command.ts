@@ -37,12 +37,16 @@ import { collect, draftFromFile, type DraftFlags } from "./research/draft-from-f
 import { stopCampaignRuns } from "./research/stop-runs.ts";
 
 /**
- * `a3r research`, `a3r resume`, `a3r status` and `a3r demo`: thin wrappers around the
- * leader (leader/graph/leader-graph.ts). Progress goes to stderr as plain lines; stdout holds the
- * answer (the report path, or JSON with --json).
+ * `a3r research`, `a3r resume`, `a3r stop`, `a3r status`, `a3r report` and `a3r demo`: thin
+ * wrappers around the leader (leader/graph/leader-graph.ts). Progress goes to stderr, as a
+ * live table on a terminal and as plain lines otherwise (cli/views/live-view.ts); stdout
+ * holds the answer (the report path, or JSON with --json).
  *
- * Left out (issue 6): `--review` and `resume --approve/--instruct`, the LLM planner, the
- * live terminal table, `a3r report` and `status --watch`.
+ * Besides a topic file, `research` takes a question with `--base` (a topic drafted from a
+ * blueprint or config, cli/research/draft-from-file.ts) and `--planner heuristic|llm|auto`;
+ * `--review` pauses after each plan and each stage's blueprints for `resume --approve` or
+ * `resume --instruct`; `resume --reopen` goes on after a raised budget and `--rebuild` from a
+ * fresh checkpoint; `status --watch` refreshes until the campaign ends.
  */
 const demoTopic = fileURLToPath(new URL("../examples/topics/embedded-lr.md", import.meta.url));
 
