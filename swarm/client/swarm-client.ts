@@ -4,7 +4,7 @@ import { backoffDelay, isConnectionError, sleep } from "./backoff.ts";
 /**
  * The TypeScript swarm client: claim episodes, end them with a reward, abort, agree to
  * sync, and drive the engine (config, start, stop, resume). It speaks the same protocol
- * as AgentJet's Python client (swarm-protocol.md).
+ * as AgentJet's Python client (swarm/PROTOCOL.md).
  *
  * It survives server restarts: connection errors and 502/503/504 are retried with capped
  * exponential backoff (for `retryForMs`, default two minutes; `beginEpisode` waits as long

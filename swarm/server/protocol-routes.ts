@@ -25,7 +25,7 @@ import { RequestRefused, type TrainingCoordinator } from "./training-coordinator
 
 export type { AddRoute, ReadBody, Route, RouteContext, RouteKind } from "./route-types.ts";
 
-/** Every endpoint of swarm-protocol.md §2, keyed by "METHOD /path". */
+/** Every endpoint of swarm/PROTOCOL.md §2, keyed by "METHOD /path". */
 export function protocolRoutes(
   coordinator: TrainingCoordinator,
   gateway: Gateway,

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Request bodies of the swarm protocol (swarm-protocol.md §2). Objects are loose: clients
+ * Request bodies of the swarm protocol (swarm/PROTOCOL.md §2). Objects are loose: clients
  * written for AgentJet may send fields a3r does not use, and those are ignored.
  */
 
