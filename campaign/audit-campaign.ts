@@ -1,6 +1,7 @@
 import { readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Finding } from "./finding.ts";
+import type { CampaignPaths } from "./campaign-paths.ts";
 import { campaignAt, listStages } from "./campaign-store.ts";
 import { isSafeBlueprintId } from "../blueprints/front-matter-schema.ts";
 import { readEvents, type CampaignEvent } from "./event-log.ts";
@@ -31,11 +32,25 @@ export const blueprintPendingKinds = ["blueprint.dispatched", "run.launched"] as
 
 export async function auditCampaign(root: string, options: CampaignAuditOptions = {}): Promise<Finding[]> {
   const paths = campaignAt(root);
-  const inspector = options.blueprints ?? blueprintInspector;
   const findings: Finding[] = [];
-  const add = (file: string, line: number, severity: Finding["severity"], code: string, message: string, hint: string) =>
-    findings.push({ file, line, severity, code, message, hint });
+  const events = await auditCampaignFiles(root, paths, findings);
+  await auditStageFolderNames(paths, findings);
+  const seen = await auditStageBlueprints(paths, events, options, findings);
+  await auditOrphanedResults(paths, seen, findings);
+  return findings;
+}
 
+type AddFinding = (file: string, line: number, severity: Finding["severity"], code: string, message: string, hint: string) => void;
+
+function adder(findings: Finding[]): AddFinding {
+  return (file, line, severity, code, message, hint) => {
+    findings.push({ file, line, severity, code, message, hint });
+  };
+}
+
+/** topic.md, events.jsonl, ledger.jsonl and leader.sqlite; returns the events read. */
+async function auditCampaignFiles(root: string, paths: CampaignPaths, findings: Finding[]): Promise<CampaignEvent[]> {
+  const add = adder(findings);
   if (!(await isFile(paths.topic))) {
     add(
       paths.topic,
@@ -72,7 +87,11 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
       `the events log and result directories are intact: a3r resume ${basename(root)} --rebuild sets it aside and replays the campaign into a fresh checkpoint`,
     );
   }
+  return eventsRead.events;
+}
 
+async function auditStageFolderNames(paths: CampaignPaths, findings: Finding[]): Promise<void> {
+  const add = adder(findings);
   for (const name of await readdirOrEmpty(paths.stages)) {
     if (!/^\d+$/.test(name)) {
       add(
@@ -85,7 +104,20 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
       );
     }
   }
+}
 
+/**
+ * Each stage's plan and blueprints: the blueprint audit, the file named by its id, ids
+ * unique in the campaign, and each accounted for. Returns the blueprint files by id.
+ */
+async function auditStageBlueprints(
+  paths: CampaignPaths,
+  events: readonly CampaignEvent[],
+  options: CampaignAuditOptions,
+  findings: Finding[],
+): Promise<Map<string, string>> {
+  const add = adder(findings);
+  const inspector = options.blueprints ?? blueprintInspector;
   const stages = await listStages(paths);
   const seen = new Map<string, string>();
   for (const stage of stages) {
@@ -137,10 +169,14 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
       }
       seen.set(id, file);
       if (!isSafeBlueprintId(id)) continue;
-      findings.push(...(await accountFor(id, file, paths.result(id), eventsRead.events, options)));
+      findings.push(...(await accountFor(id, file, paths.result(id), events, options)));
     }
   }
+  return seen;
+}
 
+async function auditOrphanedResults(paths: CampaignPaths, seen: ReadonlyMap<string, string>, findings: Finding[]): Promise<void> {
+  const add = adder(findings);
   for (const name of await readdirOrEmpty(paths.results)) {
     const dir = join(paths.results, name);
     if (!seen.has(name) && (await isDirectory(dir))) {
@@ -154,7 +190,6 @@ export async function auditCampaign(root: string, options: CampaignAuditOptions 
       );
     }
   }
-  return findings;
 }
 
 async function accountFor(

@@ -35,6 +35,7 @@ import {
 import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option.ts";
 import { collect, draftFromFile, type DraftFlags } from "./research/draft-from-file.ts";
 import { stopCampaignRuns } from "./research/stop-runs.ts";
+import { swarmConfigSchema } from "../swarm/schema.ts";
 
 /**
  * `a3r research`, `a3r resume`, `a3r stop`, `a3r status`, `a3r report` and `a3r demo`: thin
@@ -72,6 +73,15 @@ interface ResearchFlags {
 type ResearchCommandFlags = ResearchFlags & DraftFlags;
 
 export function registerResearchCommands(program: Command): void {
+  registerResearch(program);
+  registerResume(program);
+  registerStop(program);
+  registerStatus(program);
+  registerReport(program);
+  registerDemo(program);
+}
+
+function registerResearch(program: Command): void {
   program
     .command("research")
     .description("run a research campaign from a topic file to report.md (heuristic planner; this machine unless --hosts)")
@@ -93,7 +103,9 @@ export function registerResearchCommands(program: Command): void {
       const topicFile = flags.base === undefined ? topicArgument : await draftedTopicFile(topicArgument, flags);
       await research(topicFile, flags);
     });
+}
 
+function registerResume(program: Command): void {
   program
     .command("resume")
     .description("continue a campaign where its leader stopped (a finished one just prints its report)")
@@ -140,7 +152,9 @@ export function registerResearchCommands(program: Command): void {
         await lead(runsDir, campaignId, { json: flags.json, answer, reopen: flags.reopen === true, runsDirFlag: runsDirFlag(flags.runsDir) });
       },
     );
+}
 
+function registerStop(program: Command): void {
   program
     .command("stop")
     .description("stop a campaign (its leader and every live run) or one run (CAMPAIGN/BLUEPRINT), cleanly through the workers; a3r resume runs them again")
@@ -157,7 +171,9 @@ export function registerResearchCommands(program: Command): void {
       for (const run of outcome.runs) process.stdout.write(`${run.blueprintId} on ${run.host}: ${run.result}\n`);
       if (!target.includes("/")) process.stdout.write(`to go on: a3r resume ${target}${runsDirFlag(flags.runsDir)}\n`);
     });
+}
 
+function registerStatus(program: Command): void {
   program
     .command("status")
     .description("the campaigns and their state; with a campaign, its experiments per stage")
@@ -184,7 +200,9 @@ export function registerResearchCommands(program: Command): void {
       const detail = await describeCampaign(runsDir, campaignId);
       process.stdout.write(flags.json ? `${JSON.stringify(detail, null, 2)}\n` : `${renderCampaignDetail(detail)}\n`);
     });
+}
 
+function registerReport(program: Command): void {
   program
     .command("report")
     .description("write report.md and report.html of a campaign again from its files (no model call, nothing launched)")
@@ -196,7 +214,9 @@ export function registerResearchCommands(program: Command): void {
       await rewriteCampaignReport(campaign.paths, parseTopic(campaign.topic, { file: campaign.paths.topic }));
       process.stdout.write(`report: ${campaign.paths.report}\nreport: ${campaign.paths.reportHtml}\n`);
     });
+}
 
+function registerDemo(program: Command): void {
   program
     .command("demo")
     .description("the example campaign: which learning rate trains the embedded swarm policy fastest (this machine, a few minutes)")
@@ -356,7 +376,7 @@ async function lead(
       hosts,
       intervalMs: topic.leaderPollMs,
       // The swarm engine's config schema: the leader keeps refinement inside its bounds and audits overrides against it.
-      engineSchemas: { swarm: (await import("../swarm/index.ts")).swarmConfigSchema },
+      engineSchemas: { swarm: swarmConfigSchema },
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
         view.note(`leader: ${node}${stage === undefined ? "" : ` (stage ${stage})`}`);
