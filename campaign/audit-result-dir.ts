@@ -157,7 +157,7 @@ const problemRules: Record<string, { code: string; severity: Finding["severity"]
     severity: "error",
     hint: "status.json is replaced atomically by a3r; a broken one was edited by hand or by another program: restore its fields",
   },
-  STATUS_INVALID: { code: "STATUS_INVALID", severity: "error", hint: "fix the field named; see DESIGN §3 for the status.json fields" },
+  STATUS_INVALID: { code: "STATUS_INVALID", severity: "error", hint: "fix the field named; campaign/README.md lists the status.json fields" },
   FINISH_FLAG_INVALID: {
     code: "FINISH_FLAG_INVALID",
     severity: "error",

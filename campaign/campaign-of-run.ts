@@ -5,8 +5,8 @@ import { campaignFileNames } from "./campaign-paths.ts";
 /**
  * The campaign a result directory belongs to, found by place: a result directory
  * `<campaign>/results/<blueprint id>` whose `<campaign>` holds `topic.md` belongs to that
- * campaign (DESIGN §3; it is where the leader puts result directories, and where the local
- * launcher runs them). A worker there books its model calls and GPU-hours in the
+ * campaign (campaign/README.md, Layout: it is where the leader puts result directories,
+ * and where the local launcher runs them). A worker there books its model calls and GPU-hours in the
  * campaign's ledger and is held to the campaign's LLM budget; nothing has to be passed
  * along, and a worker started again later finds the same campaign.
  *

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { assertCampaignId, assertSafeBlueprintId } from "./campaign-id.ts";
 
 /**
- * The folder layout of a campaign (DESIGN §3). Everyone builds campaign paths through
+ * The folder layout of a campaign (campaign/README.md). Everyone builds campaign paths through
  * these helpers, so ids are checked once and the layout lives in one place:
  *
  * ```

@@ -26,7 +26,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe("campaign store", () => {
-  it("creates the DESIGN §3 layout with topic, empty ledger and a first event", async () => {
+  it("creates the campaign folder layout with topic, empty ledger and a first event", async () => {
     const campaign = await createCampaign(runsDir, "grpo-batching", "Does batching change GRPO's sample efficiency?");
     expect(campaign.paths.root).toBe(join(runsDir, "grpo-batching"));
     expect(await readFile(campaign.paths.topic, "utf8")).toBe("Does batching change GRPO's sample efficiency?\n");

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 
-/** The file names of a result directory (DESIGN §3). Build paths with `resultDirPaths`. */
+/** The file names of a result directory (the layout is in campaign/README.md). Build paths with `resultDirPaths`. */
 export const resultDirFileNames = {
   blueprint: "blueprint.md",
   status: "status.json",
