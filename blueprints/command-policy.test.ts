@@ -154,8 +154,9 @@ describe("the default command policy", () => {
     ]);
   });
 
-  // Lines an attacker would write to make the check itself hang (issue 13 item 4): each is
-  // as long as a line may be, and built on what the old shared prefix backtracked over.
+  // Lines an attacker would write to make the check itself hang (command-policy/README.md,
+  // Bounds): each is as long as a line may be, and built on what the old shared prefix
+  // backtracked over.
   const longest = (unit: string) => unit.repeat(Math.floor(maxCheckedLineLength / unit.length));
   const adversarial = [
     "sh -c ".repeat(20),

@@ -1,5 +1,5 @@
 /**
- * How work reaches machines (DESIGN §6): hosts.yaml, the pure scheduler, the launcher port
+ * How work reaches machines (hosts/README.md): hosts.yaml, the pure scheduler, the launcher port
  * with its local, ssh, queue and slurm implementations, the worker daemon of the queue backend,
  * and the dispatcher used by `a3r dispatch` (and by the leader's dispatch node).
  */

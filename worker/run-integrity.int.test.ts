@@ -10,7 +10,7 @@ import { silentProgress } from "./supervise/progress-reporter.ts";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
 
 /**
- * What a run's own program does must not make the record untrue (issue 14, items 2, 4, 6):
+ * What a run's own program does must not make the record untrue:
  * it writes the worker's files into its result directory, it "succeeds" without training,
  * or it leaves its process group with setsid before the budget kill. Real worker, real
  * trainer processes (worker/__fixtures__/trainer.mjs).

@@ -10,7 +10,7 @@ import { silentProgress } from "./supervise/progress-reporter.ts";
 import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
 
 /**
- * The worker's own writes fail mid-run (issue 14, item 1): the result directory becomes
+ * The worker's own writes fail mid-run: the result directory becomes
  * read-only (EROFS) or its disk fills up (ENOSPC). The worker must stop the training (it
  * never runs unwatched), say so on stderr with exit code 1, leave the truth next to the run
  * folder, and a worker started later must finish the run as failed with that reason, not

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { checkCommand, defaultCommandRules } from "../command-policy.ts";
 import { readCorpus } from "./corpus/read-corpus.ts";
 
-// The policy's corpus (issue 13 item 5): ordinary spellings of the dangers the policy
+// The policy's corpus (corpus/): ordinary spellings of the dangers the policy
 // exists for, each of which must be flagged by one of its group's rules, and ordinary
 // training commands, none of which may be.
 const dangerous = readCorpus(new URL("./corpus/dangerous.txt", import.meta.url));

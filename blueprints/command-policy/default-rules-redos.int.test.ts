@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { defaultCommandRules } from "./default-rules.ts";
 import { isTriviallyLinear, linearPieces } from "./pattern-pieces.ts";
 
-// recheck proves the default rules free of super-linear backtracking (issue 13 item 4).
+// recheck proves the default rules free of super-linear backtracking (README.md, Bounds).
 // Its exact (automaton) checker reads no lookarounds, so each rule is cut into the
 // lookaround-free pieces whose linearity implies the rule's (pattern-pieces.ts says why);
 // a piece with no unbounded repeat is linear as it stands. This is an integration test

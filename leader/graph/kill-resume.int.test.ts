@@ -26,7 +26,7 @@ import { runA3r, type CliResult } from "../../test-support/run-cli.ts";
 
 /**
  * `a3r resume` after the leader was SIGKILLed at any point must finish the campaign as if
- * nothing happened: DESIGN §4 promises that a node re-run after a crash never starts a
+ * nothing happened: leader/README.md promises that a node re-run after a crash never starts a
  * second run of a blueprint, and a multi-day campaign on shared GPUs cannot afford one
  * (nor a lost result). Each kill point is its own campaign of the fast fixture topic
  * (6 runs over 2 stages, real `a3r worker run` processes): `a3r research` as a child

@@ -6,7 +6,7 @@ import { rawRequest, temporaryDirectory, waitFor, waitForState } from "./server-
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";
 
 /**
- * Claim squatting over real HTTP (issue 13 item 2): one client flooding claims is capped at
+ * Claim squatting over real HTTP (swarm/PROTOCOL.md §6): one client flooding claims is capped at
  * max_claims_per_client with a 429 that says so; a claim asking for a 7-day idle timeout is
  * clamped to max_discard_episode_timeout; and such a claim cannot hold ROLLING_POST past
  * drain_timeout: it is aborted, and the step's metrics count it.
