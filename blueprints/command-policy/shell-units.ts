@@ -126,32 +126,7 @@ function emit(context: Context, text: string): void {
  */
 function parseList(source: string, depth: number, context: Context, start = 0, close?: string): { end: number; names: string[] } {
   if (depth > unitLimits.maxDepth) throw new TooComplex(`it nests shells or substitutions more than ${unitLimits.maxDepth} deep`);
-  const commands: SimpleCommand[] = [];
-  const names: string[] = [];
-  let words: Word[] = [];
-  let word: Word | undefined;
-  let joinedByPipe = false;
-  const flushWord = () => {
-    if (word) words.push(word);
-    word = undefined;
-  };
-  const flushCommand = (nextJoinedByPipe: boolean) => {
-    flushWord();
-    if (words.length > 0) commands.push({ words: expandWords(words, context), joinedByPipe });
-    words = [];
-    joinedByPipe = nextJoinedByPipe;
-  };
-  const append = (text: string, braces = false) => {
-    word ??= { text: "", braces: false };
-    word.text += text;
-    if (braces) word.braces = true;
-  };
-  const substitution = (at: number, opener: string, closer: string): number => {
-    const inner = parseList(source, depth + 1, context, at, closer);
-    // One `$(name)` per command inside, so a rule finds a name without scanning a list.
-    append(inner.names.map((name) => `${opener}${name})`).join("") || `${opener})`);
-    return inner.end;
-  };
+  const scan: ListScan = { source, depth, context, commands: [], names: [], words: [], word: undefined, joinedByPipe: false };
   let i = start;
   while (i < source.length) {
     const c = source[i]!;
@@ -160,129 +135,183 @@ function parseList(source: string, depth: number, context: Context, start = 0, c
       break;
     }
     if (c === "\\") {
-      if (i + 1 < source.length && source[i + 1] !== "\n") append(source[i + 1]!);
+      if (i + 1 < source.length && source[i + 1] !== "\n") append(scan, source[i + 1]!);
       i += 2;
       continue;
     }
     if (c === "'") {
       const endQuote = source.indexOf("'", i + 1);
       const stop = endQuote === -1 ? source.length : endQuote;
-      append(source.slice(i + 1, stop));
-      if (word === undefined) append("");
+      append(scan, source.slice(i + 1, stop));
+      if (scan.word === undefined) append(scan, "");
       i = stop + 1;
       continue;
     }
     if (c === '"') {
-      i += 1;
-      append("");
-      while (i < source.length && source[i] !== '"') {
-        const d = source[i]!;
-        if (d === "\\" && i + 1 < source.length && '$`"\\\n'.includes(source[i + 1]!)) {
-          append(source[i + 1]!);
-          i += 2;
-        } else if (d === "$" && source[i + 1] === "(") {
-          i = substitution(i + 2, "$(", ")");
-        } else if (d === "`") {
-          i = substitution(i + 1, "$(", "`");
-        } else if (d === "$" && source[i + 1] === "{") {
-          i = parameter(source, i, append);
-        } else {
-          append(d);
-          i += 1;
-        }
-      }
-      i += 1;
+      i = scanDoubleQuoted(scan, i + 1);
       continue;
     }
     if (c === "$" && source[i + 1] === "(") {
-      i = substitution(i + 2, "$(", ")");
+      i = substitution(scan, i + 2, "$(", ")");
       continue;
     }
     if (c === "`") {
-      i = substitution(i + 1, "$(", "`");
+      i = substitution(scan, i + 1, "$(", "`");
       continue;
     }
     if (c === "$" && source[i + 1] === "{") {
-      i = parameter(source, i, append);
+      i = parameter(source, i, (text) => append(scan, text));
       continue;
     }
     if ((c === "<" || c === ">") && source[i + 1] === "(") {
-      flushWord();
-      i = substitution(i + 2, `${c}(`, ")");
+      flushWord(scan);
+      i = substitution(scan, i + 2, `${c}(`, ")");
       continue;
     }
     if (c === " " || c === "\t" || c === "\r") {
-      flushWord();
+      flushWord(scan);
       i += 1;
       continue;
     }
-    if (c === "#" && word === undefined) {
+    if (c === "#" && scan.word === undefined) {
       const newline = source.indexOf("\n", i);
       if (newline === -1) break;
       i = newline;
       continue;
     }
     if (c === ";" || c === "\n" || c === "&" || c === "|" || c === "(" || c === ")") {
-      if (c === "&" && source[i + 1] === ">") {
-        // `&>file` / `&>>file` redirect both streams.
-        flushWord();
-        const length = source[i + 2] === ">" ? 3 : 2;
-        words.push({ text: source.slice(i, i + length), braces: false });
-        i += length;
-        continue;
-      }
-      if (c === "&" && word !== undefined && /[<>]$/.test(word.text)) {
-        // `2>&1`, `>&2`: part of a redirect, not a separator.
-        append("&");
-        i += 1;
-        continue;
-      }
-      const pipe = c === "|" && source[i + 1] !== "|";
-      flushCommand(pipe);
-      if (c === "(") {
-        const inner = parseList(source, depth + 1, context, i + 1, ")");
-        names.push(...inner.names);
-        i = inner.end;
-        continue;
-      }
-      i += (c === "|" || c === "&") && (source[i + 1] === c || (c === "|" && source[i + 1] === "&")) ? 2 : 1;
+      i = scanSeparator(scan, i, c);
       continue;
     }
     if (c === ">" || c === "<") {
-      // A redirect operator is a word of its own (`> /etc/hosts`), with its fd (`2>`).
-      const fd = word !== undefined && /^\d+$/.test(word.text) ? word.text : "";
-      if (fd !== "") word = undefined;
-      else flushWord();
-      let op = c;
-      let j = i + 1;
-      while (j < source.length && (source[j] === ">" || source[j] === "<" || (source[j] === "|" && op === ">")) && op.length < 3) {
-        op += source[j]!;
-        j += 1;
-      }
-      if (source[j] === "&") {
-        op += "&";
-        j += 1;
-        while (j < source.length && /[\d-]/.test(source[j]!)) op += source[j++]!;
-      }
-      words.push({ text: `${fd}${op}`, braces: false });
-      i = j;
+      i = scanRedirect(scan, i, c);
       continue;
     }
-    append(c, c === "{");
+    append(scan, c, c === "{");
     i += 1;
   }
-  flushCommand(false);
-  emitCommands(commands, depth, context, names);
-  return { end: i, names };
+  flushCommand(scan, false);
+  emitCommands(scan.commands, depth, context, scan.names);
+  return { end: i, names: scan.names };
+}
+
+/** Where `parseList` stands in its list: the commands read so far and the word being read. */
+interface ListScan {
+  source: string;
+  depth: number;
+  context: Context;
+  commands: SimpleCommand[];
+  /** Base names of the commands found: a subshell's as it is read, this list's own at the end (`emitCommands`). */
+  names: string[];
+  words: Word[];
+  word: Word | undefined;
+  /** Whether the command being read follows a `|`. */
+  joinedByPipe: boolean;
+}
+
+function flushWord(scan: ListScan): void {
+  if (scan.word) scan.words.push(scan.word);
+  scan.word = undefined;
+}
+
+function flushCommand(scan: ListScan, nextJoinedByPipe: boolean): void {
+  flushWord(scan);
+  if (scan.words.length > 0) scan.commands.push({ words: expandWords(scan.words, scan.context), joinedByPipe: scan.joinedByPipe });
+  scan.words = [];
+  scan.joinedByPipe = nextJoinedByPipe;
+}
+
+function append(scan: ListScan, text: string, braces = false): void {
+  scan.word ??= { text: "", braces: false };
+  scan.word.text += text;
+  if (braces) scan.word.braces = true;
+}
+
+/** Reads a nested list from `at` to `closer`; returns the index just past it. */
+function substitution(scan: ListScan, at: number, opener: string, closer: string): number {
+  const inner = parseList(scan.source, scan.depth + 1, scan.context, at, closer);
+  // One `$(name)` per command inside, so a rule finds a name without scanning a list.
+  append(scan, inner.names.map((name) => `${opener}${name})`).join("") || `${opener})`);
+  return inner.end;
+}
+
+/** A double-quoted string from `at` (just past the opening quote); returns the index just past its closing quote. */
+function scanDoubleQuoted(scan: ListScan, at: number): number {
+  const source = scan.source;
+  let i = at;
+  append(scan, "");
+  while (i < source.length && source[i] !== '"') {
+    const d = source[i]!;
+    if (d === "\\" && i + 1 < source.length && '$`"\\\n'.includes(source[i + 1]!)) {
+      append(scan, source[i + 1]!);
+      i += 2;
+    } else if (d === "$" && source[i + 1] === "(") {
+      i = substitution(scan, i + 2, "$(", ")");
+    } else if (d === "`") {
+      i = substitution(scan, i + 1, "$(", "`");
+    } else if (d === "$" && source[i + 1] === "{") {
+      i = parameter(source, i, (text) => append(scan, text));
+    } else {
+      append(scan, d);
+      i += 1;
+    }
+  }
+  return i + 1;
+}
+
+/** `;` newline `&` `|` `(` `)` at `at` (or a redirect that starts with `&`); returns the index past it. */
+function scanSeparator(scan: ListScan, at: number, c: string): number {
+  const source = scan.source;
+  if (c === "&" && source[at + 1] === ">") {
+    // `&>file` / `&>>file` redirect both streams.
+    flushWord(scan);
+    const length = source[at + 2] === ">" ? 3 : 2;
+    scan.words.push({ text: source.slice(at, at + length), braces: false });
+    return at + length;
+  }
+  if (c === "&" && scan.word !== undefined && /[<>]$/.test(scan.word.text)) {
+    // `2>&1`, `>&2`: part of a redirect, not a separator.
+    append(scan, "&");
+    return at + 1;
+  }
+  const pipe = c === "|" && source[at + 1] !== "|";
+  flushCommand(scan, pipe);
+  if (c === "(") {
+    const inner = parseList(source, scan.depth + 1, scan.context, at + 1, ")");
+    scan.names.push(...inner.names);
+    return inner.end;
+  }
+  return at + ((c === "|" || c === "&") && (source[at + 1] === c || (c === "|" && source[at + 1] === "&")) ? 2 : 1);
+}
+
+/** A redirect operator at `at`, a word of its own (`> /etc/hosts`) with its fd (`2>`); returns the index past it. */
+function scanRedirect(scan: ListScan, at: number, c: string): number {
+  const source = scan.source;
+  const fd = scan.word !== undefined && /^\d+$/.test(scan.word.text) ? scan.word.text : "";
+  if (fd !== "") scan.word = undefined;
+  else flushWord(scan);
+  let op = c;
+  let j = at + 1;
+  while (j < source.length && (source[j] === ">" || source[j] === "<" || (source[j] === "|" && op === ">")) && op.length < 3) {
+    op += source[j]!;
+    j += 1;
+  }
+  if (source[j] === "&") {
+    op += "&";
+    j += 1;
+    while (j < source.length && /[\d-]/.test(source[j]!)) op += source[j++]!;
+  }
+  scan.words.push({ text: `${fd}${op}`, braces: false });
+  return j;
 }
 
 /** `${HOME}`, `${HOME:?msg}`, `${HOME:-x}` read as `$HOME`; other `${...}` are kept as written. */
-function parameter(source: string, at: number, append: (text: string) => void): number {
+function parameter(source: string, at: number, appendText: (text: string) => void): number {
   const closing = source.indexOf("}", at + 2);
   const end = closing === -1 ? source.length : closing + 1;
   const inside = source.slice(at + 2, closing === -1 ? source.length : closing);
   const name = /^[A-Za-z_]\w*/.exec(inside)?.[0];
-  append(name !== undefined && (name === inside || /^:?[-?=+]/.test(inside.slice(name.length))) ? `$${name}` : source.slice(at, end));
+  appendText(name !== undefined && (name === inside || /^:?[-?=+]/.test(inside.slice(name.length))) ? `$${name}` : source.slice(at, end));
   return end;
 }
 
