@@ -7,6 +7,7 @@ import { problem, toFinding } from "./finding.ts";
 import type { Problem } from "./finding.ts";
 import { isFileRelative } from "./file-relative-path.ts";
 import { analyzeBlueprint, parseBlueprint } from "./parse-blueprint.ts";
+import { type ConfigSchemas, overrideFindings } from "./overrides/index.ts";
 import { renderBlueprint } from "./render-blueprint.ts";
 import { decodeBlueprintBytes, maxBlueprintBytes } from "./text-guards.ts";
 
@@ -82,7 +83,13 @@ export async function auditBlueprintFile(path: string, options: Omit<AuditOption
  * Audits several files as one set: each file on its own, plus ids used twice across the
  * set (the way `a3r blueprint validate a.md b.md` and a campaign stage need it).
  */
-export async function auditBlueprintFiles(paths: readonly string[], options: Omit<AuditOptions, "file"> = {}): Promise<Finding[]> {
+export async function auditBlueprintFiles(
+  paths: readonly string[],
+  options: Omit<AuditOptions, "file"> & {
+    /** The engines' config schemas: each blueprint's overrides are checked merged into its config (OVERRIDE_INVALID). */
+    configSchemas?: ConfigSchemas;
+  } = {},
+): Promise<Finding[]> {
   const findings: Finding[] = [];
   const blueprints: Blueprint[] = [];
   for (const path of paths) {
@@ -94,6 +101,7 @@ export async function auditBlueprintFiles(paths: readonly string[], options: Omi
     findings.push(...auditBlueprint(read.text, { ...options, file: path }));
     const { blueprint } = analyzeBlueprint(read.text, path);
     if (blueprint) blueprints.push(blueprint);
+    if (blueprint && options.configSchemas) findings.push(...(await overrideFindings(blueprint, options.configSchemas)));
   }
   return [...findings, ...findDuplicateIds(blueprints)];
 }

@@ -26,6 +26,7 @@ export const findingCodes = {
   COMMAND_DISCOURAGED: "the command matches a warning rule of the command policy",
   ID_INVALID: "the blueprint id is not a safe name",
   ID_DUPLICATE: "two blueprints of one set share an id",
+  OVERRIDE_INVALID: "an override, merged into the config the way the worker merges it, fails the engine's config schema",
 } as const;
 
 export type FindingCode = keyof typeof findingCodes;

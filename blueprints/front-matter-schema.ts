@@ -1,4 +1,4 @@
-import { isSafeOverrideKey } from "./override-keys.ts";
+import { isSafeOverrideKey } from "./overrides/override-keys.ts";
 import { z } from "zod";
 import { parseDuration } from "../core/duration.ts";
 import { commandRuleSchema } from "./command-policy.ts";

@@ -31,4 +31,24 @@ export { besideFile, isFileRelative, isProgramName } from "./file-relative-path.
 export type { BlueprintTemplateOptions } from "./blueprint-template.ts";
 export { sameBlueprintMeaning, blueprintMeaning } from "./blueprint-meaning.ts";
 export { maxBlueprintBytes } from "./text-guards.ts";
-export { isSafeOverrideKey } from "./override-keys.ts";
+export {
+  applyOverrides,
+  baseValuesOf,
+  batchSizeKeys,
+  checkOverrides,
+  configLeafPaths,
+  firstNumericKey,
+  flattenConfig,
+  gpuMemoryUtilizationLeaves,
+  isConfigObject,
+  isSafeOverrideKey,
+  learningRateKeys,
+  maxModelLenLeaves,
+  numericKeyByName,
+  overrideFindings,
+  overridePath,
+  readConfigFile,
+  schemaLeaves,
+  unwrapSchema,
+} from "./overrides/index.ts";
+export type { ConfigObject, ConfigSchemas, EngineConfig, OverrideValue, Overrides, ZodInternals } from "./overrides/index.ts";

@@ -6,6 +6,7 @@ import { writeFileAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { auditBlueprintFiles, blueprintTemplate, isSafeBlueprintId, readBlueprintFile } from "../blueprints/index.ts";
 import type { Blueprint, BlueprintMode, Finding } from "../blueprints/index.ts";
+import { swarmConfigSchema } from "../swarm/schema.ts";
 import { exitCode } from "./exit-codes.ts";
 
 export function registerBlueprintCommands(program: Command): void {
@@ -50,6 +51,7 @@ export function registerBlueprintCommands(program: Command): void {
     .action(async (files: string[], options: { json?: boolean; checkPaths?: boolean; allowedRoot: string[] }) => {
       const findings = await auditBlueprintFiles(files, {
         checkPaths: options.checkPaths === true,
+        configSchemas: { swarm: swarmConfigSchema },
         ...(options.allowedRoot.length > 0 ? { allowedRoots: options.allowedRoot.map((root) => resolve(root)) } : {}),
       });
       if (options.json) process.stdout.write(`${JSON.stringify(findings, null, 2)}\n`);

@@ -12,6 +12,7 @@ import { prepareDemoBlueprint, type DemoMode } from "../worker/index.ts";
 import { answerApproval } from "../worker/index.ts";
 import { hostname, userInfo } from "node:os";
 import { registerWorkerDaemonCommand } from "./worker-daemon-command.ts";
+import { swarmConfigSchema } from "../swarm/schema.ts";
 import { exitCode } from "./exit-codes.ts";
 
 interface RunFlags {
@@ -140,7 +141,11 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
   if (flags.dryRun) {
     const settings = workerSettingsOf(blueprint, resultDir);
     process.stdout.write(
-      await describeRun(blueprint, settings, resultDir, { ...(flags.gpus ? { gpus: flags.gpus } : {}), ...(choice ? { model: choice } : {}) }),
+      await describeRun(blueprint, settings, resultDir, {
+        configSchema: swarmConfigSchema,
+        ...(flags.gpus ? { gpus: flags.gpus } : {}),
+        ...(choice ? { model: choice } : {}),
+      }),
     );
     return;
   }
@@ -183,6 +188,7 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
     ledger,
     progress,
     signal: cancel.signal,
+    configSchemas: { swarm: swarmConfigSchema },
     ...(flags.gpus ? { gpus: flags.gpus } : {}),
     ...(flags.allowedRoot ? { allowedRoots: flags.allowedRoot.map((root) => resolve(root)) } : {}),
   });

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { shellQuote } from "./shell-quote.ts";
 import { readFileSync } from "node:fs";
 import { open, readFile, readdir } from "node:fs/promises";
 
@@ -20,10 +21,6 @@ export interface LaunchOptions {
   env: NodeJS.ProcessEnv;
   logFile: string;
   exitFile: string;
-}
-
-function shellQuote(text: string): string {
-  return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 export async function launchProcessGroup(options: LaunchOptions): Promise<LaunchedProcess> {

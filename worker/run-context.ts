@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import type { Blueprint, CommandRule } from "../blueprints/index.ts";
 import type { LedgerSink, ResultDirWriter } from "../campaign/index.ts";
 import type { ChatModel } from "../llm/index.ts";
@@ -27,6 +28,8 @@ export interface RunContext {
   commandRules?: readonly CommandRule[];
   runStartedAtMs: number;
   attempt: number;
+  /** The engine's config schema for this blueprint's mode, where the caller gave one (blueprints/overrides/). */
+  configSchema?: z.ZodType;
   /** swarm: the run's admin token (launch/swarm-admin-token.ts); held in memory only, never in status.json. */
   swarmAdminToken?: string;
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { RunStatus } from "../campaign/index.ts";
 import { launchedProcessSchema, type LaunchedProcessRecord } from "./launch/launched-process.ts";
-import type { Overrides } from "./recover/recovery-playbook.ts";
+import type { Overrides } from "../blueprints/index.ts";
 import type { AttemptSummary } from "./finish/result-report.ts";
 
 /**

@@ -2,7 +2,17 @@ import { mkdir, readFile, readdir, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
-import { auditBlueprint, blueprintCommandRules, blueprintTextForCopy, readBlueprintFile, type Blueprint, type CommandRule } from "../blueprints/index.ts";
+import {
+  auditBlueprint,
+  baseValuesOf,
+  readConfigFile,
+  blueprintCommandRules,
+  blueprintTextForCopy,
+  readBlueprintFile,
+  type Blueprint,
+  type CommandRule,
+  type ConfigSchemas,
+} from "../blueprints/index.ts";
 import {
   findCampaignOf,
   isTerminalRunState,
@@ -20,7 +30,7 @@ import { formatDuration } from "../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
 import { checkpointDirOf, configCopyPath, envPassthroughOf, planAttempt, processEnv, withheldVariables } from "./launch/attempt-plan.ts";
-import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readConfigFile, readyUrlOf, swarmHooks } from "./launch/attempt-launch.ts";
+import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readyUrlOf, swarmHooks } from "./launch/attempt-launch.ts";
 import { handleFailure, resumeAwaitingApproval } from "./recover/failure-handling.ts";
 import { finalizeRun } from "./finish/finalize-run.ts";
 import { recordRefusal } from "./finish/refusal.ts";
@@ -30,7 +40,6 @@ import { confineResultDir } from "./launch/result-dir-confinement.ts";
 import { newSwarmAdminToken, swarmAdminTokenOf, swarmAdminTokenVariable } from "./launch/swarm-admin-token.ts";
 import { withHeartbeat } from "./supervise/keep-alive.ts";
 import { readOomKillCount } from "./supervise/oom-kill-counter.ts";
-import { baseValuesOf } from "./recover/overrides.ts";
 import { lossMetricsOf } from "./recover/loss-metrics.ts";
 import { createProgressReporter, type ProgressReporter } from "./supervise/progress-reporter.ts";
 import { emptyMemory, memoryFields, memoryFromStatus } from "./run-memory.ts";
@@ -90,6 +99,12 @@ export interface RunWorkerOptions {
    * a symbolic link is always refused (launch/result-dir-confinement.ts).
    */
   allowedRoots?: readonly string[];
+  /**
+   * The engines' config schemas by blueprint mode (the CLI passes swarm's): where a bare
+   * override key lands in the config copy, and the defaults the playbook changes from.
+   * Without one, keys land by the config file alone (blueprints/overrides/).
+   */
+  configSchemas?: ConfigSchemas;
 }
 
 export interface WorkerOutcome {
@@ -229,6 +244,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
       commandRules: blueprintCommandRules(blueprint.frontMatter, options.commandRules),
       runStartedAtMs: status?.startedAt ? Date.parse(status.startedAt) : Date.now(),
       attempt: status?.attempt ?? 0,
+      ...(options.configSchemas?.[blueprint.mode] ? { configSchema: options.configSchemas[blueprint.mode] } : {}),
     };
     watched = context;
     const abandoned = await findStorageFailureRecord(resultDir);
@@ -394,7 +410,7 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
     try {
       await readConfigFile(blueprint.config);
       if (blueprint.mode === "swarm" && fresh) {
-        const refusal = await swarmConfigRefusal(blueprint, context.resultDir, context.memory.overrides);
+        const refusal = await swarmConfigRefusal(blueprint, context.resultDir, context.memory.overrides, context.configSchema ? { configSchema: context.configSchema } : {});
         if (refusal) problems.push(refusal);
       }
     } catch (error) {
@@ -515,6 +531,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
         readyTimeoutMs: context.settings.swarmReadyTimeoutMs,
         graceMs: context.settings.gracePeriodMs,
         ...(blueprint.mode === "swarm" ? { swarmAdminToken: (context.swarmAdminToken ??= newSwarmAdminToken()) } : {}),
+        ...(context.configSchema ? { configSchema: context.configSchema } : {}),
         onProcesses: async (records) => {
           memory.processes = records;
           const main = records[0]!;
@@ -680,7 +697,9 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
       return { state: "timed_out", reason };
     }
     const next = await handleFailure(context, ended, {
-      baseValues: context.blueprint.config ? baseValuesOf(await readConfigFile(context.blueprint.config).catch(() => ({}))) : {},
+      baseValues: context.blueprint.config
+        ? baseValuesOf(await readConfigFile(context.blueprint.config).catch(() => ({})), context.configSchema)
+        : {},
       hasCheckpoint: await hasCheckpoint(context.resultDir, context.blueprint.mode),
       freePort: await freePort(),
     });

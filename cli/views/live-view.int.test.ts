@@ -2,7 +2,7 @@ import { execFile, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { shellQuote } from "../../hosts/shell-quote.ts";
+import { shellQuote } from "../../core/shell-quote.ts";
 import { replayOnScreen } from "../../test-support/terminal-screen.ts";
 
 const run = promisify(execFile);

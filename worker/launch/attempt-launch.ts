@@ -2,16 +2,16 @@ import { mkdir, readFile, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
-import type { Blueprint } from "../../blueprints/index.ts";
+import type { z } from "zod";
+import { applyOverrides, readConfigFile, type Blueprint, type ConfigObject } from "../../blueprints/index.ts";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { SwarmClient } from "../../swarm/client/index.ts";
 import { envPassthroughOf, outputDirOf, planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
 import { collectExit, isRecordRunning, launchRecorded, type LaunchedProcessRecord } from "./launched-process.ts";
-import { applyOverrides, type ConfigObject } from "../recover/overrides.ts";
 import { swarmAdminTokenVariable } from "./swarm-admin-token.ts";
 import type { SwarmHooks } from "../supervise/supervise-attempt.ts";
-import type { Overrides } from "../recover/recovery-playbook.ts";
+import type { Overrides } from "../../blueprints/index.ts";
 
 /**
  * Starts one attempt: writes the config copy, launches the classic command, or the swarm
@@ -22,39 +22,20 @@ import type { Overrides } from "../recover/recovery-playbook.ts";
  */
 export const a3rBin = fileURLToPath(new URL("../../bin/a3r.js", import.meta.url));
 
-export async function readConfigFile(path: string): Promise<ConfigObject> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    throw new A3rError("FILE_NOT_FOUND", `cannot read the configuration ${path}: ${(error as Error).message}`, {
-      where: path,
-      hint: "fix the Configuration section of the blueprint (an absolute path, or none)",
-    });
-  }
-  let value: unknown;
-  try {
-    value = path.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
-  } catch (error) {
-    throw new A3rError("CONFIG_INVALID", `the configuration ${path} does not parse: ${(error as Error).message}`, {
-      where: path,
-      hint: "the worker merges overrides into a YAML or JSON mapping; fix the file",
-    });
-  }
-  if (value === null || value === undefined) return {};
-  if (typeof value !== "object" || Array.isArray(value)) {
-    throw new A3rError("CONFIG_INVALID", `the configuration ${path} is not a mapping`, {
-      where: path,
-      hint: "the top level of the config must be key: value pairs",
-    });
-  }
-  return value as ConfigObject;
-}
-
-/** Writes the config copy of an attempt; swarm copies get their experiment folder in the result dir. */
-export async function writeConfigCopy(blueprint: Blueprint, resultDir: string, copyPath: string, overrides: Overrides): Promise<ConfigObject> {
+/**
+ * Writes the config copy of an attempt; swarm copies get their experiment folder in the
+ * result dir. `schema` is the engine's config schema where the caller knows it, so an
+ * override lands on the field the leader's audit and `blueprint validate` checked.
+ */
+export async function writeConfigCopy(
+  blueprint: Blueprint,
+  resultDir: string,
+  copyPath: string,
+  overrides: Overrides,
+  schema?: z.ZodType,
+): Promise<ConfigObject> {
   const base = await readConfigFile(blueprint.config!);
-  const merged = applyOverrides(base, overrides);
+  const merged = applyOverrides(base, overrides, schema);
   if (blueprint.mode === "swarm") {
     // Checkpoints must survive in the result directory so a restarted server can resume.
     merged.experiment_dir = join(resultDir, "swarm");
@@ -122,13 +103,15 @@ export async function launchAttempt(
     onProcesses: (records: LaunchedProcessRecord[]) => Promise<void>;
     /** swarm: the run's admin token, given to the server and its clients through the environment only. */
     swarmAdminToken?: string;
+    /** The engine's config schema, where known: where override keys land in the config copy. */
+    configSchema?: z.ZodType;
   },
 ): Promise<LaunchedAttempt | LaunchFailure> {
   const { blueprint, resultDir, attempt } = input;
   const logs = join(resultDir, "logs");
   await mkdir(logs, { recursive: true });
   await mkdir(outputDirOf(resultDir), { recursive: true });
-  if (input.configCopy) await writeConfigCopy(blueprint, resultDir, input.configCopy, input.overrides);
+  if (input.configCopy) await writeConfigCopy(blueprint, resultDir, input.configCopy, input.overrides, options.configSchema);
   const planInput = { ...input, a3rBin, nodeExecutable: process.execPath };
   const logFile = join(logs, `attempt-${attempt}.log`);
   const exitFile = join(logs, `attempt-${attempt}.exit`);

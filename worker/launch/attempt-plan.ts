@@ -1,7 +1,8 @@
 import { dirname, join } from "node:path";
 import { isProgramName, type Blueprint } from "../../blueprints/index.ts";
-import { overridesAsWords, shellQuote, substitutePlaceholders } from "../recover/overrides.ts";
-import type { Overrides } from "../recover/recovery-playbook.ts";
+import { shellQuote } from "../../core/shell-quote.ts";
+import { overridesAsWords, substitutePlaceholders } from "./placeholders.ts";
+import type { Overrides } from "../../blueprints/index.ts";
 import type { WorkerSettings } from "../worker-settings.ts";
 import { runTagOf, runTagVariable } from "./run-tag.ts";
 

@@ -1,6 +1,7 @@
 import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { z } from "zod";
 import type { Blueprint } from "../../blueprints/index.ts";
 import { readRunStatus, resultDirPaths } from "../../campaign/index.ts";
 import { formatDuration } from "../../core/duration.ts";
@@ -19,7 +20,7 @@ export async function describeRun(
   blueprint: Blueprint,
   settings: WorkerSettings,
   resultDir: string,
-  options: { gpus?: string; model?: string } = {},
+  options: { gpus?: string; model?: string; configSchema?: z.ZodType } = {},
 ): Promise<string> {
   const paths = resultDirPaths(resultDir);
   const lines = [`Blueprint ${blueprint.id} (${blueprint.mode} mode) from ${blueprint.file ?? "<text>"}`, `Result directory: ${resultDir}`];
@@ -59,7 +60,7 @@ export async function describeRun(
   if (blueprint.mode === "swarm" && blueprint.config) {
     const scratch = await mkdtemp(join(tmpdir(), "a3r-dry-run-"));
     try {
-      const refusal = await swarmConfigRefusal(blueprint, resultDir, settings.overrides, { scratch });
+      const refusal = await swarmConfigRefusal(blueprint, resultDir, settings.overrides, { scratch, ...(options.configSchema ? { configSchema: options.configSchema } : {}) });
       lines.push(refusal === null ? "  ok      swarm config with the overrides (loads as a3r swarm serve would)" : `  REFUSED ${refusal}`);
     } finally {
       await rm(scratch, { recursive: true, force: true });

@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import type { z } from "zod";
 import type { Blueprint } from "../../blueprints/index.ts";
-import type { Overrides } from "../recover/recovery-playbook.ts";
+import type { Overrides } from "../../blueprints/index.ts";
 import { a3rBin, writeConfigCopy } from "./attempt-launch.ts";
 
 const run = promisify(execFile);
@@ -18,12 +19,12 @@ export async function swarmConfigRefusal(
   blueprint: Blueprint,
   resultDir: string,
   overrides: Overrides,
-  options: { scratch?: string } = {},
+  options: { scratch?: string; configSchema?: z.ZodType } = {},
 ): Promise<string | null> {
   // `--dry-run` writes nothing in the result directory: it checks a copy in a scratch folder.
   const folder = options.scratch ?? join(resultDir, "config");
   const preflight = join(folder, `preflight${blueprint.config!.endsWith(".json") ? ".json" : ".yaml"}`);
-  await writeConfigCopy(blueprint, resultDir, preflight, overrides);
+  await writeConfigCopy(blueprint, resultDir, preflight, overrides, options.configSchema);
   try {
     await run(process.execPath, [a3rBin, "swarm", "check", "--config", preflight], { timeout: 60_000, maxBuffer: 1 << 20 });
     return null;

@@ -5,8 +5,8 @@ import { checkCommand, defaultCommandRules, type CommandRule } from "../../bluep
 import { isA3rError } from "../../core/errors.ts";
 import { redactSecrets, secretValuesFromEnv } from "../../core/redact.ts";
 import type { ChatModel } from "../../llm/index.ts";
-import type { Overrides } from "./recovery-playbook.ts";
-import { isSafeOverrideKey } from "./overrides.ts";
+import type { Overrides } from "../../blueprints/index.ts";
+import { isSafeOverrideKey } from "../../blueprints/index.ts";
 import { fenceUntrusted, untrustedDataRule } from "../../llm/untrusted-text.ts";
 
 /**

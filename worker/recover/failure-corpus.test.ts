@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classifyFailure, type FailureFacts } from "./failure-classifier.ts";
 import { nonFiniteMetrics } from "./loss-metrics.ts";
-import { decideRecovery, type Overrides } from "./recovery-playbook.ts";
+import type { Overrides } from "../../blueprints/index.ts";
+import { decideRecovery } from "./recovery-playbook.ts";
 
 /**
  * The classifier and the playbook over real failure excerpts from public issue trackers

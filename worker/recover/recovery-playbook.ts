@@ -1,3 +1,12 @@
+import {
+  type Overrides,
+  batchSizeKeys,
+  firstNumericKey,
+  gpuMemoryUtilizationLeaves,
+  learningRateKeys,
+  maxModelLenLeaves,
+  numericKeyByName,
+} from "../../blueprints/index.ts";
 import { formatDuration } from "../../core/duration.ts";
 import type { Classification, FailureClass } from "./failure-classifier.ts";
 
@@ -12,8 +21,6 @@ import type { Classification, FailureClass } from "./failure-classifier.ts";
  *   attempt 2: "CUDA out of memory" → out_of_memory → train_batch_size 32 → 16, relaunch
  *   attempt 3: runs to the end → succeeded
  */
-export type Overrides = Record<string, string | number | boolean>;
-
 export type RecoveryStrategy =
   | "shrink_batch"
   | "adjust_kv_cache"
@@ -65,16 +72,6 @@ export const failFastAdvice: Partial<Record<FailureClass, string>> = {
 /** The shortest back-off worth making: below it the budget is spent, and the run gives up. */
 export const minimumBackoffMs = 1_000;
 
-/** Config keys that hold a batch size, in the order they are shrunk (micro-batches first). */
-export const batchSizeKeys = ["ppo_micro_batch_size_per_gpu", "micro_batch_size", "per_device_train_batch_size", "train_batch_size", "batch_size"];
-export const learningRateKeys = ["lr", "learning_rate", "optim.lr", "actor.optim.lr"];
-/**
- * vLLM's KV-cache knobs, by the last segment of their config path: verl's
- * `actor_rollout_ref.rollout.gpu_memory_utilization`, a3r's own vllm engine's
- * `engine.inference.gpuMemoryUtilization` (swarm/engines/engine-config.ts).
- */
-export const gpuMemoryUtilizationLeaves = ["gpu_memory_utilization", "gpuMemoryUtilization"];
-export const maxModelLenLeaves = ["max_model_len", "maxModelLen"];
 /** vLLM refuses more than this; above it the cache has nowhere to grow. */
 export const maxGpuMemoryUtilization = 0.95;
 /** Below this a model cannot hold a useful prompt plus answer; halving stops here. */
@@ -126,7 +123,7 @@ function changeKeys(
   // A key of the list, or a nested config path ending in one (actor.optim.lr for lr), in the list's order.
   const present = keys.flatMap((key) => {
     if (typeof currentValue(context, key) === "number") return [key];
-    const nested = keyByLeaf(context, key);
+    const nested = numericKeyByName(key, context.overrides, context.baseValues);
     return nested ? [nested] : [];
   });
   if (present.length === 0) {
@@ -220,24 +217,6 @@ export function decideRecovery(context: RecoveryContext): RecoveryDecision {
   }
 }
 
-/** The key whose last path segment is `leaf`, from the overrides first, then the config. */
-function keyByLeaf(context: RecoveryContext, leaf: string): string | undefined {
-  const matches = (source: Overrides | undefined) =>
-    Object.keys(source ?? {}).filter((key) => (key === leaf || key.endsWith(`.${leaf}`)) && typeof source![key] === "number");
-  const fromOverrides = matches(context.overrides);
-  if (fromOverrides.length > 0) return fromOverrides.sort((a, b) => b.length - a.length)[0];
-  const fromConfig = matches(context.baseValues);
-  return fromConfig.sort((a, b) => b.length - a.length)[0];
-}
-
-function firstKeyByLeaf(context: RecoveryContext, leaves: readonly string[]): string | undefined {
-  for (const leaf of leaves) {
-    const key = keyByLeaf(context, leaf);
-    if (key) return key;
-  }
-  return undefined;
-}
-
 /**
  * vLLM could not fit its KV cache: more memory for the cache (gpu_memory_utilization up by
  * 0.1, at most 0.95) or shorter sequences (max_model_len halved, at least 512). A smaller
@@ -246,8 +225,8 @@ function firstKeyByLeaf(context: RecoveryContext, leaves: readonly string[]): st
  */
 function adjustKvCache(context: RecoveryContext, seen: string): RecoveryDecision {
   const lengthFirst = context.classification.ruleId === "vllm-kv-cache-max-model-len";
-  const memoryKey = firstKeyByLeaf(context, gpuMemoryUtilizationLeaves);
-  const lengthKey = firstKeyByLeaf(context, maxModelLenLeaves);
+  const memoryKey = firstNumericKey(gpuMemoryUtilizationLeaves, context.overrides, context.baseValues);
+  const lengthKey = firstNumericKey(maxModelLenLeaves, context.overrides, context.baseValues);
   const raiseMemory = (): RecoveryDecision | undefined => {
     if (!memoryKey) return undefined;
     const from = currentValue(context, memoryKey) as number;
