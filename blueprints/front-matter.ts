@@ -50,41 +50,48 @@ export function readFrontMatter(text: string): FrontMatter {
   const fallbackBody = firstNewline === -1 ? "" : text.slice(afterClosing);
   const fallback = { ...absent, present: true, body: fallbackBody, bodyStartLine: lineOfOffset(text, afterClosing) };
 
+  const refusal = blockRefusal(text, firstLine, language, firstNewline, closing);
+  if (refusal !== undefined) return { ...fallback, problems: [refusal] };
+  const read = readYamlBlock(text);
+  if ("refused" in read) return { ...fallback, problems: [read.refused] };
+  return frontMatterOf(text, read);
+}
+
+/** Why a front-matter block is not read at all (not YAML, never closed, too large), if it is not. */
+function blockRefusal(text: string, firstLine: string, language: string, firstNewline: number, closing: number): Problem | undefined {
   if (!yamlLanguages.has(language)) {
-    return {
-      ...fallback,
-      problems: [
-        problem(
-          "FRONT_MATTER_NOT_YAML",
-          1,
-          `front matter declared as "${firstLine.slice(3).trim()}" is refused and was not evaluated`,
-          "write the front matter in YAML: start the file with a line holding only ---",
-        ),
-      ],
-    };
+    return problem(
+      "FRONT_MATTER_NOT_YAML",
+      1,
+      `front matter declared as "${firstLine.slice(3).trim()}" is refused and was not evaluated`,
+      "write the front matter in YAML: start the file with a line holding only ---",
+    );
   }
   if (closing === -1) {
-    return {
-      ...fallback,
-      problems: [problem("FRONT_MATTER_UNCLOSED", 1, "the front matter opened on line 1 is never closed", "end the front matter with a line holding only ---")],
-    };
+    return problem("FRONT_MATTER_UNCLOSED", 1, "the front matter opened on line 1 is never closed", "end the front matter with a line holding only ---");
   }
-
   const block = text.slice(firstNewline, closing);
   if (block.length > maxFrontMatterChars) {
-    return {
-      ...fallback,
-      problems: [
-        problem(
-          "FRONT_MATTER_TOO_LARGE",
-          1,
-          `the front matter is ${block.length} characters, over the ${maxFrontMatterChars} limit`,
-          "keep the front matter to the machine fields; put long text in the sections",
-        ),
-      ],
-    };
+    return problem(
+      "FRONT_MATTER_TOO_LARGE",
+      1,
+      `the front matter is ${block.length} characters, over the ${maxFrontMatterChars} limit`,
+      "keep the front matter to the machine fields; put long text in the sections",
+    );
   }
+  return undefined;
+}
 
+/** gray-matter's split of a text, with the YAML document its engine parsed (or why parsing threw). */
+interface YamlRead {
+  parsed: { content: string; data: unknown };
+  document: Document.Parsed | undefined;
+  failure: unknown;
+  lineCounter: LineCounter;
+}
+
+/** Splits the text with gray-matter, its YAML parsed by the `yaml` package; a refusal if a refusing engine threw. */
+function readYamlBlock(text: string): YamlRead | { refused: Problem } {
   const lineCounter = new LineCounter();
   let document: Document.Parsed | undefined;
   let failure: unknown;
@@ -105,20 +112,21 @@ export function readFrontMatter(text: string): FrontMatter {
   try {
     parsed = matterWithSafeEngines(text, parseYaml);
   } catch (error) {
-    // Only reachable if the language check above is ever bypassed: a refusing engine threw.
+    // Only reachable if the language check (blockRefusal) is ever bypassed: a refusing engine threw.
     return {
-      ...fallback,
-      problems: [
-        problem(
-          "FRONT_MATTER_NOT_YAML",
-          1,
-          `front matter refused: ${error instanceof Error ? error.message : String(error)}`,
-          "write the front matter in YAML",
-        ),
-      ],
+      refused: problem(
+        "FRONT_MATTER_NOT_YAML",
+        1,
+        `front matter refused: ${error instanceof Error ? error.message : String(error)}`,
+        "write the front matter in YAML",
+      ),
     };
   }
+  return { parsed, document, failure, lineCounter };
+}
 
+/** The front matter of a parsed block: its data and field lines, or the YAML's problems. */
+function frontMatterOf(text: string, { parsed, document, failure, lineCounter }: YamlRead): FrontMatter {
   const body = parsed.content;
   const bodyStartLine = lineOfOffset(text, text.length - body.length);
   const result: FrontMatter = { present: true, data: {}, body, bodyStartLine, fieldLines: {}, problems: [] };
