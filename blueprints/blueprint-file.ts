@@ -7,7 +7,7 @@ import { problem, toFinding } from "./finding.ts";
 import type { Problem } from "./finding.ts";
 import { isFileRelative } from "./file-relative-path.ts";
 import { analyzeBlueprint, parseBlueprint } from "./parse-blueprint.ts";
-import { type ConfigSchemas, overrideFindings } from "./overrides/index.ts";
+import { type ConfigSchemas, overrideFindings } from "./override-findings.ts";
 import { renderBlueprint } from "./render-blueprint.ts";
 import { decodeBlueprintBytes, maxBlueprintBytes } from "./text-guards.ts";
 

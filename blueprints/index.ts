@@ -45,10 +45,10 @@ export {
   learningRateKeys,
   maxModelLenLeaves,
   numericKeyByName,
-  overrideFindings,
   overridePath,
   readConfigFile,
   schemaLeaves,
   unwrapSchema,
 } from "./overrides/index.ts";
-export type { ConfigObject, ConfigSchemas, EngineConfig, OverrideValue, Overrides, ZodInternals } from "./overrides/index.ts";
+export type { ConfigObject, EngineConfig, OverrideValue, Overrides, ZodInternals } from "./overrides/index.ts";
+export { type ConfigSchemas, overrideFindings } from "./override-findings.ts";

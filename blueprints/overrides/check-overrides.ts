@@ -1,10 +1,6 @@
 import type { z } from "zod";
-import type { BlueprintMode } from "../blueprint.ts";
 import { applyOverrides } from "./apply-overrides.ts";
 import { type ConfigObject, overridePath } from "./override-keys.ts";
-
-/** The engines' config schemas by blueprint mode, given by the caller (leader, worker and validate may not import swarm/). */
-export type ConfigSchemas = Partial<Record<BlueprintMode, z.ZodType>>;
 
 /** A config and the schema of the engine that will load it. */
 export interface EngineConfig {

@@ -1,7 +1,9 @@
-import type { Blueprint, Finding } from "../blueprint.ts";
-import { type ConfigSchemas, checkOverrides } from "./check-overrides.ts";
-import { readConfigFile } from "./config-file.ts";
-import { isConfigObject } from "./override-keys.ts";
+import type { z } from "zod";
+import type { Blueprint, BlueprintMode, Finding } from "./blueprint.ts";
+import { checkOverrides, isConfigObject, readConfigFile } from "./overrides/index.ts";
+
+/** The engines' config schemas by blueprint mode, given by the caller (leader, worker and validate may not import swarm/). */
+export type ConfigSchemas = Partial<Record<BlueprintMode, z.ZodType>>;
 
 /**
  * `a3r blueprint validate`'s check of a blueprint's overrides against its engine's config
