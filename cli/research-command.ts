@@ -36,6 +36,7 @@ import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option
 import { collect, draftFromFile, type DraftFlags } from "./research/draft-from-file.ts";
 import { stopCampaignRuns } from "./research/stop-runs.ts";
 import { swarmConfigSchema } from "../swarm/schema.ts";
+import { exitCode } from "./exit-codes.ts";
 
 /**
  * `a3r research`, `a3r resume`, `a3r stop`, `a3r status`, `a3r report` and `a3r demo`: thin
@@ -279,6 +280,9 @@ async function draftedTopicFile(question: string, flags: ResearchCommandFlags): 
   return file;
 }
 
+/** Stops that leave the question unanswered: the smoke test or a stage failed, or the audit refused the blueprints. */
+const unansweredStops: ReadonlySet<string> = new Set(["stage-failed", "audit-failed"]);
+
 async function research(topicFile: string, flags: ResearchFlags): Promise<void> {
   const file = resolve(topicFile);
   const { topic, text } = await loadTopic(file);
@@ -397,6 +401,8 @@ async function lead(
     report: final.reportFile,
     waitingFor: run.waitingFor,
   };
+  // A campaign that stopped without answering its question is a failed command (exit 1), so a script or CI sees it.
+  if (final.stop && unansweredStops.has(final.stop.reason)) process.exitCode = exitCode.failure;
   if (options.json) {
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     return;
