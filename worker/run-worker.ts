@@ -410,7 +410,12 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
     try {
       await readConfigFile(blueprint.config);
       if (blueprint.mode === "swarm" && fresh) {
-        const refusal = await swarmConfigRefusal(blueprint, context.resultDir, context.memory.overrides, context.configSchema ? { configSchema: context.configSchema } : {});
+        const refusal = await swarmConfigRefusal(
+          blueprint,
+          context.resultDir,
+          context.memory.overrides,
+          context.configSchema ? { configSchema: context.configSchema } : {},
+        );
         if (refusal) problems.push(refusal);
       }
     } catch (error) {
@@ -697,9 +702,7 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
       return { state: "timed_out", reason };
     }
     const next = await handleFailure(context, ended, {
-      baseValues: context.blueprint.config
-        ? baseValuesOf(await readConfigFile(context.blueprint.config).catch(() => ({})), context.configSchema)
-        : {},
+      baseValues: context.blueprint.config ? baseValuesOf(await readConfigFile(context.blueprint.config).catch(() => ({})), context.configSchema) : {},
       hasCheckpoint: await hasCheckpoint(context.resultDir, context.blueprint.mode),
       freePort: await freePort(),
     });

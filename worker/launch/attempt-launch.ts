@@ -1,11 +1,10 @@
 import { mkdir, readFile, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { stringify as stringifyYaml } from "yaml";
 import type { z } from "zod";
 import { applyOverrides, readConfigFile, type Blueprint, type ConfigObject } from "../../blueprints/index.ts";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
-import { A3rError } from "../../core/errors.ts";
 import { SwarmClient } from "../../swarm/client/index.ts";
 import { envPassthroughOf, outputDirOf, planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
 import { collectExit, isRecordRunning, launchRecorded, type LaunchedProcessRecord } from "./launched-process.ts";

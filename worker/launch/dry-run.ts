@@ -60,7 +60,10 @@ export async function describeRun(
   if (blueprint.mode === "swarm" && blueprint.config) {
     const scratch = await mkdtemp(join(tmpdir(), "a3r-dry-run-"));
     try {
-      const refusal = await swarmConfigRefusal(blueprint, resultDir, settings.overrides, { scratch, ...(options.configSchema ? { configSchema: options.configSchema } : {}) });
+      const refusal = await swarmConfigRefusal(blueprint, resultDir, settings.overrides, {
+        scratch,
+        ...(options.configSchema ? { configSchema: options.configSchema } : {}),
+      });
       lines.push(refusal === null ? "  ok      swarm config with the overrides (loads as a3r swarm serve would)" : `  REFUSED ${refusal}`);
     } finally {
       await rm(scratch, { recursive: true, force: true });
