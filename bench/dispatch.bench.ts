@@ -10,7 +10,7 @@ import { recordKeys } from "../hosts/queue/queue-records.ts";
 import { SshConnection } from "../hosts/ssh/ssh-connection.ts";
 import { SshLauncher } from "../hosts/ssh/ssh-launcher.ts";
 import { WorkerDaemon } from "../hosts/queue/worker-daemon.ts";
-import type { LaunchRequest, RunRef } from "../hosts/launcher.ts";
+import type { LaunchRequest, RunRef } from "../hosts/port/launcher.ts";
 import { instantA3rCommand, writeFixtureBlueprint } from "../test-support/fixture-blueprint.ts";
 import { startRedisServer } from "../test-support/redis-server.ts";
 import { startSshServer } from "../test-support/sshd-server.ts";

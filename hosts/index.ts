@@ -3,16 +3,29 @@
  * with its local, ssh, queue and slurm implementations, the worker daemon of the queue backend,
  * and the dispatcher used by `a3r dispatch` (and by the leader's dispatch node).
  */
-export type { FetchOutcome, LaunchOutcome, LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "./launcher.ts";
-export { bundleFiles, liveFiles, parseRunKey, runKey } from "./launcher.ts";
-export type { Assignment, HostCapacity, HostLoad, SchedulingRequest, SchedulingResult } from "./dispatch/scheduler.ts";
-export { scheduleBlueprints } from "./dispatch/scheduler.ts";
-export type { HostConfig, HostsFile, LoadHostsOptions, LocalHostConfig, QueueHostConfig, SlurmHostConfig, SshHostConfig } from "./hosts-config.ts";
-export { defaultA3rCommand, findHost, loadHostsFile, parseHostsText } from "./hosts-config.ts";
+export type { FetchOutcome, LaunchOutcome, LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "./port/launcher.ts";
+export { bundleFiles, liveFiles, parseRunKey, runKey } from "./port/launcher.ts";
+export type { Assignment, HostCapacity, HostLoad, SchedulingRequest, SchedulingResult } from "./port/scheduler.ts";
+export { scheduleBlueprints } from "./port/scheduler.ts";
+export type {
+  HostConfig,
+  HostEntry,
+  HostsFile,
+  LoadedHost,
+  LoadHostsOptions,
+  LocalHostConfig,
+  QueueHostConfig,
+  SlurmHostConfig,
+  SshHostConfig,
+} from "./kinds/hosts-config.ts";
+export { defaultA3rCommand, findHost, loadHostsFile, parseHostsText } from "./kinds/hosts-config.ts";
+export type { EntryProblem, HostKind, ResolveContext } from "./port/host-kind.ts";
+export { defineHostKind } from "./port/host-kind.ts";
+export { hostKindOf, hostKinds, registerHostKind } from "./kinds/registry.ts";
 export type { SshAliasSettings } from "./ssh/ssh-config.ts";
 export { resolveSshAlias } from "./ssh/ssh-config.ts";
-export { openLauncher, sshConnectionFor } from "./open-launcher.ts";
-export type { OpenLauncherOptions } from "./open-launcher.ts";
+export { openLauncher, sshConnectionFor } from "./kinds/open-launcher.ts";
+export type { OpenLauncherOptions } from "./kinds/open-launcher.ts";
 export { LocalLauncher } from "./local/local-launcher.ts";
 export type { LocalLauncherOptions } from "./local/local-launcher.ts";
 export type { SshLauncherOptions } from "./ssh/ssh-launcher.ts";
@@ -26,11 +39,11 @@ export type { CheckHostOptions, HostCheck } from "./check/host-check.ts";
 export { defaultResultDir, dispatchBlueprints, gpusOf, isDone } from "./dispatch/dispatcher.ts";
 export type { DispatchHost, DispatchItem, DispatchOptions, DispatchRow, DispatchState } from "./dispatch/dispatcher.ts";
 export { sshFingerprint, verifyHostKey } from "./ssh/host-key.ts";
-export { describeProgress } from "./run-progress.ts";
+export { describeProgress } from "./port/run-progress.ts";
 export { closeDispatchHosts, openDispatchHosts } from "./dispatch/open-dispatch-hosts.ts";
 
 // The ssh, queue and slurm launchers (ssh2, BullMQ) load when a host of their kind is opened
-// (open-launcher.ts); the worker daemon loads with its command.
+// (their kind's openLauncher); the worker daemon loads with its command.
 export async function loadWorkerDaemon(): Promise<typeof import("./queue/worker-daemon.ts").WorkerDaemon> {
   return (await import("./queue/worker-daemon.ts")).WorkerDaemon;
 }

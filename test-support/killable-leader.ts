@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFileAtomic } from "../core/atomic-file.ts";
-import type { LaunchMarker } from "../hosts/run-progress.ts";
+import type { LaunchMarker } from "../hosts/port/run-progress.ts";
 import { localHostWorkdir } from "../cli/research/hosts-option.ts";
 import { a3rEntry } from "./run-cli.ts";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditResultDir, readEvents, readLedger } from "../campaign/index.ts";
 import { writeFixtureBlueprint } from "./fixture-blueprint.ts";
-import type { Launcher, RunProgress, RunRef } from "../hosts/launcher.ts";
+import type { Launcher, RunProgress, RunRef } from "../hosts/port/launcher.ts";
 
 /**
  * The one suite every launcher passes (local, ssh, queue). A launcher under test runs

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { readBlueprintFile } from "../../blueprints/index.ts";
 import { fixtureA3rCommand, writeFixtureBlueprint } from "../../test-support/fixture-blueprint.ts";
 import { dispatchBlueprints } from "./dispatcher.ts";
-import { parseHostsText, type HostConfig } from "../hosts-config.ts";
+import { parseHostsText, type HostConfig } from "../kinds/hosts-config.ts";
 import { LocalLauncher } from "../local/local-launcher.ts";
 
 describe("dispatch and wait", () => {

@@ -2,10 +2,10 @@ import { mkdir, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { Blueprint } from "../../blueprints/index.ts";
 import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRunState, readEvents } from "../../campaign/index.ts";
-import type { HostConfig } from "../hosts-config.ts";
-import type { LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "../launcher.ts";
-import { launchGraceMs } from "../run-progress.ts";
-import { scheduleBlueprints, type HostCapacity, type HostLoad } from "./scheduler.ts";
+import type { HostConfig } from "../kinds/hosts-config.ts";
+import type { LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "../port/launcher.ts";
+import { launchGraceMs } from "../port/run-progress.ts";
+import { scheduleBlueprints, type HostCapacity, type HostLoad } from "../port/scheduler.ts";
 
 /**
  * Puts blueprints on hosts without a leader (`a3r dispatch`), and follows them with

@@ -1,7 +1,7 @@
 import { A3rError } from "../../core/errors.ts";
 import type { DispatchHost } from "./dispatcher.ts";
-import type { HostsFile } from "../hosts-config.ts";
-import type { Launcher } from "../launcher.ts";
+import type { HostsFile } from "../kinds/hosts-config.ts";
+import type { Launcher } from "../port/launcher.ts";
 
 /**
  * Opens a launcher for every host of a hosts file and learns its capacity. A host that
@@ -10,17 +10,15 @@ import type { Launcher } from "../launcher.ts";
  * start fast.
  */
 export async function openDispatchHosts(file: HostsFile): Promise<{ hosts: DispatchHost[]; problems: string[] }> {
-  const { openLauncher } = await import("../open-launcher.ts");
+  const { openLauncher } = await import("../kinds/open-launcher.ts");
   const { resolveCapacity } = await import("./host-capacity.ts");
-  const { SshLauncher } = await import("../ssh/ssh-launcher.ts");
   const hosts: DispatchHost[] = [];
   const problems: string[] = [];
   for (const config of file.hosts) {
     let launcher: Launcher | undefined;
     try {
-      launcher = await openLauncher(config, { reconnectForMs: 5000 });
-      // Connect now, so an unreachable host is left out with its reason instead of failing later.
-      if (launcher instanceof SshLauncher) await launcher.connection.connect();
+      // Connected now, so an unreachable host is left out with its reason instead of failing later.
+      launcher = await openLauncher(config, { reconnectForMs: 5000, connect: true });
       hosts.push({ config, launcher, capacity: await resolveCapacity(config, launcher) });
     } catch (error) {
       await launcher?.close().catch(() => undefined);

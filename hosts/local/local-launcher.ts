@@ -8,9 +8,9 @@ import { A3rError } from "../../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId, writeStopRequest, type StopRequest } from "../../campaign/index.ts";
 import { findCampaignOf } from "../../campaign/campaign-of-run.ts";
 import { withDirectoryLock } from "../../campaign/directory-lock.ts";
-import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
-import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../run-progress.ts";
-import { workerRunCommand } from "../shell-quote.ts";
+import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../port/launcher.ts";
+import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../port/run-progress.ts";
+import { workerRunCommand } from "../port/worker-command-line.ts";
 import { isGroupAlive, terminateGroup } from "../../core/process-group.ts";
 
 /**

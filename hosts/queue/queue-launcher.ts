@@ -3,8 +3,17 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { blueprintTextForCopy, parseBlueprint } from "../../blueprints/index.ts";
-import { describeProgress } from "../run-progress.ts";
-import { parseRunKey, runKey, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
+import { describeProgress } from "../port/run-progress.ts";
+import {
+  parseRunKey,
+  runKey,
+  type FetchOutcome,
+  type LaunchOutcome,
+  type LaunchRequest,
+  type Launcher,
+  type RunProgress,
+  type RunRef,
+} from "../port/launcher.ts";
 import { openCheckedRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { z } from "zod";
 import { A3rError } from "../../core/errors.ts";
-import { runKey, type RunRef } from "../launcher.ts";
+import { runKey, type RunRef } from "../port/launcher.ts";
 
 /**
  * What the queue backend keeps in Redis besides BullMQ's own keys, all under

@@ -5,10 +5,10 @@ import { join, resolve } from "node:path";
 import { Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import { A3rError } from "../../core/errors.ts";
-import { bundleFiles, liveFiles, runKey, type RunProgress, type RunRef } from "../launcher.ts";
+import { bundleFiles, liveFiles, runKey, type RunProgress, type RunRef } from "../port/launcher.ts";
 import { LocalLauncher, readTail, readText } from "../local/local-launcher.ts";
 import { bundleFileLimit, launchJobSchema, openCheckedRedis, recordKeys, type LaunchJob } from "./queue-records.ts";
-import { scheduleBlueprints } from "../dispatch/scheduler.ts";
+import { scheduleBlueprints } from "../port/scheduler.ts";
 import { pathExists } from "../../core/path-exists.ts";
 
 /**

@@ -1,8 +1,9 @@
 import type { Blueprint } from "../../blueprints/index.ts";
 import { parseDuration } from "../../core/duration.ts";
-import type { SlurmHostConfig } from "../hosts-config.ts";
-import { runKey, type LlmAllowance, type RunRef } from "../launcher.ts";
-import { shellQuote, workerRunCommand } from "../shell-quote.ts";
+import type { SlurmHostConfig } from "./slurm-config.ts";
+import { runKey, type LlmAllowance, type RunRef } from "../port/launcher.ts";
+import { shellQuote } from "../../core/shell-quote.ts";
+import { workerRunCommand } from "../port/worker-command-line.ts";
 
 /**
  * What one run asks of Slurm: the sbatch options and the batch script. Pure.

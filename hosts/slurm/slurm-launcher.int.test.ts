@@ -8,11 +8,10 @@ import { describeLauncherConformance, waitForProgress } from "../../test-support
 import { slowTests, slowTierNote } from "../../test-support/slow-tests.ts";
 import { slurmMissing, startSlurmCluster, type SlurmClusterHandle } from "../../test-support/slurm-cluster.ts";
 import { startSshServer, type SshServerHandle } from "../../test-support/sshd-server.ts";
-import { checkHost } from "../check/host-check.ts";
-import { resolveCapacity } from "../dispatch/host-capacity.ts";
-import type { SlurmHostConfig, SshHostConfig } from "../hosts-config.ts";
-import { openLauncher } from "../open-launcher.ts";
+import { checkHost, openLauncher, resolveCapacity } from "../index.ts";
+import type { SshHostConfig } from "../ssh/ssh-kind.ts";
 import { LocalShell } from "./cluster-shell.ts";
+import type { SlurmHostConfig } from "./slurm-config.ts";
 import { jobNameOf } from "./slurm-job.ts";
 import { SlurmLauncher } from "./slurm-launcher.ts";
 

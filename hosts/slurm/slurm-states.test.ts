@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseSlurmCheck } from "../check/slurm-check.ts";
+import { parseSlurmCheck } from "./slurm-check.ts";
 import { gpusInGres, parseSinfo } from "./sinfo.ts";
 import { batchScript, sbatchArguments, timeLimitMinutes } from "./slurm-job.ts";
-import type { SlurmHostConfig } from "../hosts-config.ts";
+import type { SlurmHostConfig } from "./slurm-config.ts";
 import { jobOfRun, parseSacct, parseSqueue, slurmProgress } from "./slurm-states.ts";
 
 const ref = { campaign: "c1", blueprintId: "b1" };

@@ -1,5 +1,5 @@
-import type { RunProgress, RunRef } from "../launcher.ts";
-import { describeProgress, launchGraceMs, parseLaunchMarker, type RawRunFiles } from "../run-progress.ts";
+import type { RunProgress, RunRef } from "../port/launcher.ts";
+import { describeProgress, launchGraceMs, parseLaunchMarker, type RawRunFiles } from "../port/run-progress.ts";
 
 /**
  * Slurm's view of a job, as `squeue` or `sacct` prints it, and how it joins the run's own

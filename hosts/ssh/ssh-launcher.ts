@@ -5,11 +5,12 @@ import type { SFTPWrapper } from "ssh2";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { assertCampaignId, assertSafeBlueprintId, type StopRequest } from "../../campaign/index.ts";
-import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../launcher.ts";
-import { describeProgress, launchGraceMs, listMarkersScript, parseLaunchMarker, refsOfMarkerListing, type LaunchMarker } from "../run-progress.ts";
-import { inlineEnvironment, shellQuote, workerRunCommand } from "../shell-quote.ts";
+import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../port/launcher.ts";
+import { describeProgress, launchGraceMs, listMarkersScript, parseLaunchMarker, refsOfMarkerListing, type LaunchMarker } from "../port/run-progress.ts";
+import { shellQuote } from "../../core/shell-quote.ts";
+import { inlineEnvironment, workerRunCommand } from "../port/worker-command-line.ts";
 import type { SshConnection } from "./ssh-connection.ts";
-import { stopRequestAnswer, stopRequestScript } from "../stop-request-script.ts";
+import { stopRequestAnswer, stopRequestScript } from "../port/stop-request-script.ts";
 
 /**
  * Runs blueprints on a remote host over one shared ssh2 connection.

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { appendEvent, auditCampaign, createCampaign, readEvents } from "../../campaign/index.ts";
-import { parseHostsText } from "../../hosts/hosts-config.ts";
+import { parseHostsText } from "../../hosts/kinds/hosts-config.ts";
 import { LocalLauncher } from "../../hosts/index.ts";
 import type { DispatchHost, HostConfig } from "../../hosts/index.ts";
 import { runLeader } from "./leader-graph.ts";

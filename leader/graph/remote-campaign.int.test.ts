@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditCampaign, createCampaign, readEvents, readLedger, summarizeLedger } from "../../campaign/index.ts";
-import { parseHostsText } from "../../hosts/hosts-config.ts";
+import { parseHostsText } from "../../hosts/kinds/hosts-config.ts";
 import { SshConnection } from "../../hosts/ssh/ssh-connection.ts";
 import { SshLauncher } from "../../hosts/ssh/ssh-launcher.ts";
 import type { DispatchHost, HostConfig } from "../../hosts/index.ts";

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { auditCampaign, createCampaign, readEvents } from "../../campaign/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
 import { isA3rError } from "../../core/errors.ts";
-import { parseHostsText } from "../../hosts/hosts-config.ts";
+import { parseHostsText } from "../../hosts/kinds/hosts-config.ts";
 import { LocalLauncher } from "../../hosts/index.ts";
 import type { DispatchHost, HostConfig } from "../../hosts/index.ts";
 import { fixtureTopicText } from "../../test-support/fixture-topic.ts";

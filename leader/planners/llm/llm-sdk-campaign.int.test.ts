@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { campaignPaths, createCampaign, JsonlLedger, readEvents, readLedger } from "../../../campaign/index.ts";
-import { parseHostsText } from "../../../hosts/hosts-config.ts";
+import { parseHostsText } from "../../../hosts/kinds/hosts-config.ts";
 import { LocalLauncher } from "../../../hosts/index.ts";
 import type { DispatchHost, HostConfig } from "../../../hosts/index.ts";
 import { createChatModel } from "../../../llm/index.ts";

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { isRunState, isTerminalRunState, metricsRecordSchema, parseRunStatus, type MetricsRecord } from "../campaign/index.ts";
+import { isRunState, isTerminalRunState, metricsRecordSchema, parseRunStatus, type MetricsRecord } from "../../campaign/index.ts";
 import type { RunProgress, RunRef } from "./launcher.ts";
-import { printable } from "../core/printable-text.ts";
+import { printable } from "../../core/printable-text.ts";
 
 /**
  * launch.json: the marker a launcher writes on the host, beside (not inside) the result

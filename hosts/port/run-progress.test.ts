@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newRunStatus } from "../campaign/index.ts";
+import { newRunStatus } from "../../campaign/index.ts";
 import { describeProgress, parseMetricsTail } from "./run-progress.ts";
 
 const ref = { campaign: "c", blueprintId: "b" };

@@ -1,9 +1,10 @@
-import type { MetricsRecord, RunState, StopRequest } from "../campaign/index.ts";
+import type { MetricsRecord, RunState, StopRequest } from "../../campaign/index.ts";
 
 /**
  * The launcher port: how one blueprint reaches one host and how its run is followed.
- * Implementations: `local` (this machine), `ssh` (ssh2 to a remote host) and `queue`
- * (BullMQ on Redis, pulled by worker daemons). All pass `launcher-conformance.ts`.
+ * Implementations: one per host kind (port/host-kind.ts, kinds/registry.ts): `local` (this
+ * machine), `ssh` (ssh2 to a remote host), `queue` (BullMQ on Redis, pulled by worker
+ * daemons) and `slurm` (sbatch). All pass `launcher-conformance.ts`.
  *
  * Contract:
  * - Every method is keyed by campaign and blueprint id (`RunRef`), never by an in-memory
@@ -99,7 +100,8 @@ export interface FetchOutcome {
 
 export interface Launcher {
   readonly host: string;
-  readonly kind: "local" | "ssh" | "queue" | "slurm";
+  /** Its host kind (`kind:` in hosts.yaml; port/host-kind.ts). */
+  readonly kind: string;
   launch(request: LaunchRequest): Promise<LaunchOutcome>;
   poll(ref: RunRef): Promise<RunProgress>;
   /** `poll` for many runs at once, in the same order; ssh answers them with one command. */

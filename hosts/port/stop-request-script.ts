@@ -1,6 +1,6 @@
-import { stopRequestFileName, stopRequestSchema, type StopRequest } from "../campaign/index.ts";
-import { A3rError } from "../core/errors.ts";
-import { shellQuote } from "./shell-quote.ts";
+import { stopRequestFileName, stopRequestSchema, type StopRequest } from "../../campaign/index.ts";
+import { A3rError } from "../../core/errors.ts";
+import { shellQuote } from "../../core/shell-quote.ts";
 
 /**
  * The one shell command that puts a stop request into a remote result directory (ssh and

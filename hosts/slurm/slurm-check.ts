@@ -1,9 +1,9 @@
-import type { SlurmHostConfig } from "../hosts-config.ts";
-import { shellQuote } from "../shell-quote.ts";
-import type { ClusterShell } from "../slurm/cluster-shell.ts";
-import { parseSinfo } from "../slurm/sinfo.ts";
-import { resourceArguments, timeLimitMinutes } from "../slurm/slurm-job.ts";
-import { formatBytes, parseProbe, probeScript } from "./host-probe.ts";
+import { shellQuote } from "../../core/shell-quote.ts";
+import { formatBytes, parseProbe, probeScript } from "../port/host-probe.ts";
+import type { ClusterShell } from "./cluster-shell.ts";
+import { parseSinfo } from "./sinfo.ts";
+import type { SlurmHostConfig } from "./slurm-config.ts";
+import { resourceArguments, timeLimitMinutes } from "./slurm-job.ts";
 
 /**
  * `a3r hosts check` for a slurm host, in one script where its client commands run: the

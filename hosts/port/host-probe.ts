@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { shellQuote } from "../shell-quote.ts";
+import { shellQuote } from "../../core/shell-quote.ts";
 
 /**
  * What `a3r hosts check` and GPU detection learn about a host from one shell script, run

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { A3rError } from "../core/errors.ts";
+import { A3rError } from "../../core/errors.ts";
 import { findHost, loadHostsFile, parseHostsText } from "./hosts-config.ts";
 
 function errorOf(action: () => unknown): A3rError {
@@ -154,7 +154,7 @@ describe("loadHostsFile", () => {
 
 describe("examples/hosts", () => {
   it("every example hosts file is valid", async () => {
-    const folder = new URL("../examples/hosts/", import.meta.url).pathname;
+    const folder = new URL("../../examples/hosts/", import.meta.url).pathname;
     for (const name of ["hosts.yaml", "local-only.yaml"]) {
       const file = await loadHostsFile(join(folder, name), { sshConfigFile: "/nonexistent" });
       expect(file.hosts.length).toBeGreaterThan(0);

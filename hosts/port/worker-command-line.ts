@@ -1,9 +1,5 @@
+import { shellQuote } from "../../core/shell-quote.ts";
 import type { LlmAllowance } from "./launcher.ts";
-
-/** Quotes one word for a POSIX shell: single quotes, with embedded ones closed and escaped. */
-export function shellQuote(text: string): string {
-  return /^[A-Za-z0-9_./:=@%+-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
-}
 
 /**
  * The command line that runs one blueprint on a host. `a3r` is the host's configured
