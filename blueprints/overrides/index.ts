@@ -7,6 +7,7 @@
  */
 export { applyOverrides, baseValuesOf, flattenConfig, type OverrideValue, type Overrides } from "./apply-overrides.ts";
 export { readConfigFile } from "./config-file.ts";
+export { isPortKey, isPortNumber, overrideValueProblems } from "./override-values.ts";
 export { checkOverrides, type EngineConfig } from "./check-overrides.ts";
 export { type ConfigObject, configLeafPaths, isConfigObject, isSafeOverrideKey, overridePath } from "./override-keys.ts";
 export {

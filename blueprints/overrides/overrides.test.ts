@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { applyOverrides, baseValuesOf, checkOverrides, flattenConfig, isSafeOverrideKey, overridePath } from "./index.ts";
+import { applyOverrides, baseValuesOf, checkOverrides, flattenConfig, isSafeOverrideKey, overridePath, overrideValueProblems } from "./index.ts";
 
 const swarmConfig = { train_batch_size: 4, optimizer: { lr: 0.05, clip: 0.2 }, sampling: { max_tokens: 8 }, model: { kind: "embedded", seed: 1 } };
 
@@ -95,5 +95,17 @@ describe("one rule for where a key lands", () => {
         }
       }
     }
+  });
+});
+
+describe("typed values a model proposes", () => {
+  it("keeps each value's type, ports as port numbers, and no line breaks", () => {
+    const known = { lr: 0.1, port: 8080, use_amp: true, name: "run" };
+    expect(overrideValueProblems({ lr: 0.05, port: 9000, use_amp: false, name: "run-2", new_key: "x" }, known)).toEqual([]);
+    expect(overrideValueProblems({ port: "1 ; touch FILE" }, known)).toEqual([expect.stringMatching(/^port="1 ; touch FILE" is not a port number/)]);
+    expect(overrideValueProblems({ "server.port": 0 }, {})).toEqual([expect.stringMatching(/not a port number/)]);
+    expect(overrideValueProblems({ lr: "0.05; rm -rf ~" }, known)).toEqual([expect.stringMatching(/^lr=.* is a string where the run has a number \(0\.1\)/)]);
+    expect(overrideValueProblems({ name: "a\nb" }, known)).toEqual([expect.stringMatching(/line break/)]);
+    expect(overrideValueProblems({ lr: Number.NaN }, known)).toEqual([expect.stringMatching(/not a finite number/)]);
   });
 });

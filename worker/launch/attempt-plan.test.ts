@@ -38,6 +38,12 @@ const base = (bp: Blueprint) => ({
 });
 
 describe("planAttempt", () => {
+  it("refuses a port that is not a port number before it reaches the shell (a diagnosis may set it from a log)", () => {
+    for (const port of ["1 ; curl -s http://127.0.0.1:9/x | sh ; touch FILE", "8080", 0, 70000, 80.5, true]) {
+      expect(() => planAttempt({ ...base(blueprint()), overrides: { port } }), String(port)).toThrow(/override port=.* is not a port number/);
+    }
+  });
+
   it("fills the placeholders and the environment of a classic attempt", () => {
     const plan = planAttempt(base(blueprint()));
     expect(plan.commands).toEqual(["python train.py --config /runs/b1/config/attempt-2.yaml lr=0.0005 port=8081 --port 8081"]);

@@ -2,7 +2,8 @@ import { dirname, join } from "node:path";
 import { isProgramName, type Blueprint } from "../../blueprints/index.ts";
 import { shellQuote } from "../../core/shell-quote.ts";
 import { overridesAsWords, substitutePlaceholders } from "./placeholders.ts";
-import type { Overrides } from "../../blueprints/index.ts";
+import { isPortNumber, type Overrides } from "../../blueprints/index.ts";
+import { A3rError } from "../../core/errors.ts";
 import type { WorkerSettings } from "../worker-settings.ts";
 import { runTagOf, runTagVariable } from "./run-tag.ts";
 
@@ -87,9 +88,23 @@ export function interpreterPath(venv: string): string {
   return /\/(?:bin\/)?[^/]*(python|node|pypy)[^/]*$/i.test(venv) ? dirname(venv) : join(venv, "bin");
 }
 
+/**
+ * The run's port as a command word: a port number or nothing. The port comes from the
+ * overrides, which a diagnosis may have set from a log an attacker wrote; anything but a
+ * port number stops the launch here instead of reaching the shell.
+ */
+function portWord(port: Overrides[string] | undefined): string | undefined {
+  if (port === undefined) return undefined;
+  if (isPortNumber(port)) return String(port);
+  throw new A3rError("CONFIG_INVALID", `override port=${JSON.stringify(port).slice(0, 80)} is not a port number`, {
+    where: "overrides.port",
+    hint: "set port to an integer from 1 to 65535, or leave it out",
+  });
+}
+
 export function planAttempt(input: AttemptPlanInput): AttemptPlan {
   const { blueprint, settings } = input;
-  const port = input.overrides.port;
+  const port = portWord(input.overrides.port);
   const env: Record<string, string> = {
     ...settings.env,
     A3R_ATTEMPT: String(input.attempt),
@@ -104,20 +119,20 @@ export function planAttempt(input: AttemptPlanInput): AttemptPlan {
   };
   if (typeof blueprint.frontMatter.seed === "number") env.A3R_SEED = String(blueprint.frontMatter.seed);
   if (input.configCopy) env.A3R_CONFIG = input.configCopy;
-  if (port !== undefined) env.A3R_PORT = String(port);
+  if (port !== undefined) env.A3R_PORT = port;
   if (input.gpus !== undefined) env.CUDA_VISIBLE_DEVICES = input.gpus;
   if (input.swarmUrl) env.A3R_SWARM_URL = input.swarmUrl;
   const values = {
     config: input.configCopy ? shellQuote(input.configCopy) : "",
     overrides: overridesAsWords(input.overrides),
     overrides_json: shellQuote(JSON.stringify(input.overrides)),
-    port: port === undefined ? "" : String(port),
+    port: port ?? "",
     attempt: String(input.attempt),
     result_dir: shellQuote(input.resultDir),
     checkpoint_dir: shellQuote(env.A3R_CHECKPOINT_DIR!),
     metrics_file: shellQuote(settings.metricsFile),
     resume: input.resume ? "1" : "0",
-    swarm_url: input.swarmUrl ?? "{swarm_url}",
+    swarm_url: input.swarmUrl ? shellQuote(input.swarmUrl) : "{swarm_url}",
   };
   if (blueprint.mode === "classic") {
     return { cwd: blueprint.codebase, env, commands: [substitutePlaceholders(input.command, values)] };
@@ -128,7 +143,7 @@ export function planAttempt(input: AttemptPlanInput): AttemptPlan {
     "swarm serve --config",
     input.configCopy ? shellQuote(input.configCopy) : "(missing config)",
     "--port",
-    port === undefined ? "0" : String(port),
+    port ?? "0",
     ...(input.resume ? ["--resume"] : []),
   ].join(" ");
   return { cwd: blueprint.codebase, env, serverCommand, commands: clientCommands(input.command).map((line) => substitutePlaceholders(line, values)) };

@@ -6,7 +6,7 @@ import { isA3rError } from "../../core/errors.ts";
 import { redactSecrets, secretValuesFromEnv } from "../../core/redact.ts";
 import type { ChatModel } from "../../llm/index.ts";
 import type { Overrides } from "../../blueprints/index.ts";
-import { isSafeOverrideKey } from "../../blueprints/index.ts";
+import { isSafeOverrideKey, overrideValueProblems } from "../../blueprints/index.ts";
 import { fenceUntrusted, untrustedDataRule } from "../../llm/untrusted-text.ts";
 
 /**
@@ -58,6 +58,8 @@ export interface DiagnoseInput {
   blueprintId: string;
   command: string;
   overrides: Overrides;
+  /** The config's values for keys the overrides leave alone (blueprints/overrides/ `baseValuesOf`): what a proposed value's type is checked against. */
+  baseValues?: Overrides;
   logTail: string;
   exit: string;
   env?: NodeJS.ProcessEnv;
@@ -105,6 +107,10 @@ export async function diagnoseFailure(input: DiagnoseInput): Promise<DiagnosisOu
       const why = violations.map((violation) => `${violation.ruleId} (${violation.reason}): ${violation.match}`).join("; ");
       return { kind: "fail", diagnosis: answer.diagnosis, reason: `the model proposed a command the policy forbids, refused: ${why}` };
     }
+  }
+  const problems = overrideValueProblems(answer.overrides ?? {}, { ...input.baseValues, ...input.overrides });
+  if (problems.length > 0) {
+    return { kind: "fail", diagnosis: answer.diagnosis, reason: `the model proposed override values of the wrong type, refused: ${problems.join("; ")}` };
   }
   const overrides = { ...input.overrides, ...(answer.overrides ?? {}) };
   if (answer.command === undefined && JSON.stringify(overrides) === JSON.stringify(input.overrides)) {
