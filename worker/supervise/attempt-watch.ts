@@ -11,7 +11,7 @@ import type { AttemptEnd, SuperviseOptions } from "./supervise-options.ts";
  * What the supervision of one attempt knows between polls (the metric sources, the last
  * step and when it came, the first non-finite loss, when the main log last grew) and the
  * actions its checks share: read the metrics, heartbeat, stop every process group, end the
- * attempt, describe what was seen. The checks (checks/) decide; this only keeps the record.
+ * attempt, describe what was seen. The checks (`check-*.ts`) decide; this only keeps the record.
  */
 export class AttemptWatch {
   readonly options: SuperviseOptions;

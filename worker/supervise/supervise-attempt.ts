@@ -1,24 +1,24 @@
 import { AttemptWatch } from "./attempt-watch.ts";
-import type { CheckPoll, CheckVerdict, SupervisionCheck } from "./checks/check.ts";
-import { cancellationCheck } from "./checks/cancellation.ts";
-import { firstSignalCheck } from "./checks/first-signal.ts";
-import { foreignWritesCheck } from "./checks/foreign-writes.ts";
-import { heartbeatCheck } from "./checks/heartbeat.ts";
-import { mainExitCheck } from "./checks/main-exit.ts";
-import { nonFiniteLossCheck } from "./checks/non-finite-loss.ts";
-import { progressLineCheck } from "./checks/progress-line.ts";
-import { readMetricsCheck } from "./checks/read-metrics.ts";
-import { stallCheck } from "./checks/stall.ts";
-import { stopRequestCheck } from "./checks/stop-request.ts";
-import { swarmProcessesCheck } from "./checks/swarm-processes.ts";
-import { timeBudgetCheck } from "./checks/time-budget.ts";
+import type { CheckPoll, CheckVerdict, SupervisionCheck } from "./supervision-check.ts";
+import { cancellationCheck } from "./check-cancellation.ts";
+import { firstSignalCheck } from "./check-first-signal.ts";
+import { foreignWritesCheck } from "./check-foreign-writes.ts";
+import { heartbeatCheck } from "./check-heartbeat.ts";
+import { mainExitCheck } from "./check-main-exit.ts";
+import { nonFiniteLossCheck } from "./check-non-finite-loss.ts";
+import { progressLineCheck } from "./check-progress-line.ts";
+import { readMetricsCheck } from "./check-read-metrics.ts";
+import { stallCheck } from "./check-stall.ts";
+import { stopRequestCheck } from "./check-stop-request.ts";
+import { swarmProcessesCheck } from "./check-swarm-processes.ts";
+import { timeBudgetCheck } from "./check-time-budget.ts";
 import type { AttemptEnd, SuperviseOptions } from "./supervise-options.ts";
 
 export type { AttemptEnd, SuperviseOptions, SwarmHooks } from "./supervise-options.ts";
 
 /**
  * What is watched every poll, in this order; the first check that decides ends the poll.
- * A new failure mode is a new file in checks/ and one line here. The order matters: the
+ * A new failure mode is a new file (`check-<name>.ts`) and one line here. The order matters: the
  * files the worker owns are restored before anything is read, the metrics are read before
  * they are judged, a non-finite loss outranks a cancellation, a cancellation a stop request,
  * a stop request the budget, and the processes' exits come before the timeouts.

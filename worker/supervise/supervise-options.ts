@@ -6,7 +6,7 @@ import type { WorkerSettings } from "../worker-settings.ts";
 
 /**
  * What the supervision of one attempt is given (`SuperviseOptions`) and what it hands back
- * (`AttemptEnd`); shared by supervise-attempt.ts, attempt-watch.ts and the checks in checks/.
+ * (`AttemptEnd`); shared by supervise-attempt.ts, attempt-watch.ts and the checks (`check-*.ts`).
  */
 
 /** A swarm run's server as the supervision sees it: its status, its metrics, and client restarts. */

@@ -2,25 +2,25 @@ import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ResultDirWriter } from "../../../campaign/index.ts";
-import { defaultLogMetricPatterns } from "../log-metrics.ts";
-import type { ProgressReporter } from "../progress-reporter.ts";
-import { defaultWorkerSettings, type WorkerSettings } from "../../worker-settings.ts";
-import { AttemptWatch } from "../attempt-watch.ts";
-import { pollChecks } from "../supervise-attempt.ts";
-import type { SuperviseOptions } from "../supervise-options.ts";
-import { firstSignalCheck } from "./first-signal.ts";
-import { mainExitCheck } from "./main-exit.ts";
-import { nonFiniteLossCheck } from "./non-finite-loss.ts";
-import { readMetricsCheck } from "./read-metrics.ts";
-import { stallCheck } from "./stall.ts";
-import { stopRequestCheck } from "./stop-request.ts";
-import { swarmProcessesCheck } from "./swarm-processes.ts";
+import type { ResultDirWriter } from "../../campaign/index.ts";
+import { defaultLogMetricPatterns } from "./log-metrics.ts";
+import type { ProgressReporter } from "./progress-reporter.ts";
+import { defaultWorkerSettings, type WorkerSettings } from "../worker-settings.ts";
+import { AttemptWatch } from "./attempt-watch.ts";
+import { pollChecks } from "./supervise-attempt.ts";
+import type { SuperviseOptions } from "./supervise-options.ts";
+import { firstSignalCheck } from "./check-first-signal.ts";
+import { mainExitCheck } from "./check-main-exit.ts";
+import { nonFiniteLossCheck } from "./check-non-finite-loss.ts";
+import { readMetricsCheck } from "./check-read-metrics.ts";
+import { stallCheck } from "./check-stall.ts";
+import { stopRequestCheck } from "./check-stop-request.ts";
+import { swarmProcessesCheck } from "./check-swarm-processes.ts";
 
 /**
  * The checks one at a time, on a real AttemptWatch over a temp folder, a recording writer
  * and a settable clock; the process group is one that does not exist (stopping it is a no-op).
- * The whole loop with real processes is covered by worker/*.int.test.ts.
+ * The whole loop with real processes is covered by the worker integration tests (worker/*.int.test.ts).
  */
 const folders: string[] = [];
 afterEach(async () => {

@@ -1,5 +1,5 @@
-import type { AttemptWatch } from "../attempt-watch.ts";
-import type { AttemptEnd } from "../supervise-options.ts";
+import type { AttemptWatch } from "./attempt-watch.ts";
+import type { AttemptEnd } from "./supervise-options.ts";
 
 /**
  * What one check says after looking, each poll:
