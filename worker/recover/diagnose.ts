@@ -22,13 +22,21 @@ import { fenceUntrusted, untrustedDataRule } from "../../llm/untrusted-text.ts";
  * Left out: retries of the model call (the llm layer's), and the attempt bound (the
  * playbook's `unknown.maxAttempts`).
  */
+const modelOverrideKey = /^[A-Za-z_][A-Za-z0-9_-]{0,63}(?:\.[A-Za-z_][A-Za-z0-9_-]{0,63}){0,7}$/;
+
 export const diagnosisSchema = z.object({
   diagnosis: z.string().min(1).max(2000),
   /** False when the model thinks no change can help (the run then fails with its diagnosis). */
   retry: z.boolean(),
   overrides: z
     .record(
-      z.string().min(1).max(200).refine(isSafeOverrideKey, "not a config path (__proto__, constructor and prototype are refused)"),
+      z
+        .string()
+        .min(1)
+        .max(200)
+        // A model's key becomes a `key=value` word of `{overrides}`: config names only, never a flag or shell text.
+        .regex(modelOverrideKey, "not a config path: dotted names of letters, digits, _ and -, starting with a letter or _")
+        .refine(isSafeOverrideKey, "not a config path (__proto__, constructor and prototype are refused)"),
       z.union([z.string().max(500), z.number(), z.boolean()]),
     )
     .optional(),
