@@ -5,7 +5,7 @@ import { appendEvent, appendEventOnce, auditResultDir, isTerminalRunState, isRun
 import type { HostConfig } from "../kinds/hosts-config.ts";
 import type { LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "../port/launcher.ts";
 import { launchGraceMs } from "../port/run-progress.ts";
-import { scheduleBlueprints, type HostCapacity, type HostLoad } from "../port/scheduler.ts";
+import { scheduleBlueprints, type Assignment, type HostCapacity, type HostLoad } from "../port/scheduler.ts";
 
 /**
  * Puts blueprints on hosts without a leader (`a3r dispatch`), and follows them with
@@ -14,7 +14,7 @@ import { scheduleBlueprints, type HostCapacity, type HostLoad } from "../port/sc
  * 1. Ask every host about every blueprint first: a run that exists anywhere is followed,
  *    never launched again (a dispatch re-run after a crash is harmless).
  * 2. Count what already runs on each host (other campaigns too) as busy slots.
- * 3. Schedule the rest (hosts/dispatch/scheduler.ts, pure), launch, and record `run.dispatched` in
+ * 3. Schedule the rest (hosts/port/scheduler.ts, pure), launch, and record `run.dispatched` in
  *    the campaign's events.jsonl, after the launch answered and before anything else.
  * 4. While waiting: poll, copy live status and metrics into the campaign's result folder,
  *    fetch the whole result directory once finished and audit it, and launch waiting
@@ -129,8 +129,28 @@ async function stoppedRuns(items: readonly DispatchItem[]): Promise<Set<string>>
 }
 
 export async function dispatchBlueprints(options: DispatchOptions): Promise<DispatchRow[]> {
-  const hostsByName = new Map(options.hosts.map((host) => [host.config.name, host]));
-  const rows: DispatchRow[] = options.items.map((item) => ({
+  const stage = new StageDispatch(options);
+  // Runs `a3r stop` ended run again: their host sets the stopped run aside, and the row is
+  // placed and launched afresh. Stopping is on record in the campaign's events.
+  await stage.followRunsThatExist(await stoppedRuns(options.items));
+  await stage.countOtherRuns();
+  await stage.scheduleWaiting();
+  options.onUpdate?.(stage.rows);
+  if (!options.wait) return stage.rows;
+
+  const interval = options.intervalMs ?? 2000;
+  while (!stage.rows.every(isDone) && !options.signal?.aborted) {
+    await new Promise((resolve) => setTimeout(resolve, interval));
+    await stage.followOneRound();
+    await stage.scheduleWaiting();
+    options.onUpdate?.(stage.rows);
+    await options.afterRound?.(stage.rows);
+  }
+  return stage.rows;
+}
+
+function waitingRow(item: DispatchItem): DispatchRow {
+  return {
     campaign: item.campaign,
     blueprintId: item.blueprint.id,
     host: null,
@@ -143,18 +163,172 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
     lastMetrics: null,
     note: "",
     auditErrors: null,
-  }));
+  };
+}
 
-  // A run whose worker died while it was live (killed with the leader, say) gets a new
-  // worker on the same host and result directory, which re-attaches to the trainer or
-  // resumes it from its checkpoint. A few times per dispatch: a worker that keeps dying at
-  // once is a failure to report, not to repeat.
-  const revivals = new Map<DispatchRow, number>();
-  const maxRevivals = 3;
-  const revive = async (row: DispatchRow, item: DispatchItem, host: DispatchHost): Promise<boolean> => {
-    const done = revivals.get(row) ?? 0;
+/** A row being followed this round, with its blueprint and the host it is on. */
+interface FollowedRun {
+  row: DispatchRow;
+  item: DispatchItem;
+  host: DispatchHost;
+}
+
+/** A worker that keeps dying at once is a failure to report, not to repeat. */
+const maxRevivals = 3;
+
+/** One dispatch of a stage's rows (`rows[i]` is `options.items[i]`), in the order of the steps above. */
+class StageDispatch {
+  readonly rows: DispatchRow[];
+  private readonly hostsByName: Map<string, DispatchHost>;
+  /** Revivals so far per row. */
+  private readonly revivals = new Map<DispatchRow, number>();
+  /** Rows the host reported unknown, from when, until a relaunch starts them or the host knows them again. */
+  private readonly refusedSince = new Map<DispatchRow, number>();
+  private readonly refusedLaunchLimitMs: number;
+  /** What else runs on each host (other campaigns), counted once before the first placement. */
+  private baseline: Record<string, HostLoad> = {};
+
+  constructor(private readonly options: DispatchOptions) {
+    this.rows = options.items.map(waitingRow);
+    this.hostsByName = new Map(options.hosts.map((host) => [host.config.name, host]));
+    this.refusedLaunchLimitMs = options.refusedLaunchLimitMs ?? 3 * launchGraceMs;
+  }
+
+  /**
+   * 1. Runs that exist somewhere are followed, not launched again (a lost one is revived);
+   * a run `a3r stop` ended is set aside on its host and left waiting, to be launched afresh.
+   */
+  async followRunsThatExist(stopped: ReadonlySet<string>): Promise<void> {
+    for (const [index, item] of this.options.items.entries()) {
+      for (const host of this.options.hosts) {
+        const progress = await host.launcher.poll(refOf(item));
+        if (progress.state === "unknown") continue;
+        const row = this.rows[index]!;
+        if (progress.finished && progress.state === "cancelled" && stopped.has(item.blueprint.id) && host.launcher.setAside) {
+          await this.setStoppedRunAside(row, item, host);
+          break;
+        }
+        row.host = host.config.name;
+        applyProgress(row, progress);
+        row.note = row.note || "already dispatched";
+        // A dispatcher killed between a launch and its event leaves a run the log never
+        // mentions: the run found here is recorded now, as one the campaign did not start twice.
+        if (item.eventsFile)
+          await appendEventOnce(
+            item.eventsFile,
+            "run.dispatched",
+            { blueprintId: item.blueprint.id },
+            { host: row.host, gpuIndices: progress.gpuIndices, started: false },
+          );
+        if (progress.state === "lost") await this.revive(row, item, host);
+        break;
+      }
+    }
+  }
+
+  private async setStoppedRunAside(row: DispatchRow, item: DispatchItem, host: DispatchHost): Promise<void> {
+    await host.launcher.setAside!(refOf(item));
+    // The copy fetched here (a remote host's) is kept beside, like the host's own.
+    await rename(item.resultDir, `${item.resultDir}.set-aside-${Date.now()}`).catch(() => undefined);
+    if (item.eventsFile)
+      await appendEvent(item.eventsFile, "run.restarted", { blueprintId: item.blueprint.id, host: host.config.name, reason: "stopped by a3r stop" });
+    row.note = "stopped earlier; launched again";
+  }
+
+  /** 2. What else runs on each host takes slots (our own placed rows are counted apart). */
+  async countOtherRuns(): Promise<void> {
+    const ours = new Set(this.rows.map((row) => `${row.campaign}+${row.blueprintId}`));
+    for (const host of this.options.hosts) {
+      const load: HostLoad = { busyGpus: [], runs: 0 };
+      for (const ref of await host.launcher.list()) {
+        if (ours.has(`${ref.campaign}+${ref.blueprintId}`)) continue;
+        const progress = await host.launcher.poll(ref);
+        if (progress.finished || progress.state === "lost" || progress.state === "unknown") continue;
+        load.runs += 1;
+        load.busyGpus.push(...progress.gpuIndices);
+      }
+      this.baseline[host.config.name] = load;
+    }
+  }
+
+  /** 3. The waiting rows are scheduled on the slots left (scheduler.ts, pure) and launched. */
+  async scheduleWaiting(): Promise<void> {
+    const waiting = this.rows.filter((row) => row.state === "waiting" && row.host === null);
+    if (waiting.length === 0) return;
+    const requests = waiting.map((row) => ({
+      blueprintId: row.blueprintId,
+      gpus: gpusOf(this.options.items.find((item) => item.blueprint.id === row.blueprintId)!.blueprint),
+    }));
+    const plan = scheduleBlueprints(
+      this.options.hosts.map((host) => host.capacity),
+      this.currentLoad(),
+      requests,
+    );
+    for (const { blueprintId, reason } of plan.unschedulable) {
+      const row = this.rows.find((candidate) => candidate.blueprintId === blueprintId)!;
+      row.state = "unschedulable";
+      row.note = reason;
+    }
+    for (const assignment of plan.assignments) await this.launchAssigned(assignment);
+  }
+
+  /** The baseline plus the slots our placed rows hold. */
+  private currentLoad(): Record<string, HostLoad> {
+    const load: Record<string, HostLoad> = {};
+    for (const [name, base] of Object.entries(this.baseline)) load[name] = { busyGpus: [...base.busyGpus], runs: base.runs };
+    for (const row of this.rows) {
+      if (!holdsSlot(row) || row.host === null) continue;
+      const entry = load[row.host] ?? (load[row.host] = { busyGpus: [], runs: 0 });
+      entry.runs += 1;
+      entry.busyGpus.push(...row.gpuIndices);
+    }
+    return load;
+  }
+
+  /** Launches one placed row and records `run.dispatched` once the launch answered. */
+  private async launchAssigned(assignment: Assignment): Promise<void> {
+    const index = this.rows.findIndex((candidate) => candidate.blueprintId === assignment.blueprintId);
+    const row = this.rows[index]!;
+    const item = this.options.items[index]!;
+    const host = this.hostsByName.get(assignment.host)!;
+    try {
+      await mkdir(item.resultDir, { recursive: true });
+      const outcome = await host.launcher.launch(launchRequestOf(item, assignment.gpuIndices));
+      row.host = assignment.host;
+      row.gpuIndices = assignment.gpuIndices;
+      row.state = "launching";
+      row.note = outcome.started ? "launched" : "already launched";
+      if (outcome.started) this.refusedSince.delete(row);
+      else if (this.refusedSince.has(row) && Date.now() - this.refusedSince.get(row)! > this.refusedLaunchLimitMs) {
+        // The host says it has no run, yet refuses to start one: its launch claim can be
+        // neither followed nor taken over. Failing the row ends the stage with a reason;
+        // following it would keep the leader waiting forever.
+        row.state = "launch_failed";
+        row.note = `${assignment.host} reports no run for ${row.blueprintId} but keeps refusing to launch it (a launch claim it cannot read?); look in the host's workdir under ${row.campaign}/${row.blueprintId}`;
+      }
+      if (item.eventsFile) {
+        await appendEvent(item.eventsFile, "run.dispatched", {
+          blueprintId: item.blueprint.id,
+          host: assignment.host,
+          gpuIndices: assignment.gpuIndices,
+          started: outcome.started,
+        });
+      }
+    } catch (error) {
+      row.state = "launch_failed";
+      row.note = `launch failed: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+
+  /**
+   * A run whose worker died while it was live (killed with the leader, say) gets a new
+   * worker on the same host and result directory, which re-attaches to the trainer or
+   * resumes it from its checkpoint; a few times per dispatch.
+   */
+  private async revive(row: DispatchRow, item: DispatchItem, host: DispatchHost): Promise<boolean> {
+    const done = this.revivals.get(row) ?? 0;
     if (done >= maxRevivals) return false;
-    revivals.set(row, done + 1);
+    this.revivals.set(row, done + 1);
     try {
       const outcome = await host.launcher.launch({ ...launchRequestOf(item, row.gpuIndices), revive: true });
       Object.assign(row, {
@@ -174,136 +348,24 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
       row.note = `its worker is gone and a new one could not start: ${error instanceof Error ? error.message : String(error)}`;
       return false;
     }
-  };
+  }
 
-  // Runs `a3r stop` ended run again: their host sets the stopped run aside, and the row is
-  // placed and launched afresh. Stopping is on record in the campaign's events.
-  const stopped = await stoppedRuns(options.items);
-
-  // 1. Runs that exist somewhere are followed, not launched again (a lost one is revived).
-  for (const [index, item] of options.items.entries()) {
-    for (const host of options.hosts) {
-      const progress = await host.launcher.poll(refOf(item));
-      if (progress.state === "unknown") continue;
-      const row = rows[index]!;
-      if (progress.finished && progress.state === "cancelled" && stopped.has(item.blueprint.id) && host.launcher.setAside) {
-        await host.launcher.setAside(refOf(item));
-        // The copy fetched here (a remote host's) is kept beside, like the host's own.
-        await rename(item.resultDir, `${item.resultDir}.set-aside-${Date.now()}`).catch(() => undefined);
-        if (item.eventsFile)
-          await appendEvent(item.eventsFile, "run.restarted", { blueprintId: item.blueprint.id, host: host.config.name, reason: "stopped by a3r stop" });
-        row.note = "stopped earlier; launched again";
-        break;
-      }
-      row.host = host.config.name;
-      applyProgress(row, progress);
-      row.note = row.note || "already dispatched";
-      // A dispatcher killed between a launch and its event leaves a run the log never
-      // mentions: the run found here is recorded now, as one the campaign did not start twice.
-      if (item.eventsFile)
-        await appendEventOnce(
-          item.eventsFile,
-          "run.dispatched",
-          { blueprintId: item.blueprint.id },
-          { host: row.host, gpuIndices: progress.gpuIndices, started: false },
-        );
-      if (progress.state === "lost") await revive(row, item, host);
-      break;
+  /** 4. One waiting round: poll every followed run, copy what it has, fetch and audit what finished. */
+  async followOneRound(): Promise<void> {
+    const followed = this.rows.flatMap((row, index): FollowedRun[] =>
+      row.host === null || isDone(row) ? [] : [{ row, item: this.options.items[index]!, host: this.hostsByName.get(row.host)! }],
+    );
+    const latest = await this.pollByHost(followed);
+    for (const run of followed) {
+      const progress = latest.get(run.row);
+      if (progress) await this.follow(run, progress);
     }
   }
 
-  // 2. What else runs on each host takes slots (our own placed rows are counted apart).
-  const ours = new Set(rows.map((row) => `${row.campaign}+${row.blueprintId}`));
-  const baseline: Record<string, HostLoad> = {};
-  for (const host of options.hosts) {
-    const load: HostLoad = { busyGpus: [], runs: 0 };
-    for (const ref of await host.launcher.list()) {
-      if (ours.has(`${ref.campaign}+${ref.blueprintId}`)) continue;
-      const progress = await host.launcher.poll(ref);
-      if (progress.finished || progress.state === "lost" || progress.state === "unknown") continue;
-      load.runs += 1;
-      load.busyGpus.push(...progress.gpuIndices);
-    }
-    baseline[host.config.name] = load;
-  }
-
-  // Rows the host reported unknown, from when, until a relaunch starts them or the host knows them again.
-  const refusedSince = new Map<DispatchRow, number>();
-  const refusedLaunchLimitMs = options.refusedLaunchLimitMs ?? 3 * launchGraceMs;
-
-  const scheduleWaiting = async (): Promise<void> => {
-    const waiting = rows.filter((row) => row.state === "waiting" && row.host === null);
-    if (waiting.length === 0) return;
-    const load: Record<string, HostLoad> = {};
-    for (const [name, base] of Object.entries(baseline)) load[name] = { busyGpus: [...base.busyGpus], runs: base.runs };
-    for (const row of rows) {
-      if (!holdsSlot(row) || row.host === null) continue;
-      const entry = load[row.host] ?? (load[row.host] = { busyGpus: [], runs: 0 });
-      entry.runs += 1;
-      entry.busyGpus.push(...row.gpuIndices);
-    }
-    const requests = waiting.map((row) => ({
-      blueprintId: row.blueprintId,
-      gpus: gpusOf(options.items.find((item) => item.blueprint.id === row.blueprintId)!.blueprint),
-    }));
-    const plan = scheduleBlueprints(
-      options.hosts.map((host) => host.capacity),
-      load,
-      requests,
-    );
-    for (const { blueprintId, reason } of plan.unschedulable) {
-      const row = rows.find((candidate) => candidate.blueprintId === blueprintId)!;
-      row.state = "unschedulable";
-      row.note = reason;
-    }
-    for (const assignment of plan.assignments) {
-      const index = rows.findIndex((candidate) => candidate.blueprintId === assignment.blueprintId);
-      const row = rows[index]!;
-      const item = options.items[index]!;
-      const host = hostsByName.get(assignment.host)!;
-      try {
-        await mkdir(item.resultDir, { recursive: true });
-        const outcome = await host.launcher.launch(launchRequestOf(item, assignment.gpuIndices));
-        row.host = assignment.host;
-        row.gpuIndices = assignment.gpuIndices;
-        row.state = "launching";
-        row.note = outcome.started ? "launched" : "already launched";
-        if (outcome.started) refusedSince.delete(row);
-        else if (refusedSince.has(row) && Date.now() - refusedSince.get(row)! > refusedLaunchLimitMs) {
-          // The host says it has no run, yet refuses to start one: its launch claim can be
-          // neither followed nor taken over. Failing the row ends the stage with a reason;
-          // following it would keep the leader waiting forever.
-          row.state = "launch_failed";
-          row.note = `${assignment.host} reports no run for ${row.blueprintId} but keeps refusing to launch it (a launch claim it cannot read?); look in the host's workdir under ${row.campaign}/${row.blueprintId}`;
-        }
-        if (item.eventsFile) {
-          await appendEvent(item.eventsFile, "run.dispatched", {
-            blueprintId: item.blueprint.id,
-            host: assignment.host,
-            gpuIndices: assignment.gpuIndices,
-            started: outcome.started,
-          });
-        }
-      } catch (error) {
-        row.state = "launch_failed";
-        row.note = `launch failed: ${error instanceof Error ? error.message : String(error)}`;
-      }
-    }
-  };
-
-  await scheduleWaiting();
-  options.onUpdate?.(rows);
-  if (!options.wait) return rows;
-
-  const interval = options.intervalMs ?? 2000;
-  while (!rows.every(isDone) && !options.signal?.aborted) {
-    await new Promise((resolve) => setTimeout(resolve, interval));
-    // One pollMany per host: over ssh a whole cycle is one command.
-    const followed = rows.flatMap((row, index) =>
-      row.host === null || isDone(row) ? [] : [{ row, item: options.items[index]!, host: hostsByName.get(row.host)! }],
-    );
+  /** One pollMany per host: over ssh a whole cycle is one command. A host that fails leaves its rows for next round. */
+  private async pollByHost(followed: FollowedRun[]): Promise<Map<DispatchRow, RunProgress>> {
     const latest = new Map<DispatchRow, RunProgress>();
-    for (const host of options.hosts) {
+    for (const host of this.options.hosts) {
       const mine = followed.filter((entry) => entry.host === host);
       if (mine.length === 0) continue;
       try {
@@ -313,44 +375,42 @@ export async function dispatchBlueprints(options: DispatchOptions): Promise<Disp
         for (const entry of mine) entry.row.note = `poll failed (will retry): ${error instanceof Error ? error.message : String(error)}`;
       }
     }
-    for (const { row, item, host } of followed) {
-      const progress = latest.get(row);
-      if (!progress) continue;
-      if (progress.state === "unknown") {
-        // The host no longer knows the run (a claim whose worker never started): it is
-        // placed and launched again, never followed forever.
-        if (!refusedSince.has(row)) refusedSince.set(row, Date.now());
-        Object.assign(row, { host: null, state: "waiting", finished: false, gpuIndices: [], note: "its launch never started; launching again" });
-        continue;
-      }
-      refusedSince.delete(row);
-      if (progress.state === "lost" && (await revive(row, item, host))) continue;
-      try {
-        applyProgress(row, progress);
-        const fetched = await host.launcher.fetch(refOf(item), item.resultDir);
-        if (row.finished && fetched.complete) {
-          const findings = await auditResultDir(item.resultDir);
-          row.auditErrors = findings.filter((finding) => finding.severity === "error").length;
-          if (item.eventsFile)
-            await appendEvent(item.eventsFile, "run.fetched", {
-              blueprintId: item.blueprint.id,
-              host: row.host,
-              state: row.state,
-              resultDir: item.resultDir,
-              auditErrors: row.auditErrors,
-            });
-        } else if (row.finished) {
-          row.finished = false; // finished there, but the copy is not complete yet: fetch again next round
-        }
-      } catch (error) {
-        row.note = `poll failed (will retry): ${error instanceof Error ? error.message : String(error)}`;
-      }
-    }
-    await scheduleWaiting();
-    options.onUpdate?.(rows);
-    await options.afterRound?.(rows);
+    return latest;
   }
-  return rows;
+
+  private async follow({ row, item, host }: FollowedRun, progress: RunProgress): Promise<void> {
+    if (progress.state === "unknown") {
+      // The host no longer knows the run (a claim whose worker never started): it is
+      // placed and launched again, never followed forever.
+      if (!this.refusedSince.has(row)) this.refusedSince.set(row, Date.now());
+      Object.assign(row, { host: null, state: "waiting", finished: false, gpuIndices: [], note: "its launch never started; launching again" });
+      return;
+    }
+    this.refusedSince.delete(row);
+    if (progress.state === "lost" && (await this.revive(row, item, host))) return;
+    try {
+      applyProgress(row, progress);
+      const fetched = await host.launcher.fetch(refOf(item), item.resultDir);
+      if (row.finished && fetched.complete) await auditFetched(row, item);
+      else if (row.finished) row.finished = false; // finished there, but the copy is not complete yet: fetch again next round
+    } catch (error) {
+      row.note = `poll failed (will retry): ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+}
+
+/** A finished run's complete copy is audited, and `run.fetched` records it. */
+async function auditFetched(row: DispatchRow, item: DispatchItem): Promise<void> {
+  const findings = await auditResultDir(item.resultDir);
+  row.auditErrors = findings.filter((finding) => finding.severity === "error").length;
+  if (item.eventsFile)
+    await appendEvent(item.eventsFile, "run.fetched", {
+      blueprintId: item.blueprint.id,
+      host: row.host,
+      state: row.state,
+      resultDir: item.resultDir,
+      auditErrors: row.auditErrors,
+    });
 }
 
 export function gpusOf(blueprint: Blueprint): number {
