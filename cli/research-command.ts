@@ -21,9 +21,12 @@ import {
 import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "./research/topic-option.ts";
 import {
   choosePlanner,
+  describeList,
+  plannerFlags,
+  plannerKinds,
+  plannerTopicNeeds,
   rewriteCampaignReport,
   runLeader,
-  heuristicNeeds,
   loadTopic,
   parseTopic,
   setLeaderCheckpointAside,
@@ -90,7 +93,7 @@ function registerResearch(program: Command): void {
     .option("--campaign <id>", "campaign id (default: from the topic's title)")
     .option("--runs-dir <dir>", "data folder holding the campaigns", "runs")
     .option("--hosts <file>", "hosts.yaml (default: the topic's hosts, else this machine, 2 runs at a time, no GPU)")
-    .option("--planner <name>", "heuristic, llm (a language model; see README), or auto (llm when a model is configured)", plannerOption, "auto")
+    .option("--planner <name>", plannerHelp(), plannerOption, "auto")
     .option("--max-stages <n>", "stage budget (overrides the topic's)", positiveInteger("--max-stages"))
     .option("--max-experiments <n>", "experiment budget (overrides the topic's)", positiveInteger("--max-experiments"))
     .option("--review", "pause for a person after each plan and each stage's blueprints (a3r resume --approve | --instruct)")
@@ -260,9 +263,18 @@ async function watchCampaigns(runsDir: string, campaignId: string | undefined): 
   }
 }
 
+/** `--planner`: a registered planner's name or auto (leader/planners/registry.ts). */
 function plannerOption(value: string): PlannerFlag {
-  if (value === "heuristic" || value === "llm" || value === "auto") return value;
-  throw new InvalidArgumentError("--planner must be heuristic, llm or auto.");
+  if (plannerFlags().includes(value)) return value;
+  throw new InvalidArgumentError(`--planner must be ${describeList(plannerFlags())}.`);
+}
+
+/** "heuristic, llm (a language model; see README), or auto (llm when a model is configured)". */
+function plannerHelp(): string {
+  const named = plannerKinds().map((kind) => (kind.description === kind.name ? kind.name : `${kind.name} (${kind.description})`));
+  const best = [...plannerKinds()].filter((kind) => kind.autoRank !== undefined).sort((left, right) => right.autoRank! - left.autoRank!)[0];
+  const auto = best?.readyWhen ? `auto (${best.name} when ${best.readyWhen})` : "auto";
+  return `${named.join(", ")}, or ${auto}`;
 }
 
 /**
@@ -289,13 +301,17 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
   // Says which planner and why first, and refuses `--planner llm` without a model before anything is created.
   const chosen = choosePlanner(flags.planner, process.env);
   process.stderr.write(`${chosen.line}\n`);
-  // A topic the heuristic planner cannot plan is refused before a campaign exists for it.
-  const needs = chosen.planner === "heuristic" ? heuristicNeeds(topic) : [];
+  // A topic the chosen planner cannot plan is refused before a campaign exists for it.
+  const needs = plannerTopicNeeds(chosen.planner, topic);
   if (needs.length > 0) {
-    throw new A3rError("TOPIC_INVALID", `${file}: the heuristic planner cannot plan this topic yet:\n${needs.map((need) => `  - ${need}`).join("\n")}`, {
-      where: file,
-      hint: "add those lines to the topic's front matter, or draft one with: a3r topic new --from <blueprint or swarm.yaml>",
-    });
+    throw new A3rError(
+      "TOPIC_INVALID",
+      `${file}: the ${chosen.planner} planner cannot plan this topic yet:\n${needs.map((need) => `  - ${need}`).join("\n")}`,
+      {
+        where: file,
+        hint: "add those lines to the topic's front matter, or draft one with: a3r topic new --from <blueprint or swarm.yaml>",
+      },
+    );
   }
   const runsDir = resolve(flags.runsDir);
   const campaignId = flags.campaign ?? campaignIdFor(topic, file);

@@ -21,8 +21,11 @@ export async function createLlmPlanner(options: LlmPlannerOptions): Promise<impo
   const { LlmPlanner } = await import("./planners/llm/llm-planner.ts");
   return new LlmPlanner(options);
 }
-export { choosePlanner, openLeaderModel } from "./planners/planner-choice.ts";
-export type { PlannerFlag } from "./planners/planner-choice.ts";
+export { choosePlanner, createCampaignPlanner, describeList, openLeaderModel, plannerTopicNeeds } from "./planners/planner-choice.ts";
+export type { PlannerChoice, PlannerFlag } from "./planners/planner-choice.ts";
+// Planners are plug-ins: planners/registry.ts lists them, one line each (README.md, "Planners").
+export { plannerFlags, plannerKindOf, plannerKinds, registerPlanner } from "./planners/registry.ts";
+export type { CampaignPlannerContext, PlannerKind, PlannerReadiness } from "./domain/planner-kind.ts";
 export { heuristicNeeds, loadTopic, parseTopic } from "./domain/topic.ts";
 export type { Topic } from "./domain/topic.ts";
 export { topicTextWithAbsolutePaths } from "./domain/topic-paths.ts";

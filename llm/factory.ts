@@ -4,7 +4,7 @@ import { createLogger } from "../core/logger.ts";
 import type { ChatBackend } from "./backend.ts";
 import type { ChatModel } from "./chat-model.ts";
 import { createChatModelFromBackend } from "./chat-model-core.ts";
-import { defaultModels, parseChatModelConfig, type ChatModelConfig } from "./model-config.ts";
+import { defaultModels, isProviderName, parseChatModelConfig, providerList, type ChatModelConfig } from "./model-config.ts";
 import { createPriceBook, type ModelPrice } from "./prices.ts";
 import { createScriptedBackend, type ScriptedBackend } from "./scripted-backend.ts";
 import { loadScript, parseScript, type ScriptDefinition } from "./scripted-script.ts";
@@ -94,16 +94,10 @@ async function createChatModelWithNames(config: ChatModelConfig, deps: ChatModel
 
 type Environment = Record<string, string | undefined>;
 
-const providers = ["anthropic", "openai", "scripted"] as const;
-
 interface EnvChoice {
   provider: string;
   /** The variable that decided the provider. */
   source: string;
-}
-
-function isProvider(name: string): name is (typeof providers)[number] {
-  return (providers as readonly string[]).includes(name);
 }
 
 function chooseProvider(env: Environment): EnvChoice | undefined {
@@ -148,13 +142,13 @@ export async function chatModelFromEnv(env: Environment, deps: ChatModelDependen
   if (!choice) {
     throw new A3rError("LLM_CONFIG_INVALID", "no language model is configured", {
       where: "A3R_LLM_PROVIDER",
-      hint: "Set A3R_LLM_PROVIDER to anthropic, openai or scripted (with ANTHROPIC_API_KEY, OPENAI_API_KEY or A3R_LLM_SCRIPT).",
+      hint: `Set A3R_LLM_PROVIDER to ${providerList()} (with ANTHROPIC_API_KEY, OPENAI_API_KEY or A3R_LLM_SCRIPT).`,
     });
   }
-  if (!isProvider(choice.provider)) {
+  if (!isProviderName(choice.provider)) {
     throw new A3rError("LLM_CONFIG_INVALID", `A3R_LLM_PROVIDER is "${choice.provider}", which is not a provider`, {
       where: "A3R_LLM_PROVIDER",
-      hint: "Set A3R_LLM_PROVIDER to anthropic, openai or scripted.",
+      hint: `Set A3R_LLM_PROVIDER to ${providerList()}.`,
     });
   }
   const provider = choice.provider;

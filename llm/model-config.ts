@@ -19,6 +19,24 @@ const httpFields = {
   headers: z.record(z.string(), z.string()).optional(),
 };
 
+/**
+ * The providers a3r can call: the one list. The config schema below has a branch for each,
+ * `chatModelFromEnv` accepts these names in A3R_LLM_PROVIDER, and the leader's planner
+ * choice refuses any other (llm/index.ts exports it).
+ */
+export const providerNames = ["anthropic", "openai", "scripted"] as const;
+export type ProviderName = (typeof providerNames)[number];
+
+export function isProviderName(name: string): name is ProviderName {
+  return (providerNames as readonly string[]).includes(name);
+}
+
+/** The names for a message: "anthropic, openai or scripted"; `describe` may add words to one. */
+export function providerList(conjunction: "or" | "and" = "or", describe: (name: ProviderName) => string = (name) => name): string {
+  const names = providerNames.map(describe);
+  return `${names.slice(0, -1).join(", ")} ${conjunction} ${names[names.length - 1]}`;
+}
+
 export const chatModelConfigSchema = z.discriminatedUnion("provider", [
   z.object({ provider: z.literal("anthropic"), ...sharedFields, ...httpFields }).strict(),
   z
@@ -42,6 +60,11 @@ export const chatModelConfigSchema = z.discriminatedUnion("provider", [
 export type ChatModelConfig = z.input<typeof chatModelConfigSchema>;
 export type ResolvedChatModelConfig = z.output<typeof chatModelConfigSchema>;
 
+// The schema's providers are exactly providerNames (a compile error otherwise).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const schemaCoversProviders: Same<ResolvedChatModelConfig["provider"], ProviderName> = true;
+void schemaCoversProviders;
+
 export const defaultModels = { anthropic: "claude-sonnet-4-6", openai: "gpt-4.1" } as const;
 
 /**
@@ -57,6 +80,6 @@ export function parseChatModelConfig(value: unknown, fieldNames: Record<string, 
   const where = fieldNames[field] ?? `llm config field "${issue?.path.map(String).join(".") || field}"`;
   throw new A3rError("LLM_CONFIG_INVALID", `invalid language model configuration at ${where}: ${issue?.message ?? "invalid"}`, {
     where,
-    hint: `Fix ${where}; providers are anthropic, openai and scripted (see llm/README.md).`,
+    hint: `Fix ${where}; providers are ${providerList("and")} (see llm/README.md).`,
   });
 }
