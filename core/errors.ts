@@ -27,6 +27,8 @@ export const errorCatalogue = {
   LOCK_TIMEOUT: { retryable: true, user: false },
   RUN_NOT_FINISHED: { retryable: false, user: false },
   CONFIG_INVALID: { retryable: false, user: true },
+  /** An attempt's final command line (its placeholders filled) is refused by the command policy. */
+  COMMAND_FORBIDDEN: { retryable: false, user: true },
   LLM_CONFIG_INVALID: { retryable: false, user: true },
   LLM_AUTH_FAILED: { retryable: false, user: true },
   LLM_RATE_LIMITED: { retryable: true, user: false },

@@ -30,7 +30,7 @@ import { formatDuration } from "../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
 import { checkpointDirOf, configCopyPath, envPassthroughOf, planAttempt, processEnv, withheldVariables } from "./launch/attempt-plan.ts";
-import { a3rBin, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readyUrlOf, swarmHooks } from "./launch/attempt-launch.ts";
+import { a3rBin, attemptPlanRefusal, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readyUrlOf, swarmHooks } from "./launch/attempt-launch.ts";
 import { handleFailure, resumeAwaitingApproval } from "./recover/failure-handling.ts";
 import { finalizeRun } from "./finish/finalize-run.ts";
 import { recordRefusal } from "./finish/refusal.ts";
@@ -424,6 +424,8 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   } else if (blueprint.mode === "swarm") {
     problems.push("a swarm blueprint needs a Configuration (the swarm.yaml of the server)");
   }
+  const planRefusal = attemptPlanRefusal(firstAttemptInput(context), context.commandRules);
+  if (planRefusal) problems.push(planRefusal.message);
   if (problems.length === 0) return true;
   const reason = `preparation failed: ${problems.join("; ")}`;
   await writer.appendAttempt({
@@ -434,6 +436,23 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   await writer.appendEvent("run.prepare-failed", { problems });
   await finalizeRun(context, "failed", reason);
   return false;
+}
+
+/** Attempt 1 as launchNext will plan it, for judging it before anything starts. */
+function firstAttemptInput(context: RunContext) {
+  return {
+    blueprint: context.blueprint,
+    resultDir: context.resultDir,
+    settings: context.settings,
+    attempt: 1,
+    overrides: context.memory.overrides,
+    command: context.memory.command ?? context.blueprint.command,
+    resume: false,
+    configCopy: configCopyPath(context.resultDir, 1, context.blueprint.config),
+    ...(context.gpus === undefined ? {} : { gpus: context.gpus }),
+    a3rBin,
+    nodeExecutable: process.execPath,
+  };
 }
 
 /** The hooks for a live swarm attempt found in status.json. */
@@ -537,6 +556,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
         graceMs: context.settings.gracePeriodMs,
         ...(blueprint.mode === "swarm" ? { swarmAdminToken: (context.swarmAdminToken ??= newSwarmAdminToken()) } : {}),
         ...(context.configSchema ? { configSchema: context.configSchema } : {}),
+        ...(context.commandRules ? { commandRules: context.commandRules } : {}),
         onProcesses: async (records) => {
           memory.processes = records;
           const main = records[0]!;

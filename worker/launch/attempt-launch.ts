@@ -1,9 +1,18 @@
-import { mkdir, readFile, readdir } from "node:fs/promises";
+import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify as stringifyYaml } from "yaml";
 import type { z } from "zod";
-import { applyOverrides, readConfigFile, type Blueprint, type ConfigObject } from "../../blueprints/index.ts";
+import {
+  applyOverrides,
+  checkCommand,
+  defaultCommandRules,
+  readConfigFile,
+  type Blueprint,
+  type CommandRule,
+  type ConfigObject,
+} from "../../blueprints/index.ts";
+import { A3rError } from "../../core/errors.ts";
 import { writeFileAtomic } from "../../core/atomic-file.ts";
 import { SwarmClient } from "../../swarm/client/index.ts";
 import { envPassthroughOf, outputDirOf, planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
@@ -104,6 +113,8 @@ export async function launchAttempt(
     swarmAdminToken?: string;
     /** The engine's config schema, where known: where override keys land in the config copy. */
     configSchema?: z.ZodType;
+    /** The command policy the final command lines are held to (the blueprint's and the campaign's rules). */
+    commandRules?: readonly CommandRule[];
   },
 ): Promise<LaunchedAttempt | LaunchFailure> {
   const { blueprint, resultDir, attempt } = input;
@@ -115,6 +126,12 @@ export async function launchAttempt(
   const logFile = join(logs, `attempt-${attempt}.log`);
   const exitFile = join(logs, `attempt-${attempt}.exit`);
 
+  // The plan fills the placeholders; what it would run is judged before anything starts.
+  const refusal = attemptPlanRefusal(planInput, options.commandRules);
+  if (refusal) {
+    await writeFile(logFile, `error [${refusal.code}] ${refusal.message}\n`);
+    return { failed: true, processes: [], logFile, reason: refusal.message };
+  }
   if (blueprint.mode === "classic") {
     const plan = planAttempt(planInput);
     const env = processEnv(options.baseEnv, plan, blueprint.venv, envPassthroughOf(blueprint));
@@ -152,6 +169,37 @@ export async function launchAttempt(
   }
   await options.onProcesses(processes);
   return { plan, processes, swarm: swarmHooks(url, clientRelauncher(attempt, logs, plan.cwd, env), options.swarmAdminToken) };
+}
+
+/**
+ * Why an attempt must not start, or undefined: its plan cannot be made (a placeholder's
+ * value is not of its type) or a final command line is refused by the command policy. The
+ * blueprint was audited with its placeholders; what they became (values a diagnosis may
+ * have set) is judged here, before any process starts. Pure.
+ */
+export function attemptPlanRefusal(input: Omit<AttemptPlanInput, "swarmUrl">, rules: readonly CommandRule[] | undefined): A3rError | undefined {
+  try {
+    // A stand-in URL: the real one is known only once the server is up, and is quoted like every value.
+    const plan = planAttempt({ ...input, swarmUrl: "http://127.0.0.1:1" });
+    forbidCommands(plan, rules);
+    return undefined;
+  } catch (error) {
+    if (error instanceof A3rError) return error;
+    throw error;
+  }
+}
+
+function forbidCommands(plan: AttemptPlan, rules: readonly CommandRule[] | undefined): void {
+  for (const line of plan.commands) {
+    const forbidden = checkCommand(line, rules ?? defaultCommandRules).filter((violation) => violation.severity === "error");
+    if (forbidden.length > 0) {
+      const why = forbidden.map((violation) => `${violation.ruleId} (${violation.reason}): ${violation.match}`).join("; ");
+      throw new A3rError("COMMAND_FORBIDDEN", `the attempt's command, with its placeholders filled, is refused by the command policy: ${why}`, {
+        where: "command",
+        hint: "fix the blueprint's command or the override that filled its placeholder",
+      });
+    }
+  }
 }
 
 const readyLine = /swarm server ready on (https?:\/\/\S+)/;

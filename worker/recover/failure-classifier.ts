@@ -140,6 +140,13 @@ export const defaultFailureRules: FailureRule[] = [
     logPatterns: [String.raw`\[CONFIG_INVALID\][^\n]{0,400}`, String.raw`the engine failed to boot: [^\n]{0,400}`],
   },
   {
+    // The worker's own refusal of an attempt's final command line (worker/launch/attempt-launch.ts):
+    // the same command would be refused again, so it fails at once.
+    id: "command-forbidden",
+    failureClass: "config_invalid",
+    logPatterns: [String.raw`\[COMMAND_FORBIDDEN\][^\n]{0,400}`],
+  },
+  {
     id: "missing-model",
     failureClass: "missing_model",
     logPatterns: [
