@@ -8,7 +8,7 @@
 export type { RunWorkerOptions, WorkerOutcome } from "./run-worker.ts";
 export type { RunContext } from "./run-context.ts";
 export { hasCheckpoint, loadBlueprintForRun, runWorker } from "./run-worker.ts";
-export { describeRun } from "./launch/dry-run.ts";
+export { describeRun } from "./dry-run.ts";
 export type { WorkerSettings } from "./worker-settings.ts";
 export { defaultWorkerSettings, workerSettingsOf } from "./worker-settings.ts";
 export type { AttemptPlan, AttemptPlanInput } from "./launch/attempt-plan.ts";
@@ -16,12 +16,12 @@ export { checkpointDirOf, clientCommands, configCopyPath, planAttempt } from "./
 export type { Classification, FailureClass, FailureFacts, FailureRule } from "./recover/failure-classifier.ts";
 export { classifyFailure, defaultFailureRules } from "./recover/failure-classifier.ts";
 export type { Overrides } from "../blueprints/index.ts";
-export type { PlaybookEntry, RecoveryDecision, RecoveryStrategy } from "./recover/recovery-playbook.ts";
-export { decideRecovery, defaultPlaybook } from "./recover/recovery-playbook.ts";
-export type { LogMetricPattern, MetricPoint } from "./supervise/log-metrics.ts";
-export { defaultLogMetricPatterns, parseMetricLine } from "./supervise/log-metrics.ts";
-export type { ParsedPrediction, Verdict } from "./finish/prediction.ts";
-export { judgePrediction, parsePrediction } from "./finish/prediction.ts";
+export type { PlaybookEntry, RecoveryDecision, RecoveryStrategy } from "./rules/recovery-playbook.ts";
+export { decideRecovery, defaultPlaybook } from "./rules/recovery-playbook.ts";
+export type { LogMetricPattern, MetricPoint } from "./rules/log-metrics.ts";
+export { defaultLogMetricPatterns, parseMetricLine } from "./rules/log-metrics.ts";
+export type { ParsedPrediction, Verdict } from "./rules/prediction.ts";
+export { judgePrediction, parsePrediction } from "./rules/prediction.ts";
 export type { AttemptSummary, ResultReportInput } from "./finish/result-report.ts";
 export { renderCurves, renderResultMarkdown } from "./finish/result-report.ts";
 export type { Diagnosis, DiagnosisOutcome } from "./recover/diagnose.ts";

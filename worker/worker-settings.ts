@@ -3,9 +3,9 @@ import { z } from "zod";
 import type { Blueprint } from "../blueprints/index.ts";
 import { A3rError } from "../core/errors.ts";
 import { parseDuration } from "../core/duration.ts";
-import { defaultLogMetricPatterns, type LogMetricPattern } from "./supervise/log-metrics.ts";
+import { defaultLogMetricPatterns, type LogMetricPattern } from "./rules/log-metrics.ts";
 import type { Overrides } from "../blueprints/index.ts";
-import { defaultPlaybook, type PlaybookEntry } from "./recover/recovery-playbook.ts";
+import { defaultPlaybook, type PlaybookEntry } from "./rules/recovery-playbook.ts";
 import type { FailureClass } from "./recover/failure-classifier.ts";
 
 /**

@@ -1,7 +1,7 @@
 import type { MetricsRecord } from "../../campaign/index.ts";
 import { formatDuration } from "../../core/duration.ts";
 import { renderLineChart, type ChartSeries } from "../../core/line-chart.ts";
-import { aggregateSeries, judgePrediction, type MetricSeriesPoint, type Verdict } from "./prediction.ts";
+import { aggregateSeries, judgePrediction, type MetricSeriesPoint, type Verdict } from "../rules/prediction.ts";
 
 /**
  * result.md and curves.svg from what the run recorded. Pure: records in, text out; the

@@ -1,5 +1,5 @@
 import { LogFollower } from "./log-follower.ts";
-import { compileLogMetricPatterns, parseMetricLine, type CompiledPatterns, type LogMetricPattern, type MetricPoint } from "./log-metrics.ts";
+import { compileLogMetricPatterns, parseMetricLine, type CompiledPatterns, type LogMetricPattern, type MetricPoint } from "../rules/log-metrics.ts";
 
 /**
  * Where training signal comes from: a log file (lines parsed by patterns), a JSONL file

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ResultDirWriter } from "../../campaign/index.ts";
-import { defaultLogMetricPatterns } from "./log-metrics.ts";
+import { defaultLogMetricPatterns } from "../rules/log-metrics.ts";
 import type { ProgressReporter } from "./progress-reporter.ts";
 import { defaultWorkerSettings, type WorkerSettings } from "../worker-settings.ts";
 import { AttemptWatch } from "./attempt-watch.ts";

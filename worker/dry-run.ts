@@ -2,15 +2,15 @@ import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { z } from "zod";
-import type { Blueprint } from "../../blueprints/index.ts";
-import { readRunStatus, resultDirPaths } from "../../campaign/index.ts";
-import { formatDuration } from "../../core/duration.ts";
-import { a3rBin } from "./attempt-launch.ts";
-import { configCopyPath, planAttempt } from "./attempt-plan.ts";
-import { isRecordRunning } from "./launched-process.ts";
-import { swarmConfigRefusal } from "./swarm-preflight.ts";
-import { memoryFromStatus } from "../run-memory.ts";
-import type { WorkerSettings } from "../worker-settings.ts";
+import type { Blueprint } from "../blueprints/index.ts";
+import { readRunStatus, resultDirPaths } from "../campaign/index.ts";
+import { formatDuration } from "../core/duration.ts";
+import { a3rBin } from "./launch/attempt-launch.ts";
+import { configCopyPath, planAttempt } from "./launch/attempt-plan.ts";
+import { isRecordRunning } from "./launch/launched-process.ts";
+import { swarmConfigRefusal } from "./launch/swarm-preflight.ts";
+import { memoryFromStatus } from "./run-memory.ts";
+import type { WorkerSettings } from "./worker-settings.ts";
 
 /**
  * `a3r worker run --dry-run`: what the worker would do, from the same plan a real run
