@@ -1,7 +1,8 @@
 /**
  * How work reaches machines (hosts/README.md): hosts.yaml, the pure scheduler, the launcher port
- * with its local, ssh, queue and slurm implementations, the worker daemon of the queue backend,
- * and the dispatcher used by `a3r dispatch` (and by the leader's dispatch node).
+ * with its host kinds (local, ssh, queue and slurm; plug-ins listed in kinds/registry.ts), the
+ * worker daemon of the queue backend, and the dispatcher used by `a3r dispatch` (and by the
+ * leader's dispatch node).
  */
 export type { FetchOutcome, LaunchOutcome, LaunchRequest, Launcher, LlmAllowance, ProgressState, RunProgress, RunRef } from "./port/launcher.ts";
 export { bundleFiles, liveFiles, parseRunKey, runKey } from "./port/launcher.ts";
