@@ -9,8 +9,8 @@ import { a3rBin } from "./launch/attempt-launch.ts";
 import { configCopyPath, planAttempt } from "./launch/attempt-plan.ts";
 import { isRecordRunning } from "./launch/launched-process.ts";
 import { swarmConfigRefusal } from "./launch/swarm-preflight.ts";
-import { memoryFromStatus } from "./run-memory.ts";
-import type { WorkerSettings } from "./worker-settings.ts";
+import { memoryFromStatus } from "./run/run-memory.ts";
+import type { WorkerSettings } from "./rules/worker-settings.ts";
 
 /**
  * `a3r worker run --dry-run`: what the worker would do, from the same plan a real run

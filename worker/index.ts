@@ -6,15 +6,15 @@
  * are exported for the leader and for tests.
  */
 export type { RunWorkerOptions, WorkerOutcome } from "./run-worker.ts";
-export type { RunContext } from "./run-context.ts";
+export type { RunContext } from "./run/run-context.ts";
 export { hasCheckpoint, loadBlueprintForRun, runWorker } from "./run-worker.ts";
 export { describeRun } from "./dry-run.ts";
-export type { WorkerSettings } from "./worker-settings.ts";
-export { defaultWorkerSettings, workerSettingsOf } from "./worker-settings.ts";
+export type { WorkerSettings } from "./rules/worker-settings.ts";
+export { defaultWorkerSettings, workerSettingsOf } from "./rules/worker-settings.ts";
 export type { AttemptPlan, AttemptPlanInput } from "./launch/attempt-plan.ts";
 export { checkpointDirOf, clientCommands, configCopyPath, planAttempt } from "./launch/attempt-plan.ts";
-export type { Classification, FailureClass, FailureFacts, FailureRule } from "./recover/failure-classifier.ts";
-export { classifyFailure, defaultFailureRules } from "./recover/failure-classifier.ts";
+export type { Classification, FailureClass, FailureFacts, FailureRule } from "./rules/failure-classifier.ts";
+export { classifyFailure, defaultFailureRules } from "./rules/failure-classifier.ts";
 export type { Overrides } from "../blueprints/index.ts";
 export type { PlaybookEntry, RecoveryDecision, RecoveryStrategy } from "./rules/recovery-playbook.ts";
 export { decideRecovery, defaultPlaybook } from "./rules/recovery-playbook.ts";
@@ -22,7 +22,8 @@ export type { LogMetricPattern, MetricPoint } from "./rules/log-metrics.ts";
 export { defaultLogMetricPatterns, parseMetricLine } from "./rules/log-metrics.ts";
 export type { ParsedPrediction, Verdict } from "./rules/prediction.ts";
 export { judgePrediction, parsePrediction } from "./rules/prediction.ts";
-export type { AttemptSummary, ResultReportInput } from "./finish/result-report.ts";
+export type { AttemptSummary } from "./run/run-memory.ts";
+export type { ResultReportInput } from "./finish/result-report.ts";
 export { renderCurves, renderResultMarkdown } from "./finish/result-report.ts";
 export type { Diagnosis, DiagnosisOutcome } from "./recover/diagnose.ts";
 export { diagnoseFailure, diagnosisSchema } from "./recover/diagnose.ts";

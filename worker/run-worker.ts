@@ -30,8 +30,17 @@ import { formatDuration } from "../core/duration.ts";
 import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import type { ChatModel } from "../llm/index.ts";
 import { checkpointDirOf, configCopyPath, envPassthroughOf, planAttempt, processEnv, withheldVariables } from "./launch/attempt-plan.ts";
-import { a3rBin, attemptPlanRefusal, clientRelauncher, latestSwarmCheckpointStep, launchAttempt, readyUrlOf, swarmHooks } from "./launch/attempt-launch.ts";
-import { handleFailure, resumeAwaitingApproval } from "./recover/failure-handling.ts";
+import {
+  a3rBin,
+  attemptPlanRefusal,
+  clientRelauncher,
+  latestSwarmCheckpointStep,
+  launchAttempt,
+  readyUrlOf,
+  swarmHooks,
+  type SwarmHooks,
+} from "./launch/attempt-launch.ts";
+import { handleFailure, resumeAwaitingApproval } from "./failure-handling.ts";
 import { finalizeRun } from "./finish/finalize-run.ts";
 import { recordRefusal } from "./finish/refusal.ts";
 import { isRecordRunning, stopRecord } from "./launch/launched-process.ts";
@@ -40,12 +49,12 @@ import { confineResultDir } from "./launch/result-dir-confinement.ts";
 import { newSwarmAdminToken, swarmAdminTokenOf, swarmAdminTokenVariable } from "./launch/swarm-admin-token.ts";
 import { withHeartbeat } from "./supervise/keep-alive.ts";
 import { readOomKillCount } from "./supervise/oom-kill-counter.ts";
-import { lossMetricsOf } from "./recover/loss-metrics.ts";
+import { lossMetricsOf } from "./rules/loss-metrics.ts";
 import { createProgressReporter, type ProgressReporter } from "./supervise/progress-reporter.ts";
-import { emptyMemory, memoryFields, memoryFromStatus } from "./run-memory.ts";
-import { superviseAttempt, type AttemptEnd, type SwarmHooks } from "./supervise/supervise-attempt.ts";
-import { workerSettingsOf, type WorkerSettings } from "./worker-settings.ts";
-import type { RunContext } from "./run-context.ts";
+import { emptyMemory, memoryFields, memoryFromStatus } from "./run/run-memory.ts";
+import { superviseAttempt, type AttemptEnd } from "./supervise/supervise-attempt.ts";
+import { workerSettingsOf, type WorkerSettings } from "./rules/worker-settings.ts";
+import type { RunContext } from "./run/run-context.ts";
 import { pathExists } from "../core/path-exists.ts";
 import {
   findStorageFailureRecord,

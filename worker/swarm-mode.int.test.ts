@@ -3,7 +3,7 @@ import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { auditResultDir, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
-import { memoryFromStatus } from "./run-memory.ts";
+import { memoryFromStatus } from "./run/run-memory.ts";
 import { processEnvVariable } from "../core/process-group.ts";
 import { runWorker } from "./run-worker.ts";
 import { silentProgress } from "./supervise/progress-reporter.ts";

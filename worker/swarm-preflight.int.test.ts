@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runA3r } from "../test-support/run-cli.ts";
-import { classifyFailure } from "./recover/failure-classifier.ts";
+import { classifyFailure } from "./rules/failure-classifier.ts";
 import { decideRecovery } from "./rules/recovery-playbook.ts";
 
 const root = resolve(import.meta.dirname, "..");

@@ -1,9 +1,9 @@
 import { readMetrics, readRunStatus, resultDirPaths, type RunState } from "../../campaign/index.ts";
 import { hostname } from "node:os";
 import { redactSecrets, secretValuesFromEnv } from "../../core/redact.ts";
-import { memoryFields } from "../run-memory.ts";
+import { memoryFields } from "../run/run-memory.ts";
 import { judgeResult, renderCurves, renderResultMarkdown, type ResultReportInput } from "./result-report.ts";
-import type { RunContext } from "../run-context.ts";
+import type { RunContext } from "../run/run-context.ts";
 
 /**
  * The end of a run, in the order readers rely on: final status (with reason), result.md

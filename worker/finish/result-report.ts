@@ -2,19 +2,12 @@ import type { MetricsRecord } from "../../campaign/index.ts";
 import { formatDuration } from "../../core/duration.ts";
 import { renderLineChart, type ChartSeries } from "../../core/line-chart.ts";
 import { aggregateSeries, judgePrediction, type MetricSeriesPoint, type Verdict } from "../rules/prediction.ts";
+import type { AttemptSummary } from "../run/run-memory.ts";
 
 /**
  * result.md and curves.svg from what the run recorded. Pure: records in, text out; the
  * caller redacts secrets and writes the files through the ResultDirWriter.
  */
-export interface AttemptSummary {
-  attempt: number;
-  /** How the attempt ended, e.g. "out of memory: CUDA out of memory ..." or "succeeded". */
-  ending: string;
-  /** What was changed before the next attempt, one line (empty for the last). */
-  change?: string;
-}
-
 export interface ResultReportInput {
   blueprintId: string;
   state: string;

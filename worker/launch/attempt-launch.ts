@@ -18,7 +18,6 @@ import { SwarmClient } from "../../swarm/client/index.ts";
 import { envPassthroughOf, outputDirOf, planAttempt, processEnv, type AttemptPlan, type AttemptPlanInput } from "./attempt-plan.ts";
 import { collectExit, isRecordRunning, launchRecorded, type LaunchedProcessRecord } from "./launched-process.ts";
 import { swarmAdminTokenVariable } from "./swarm-admin-token.ts";
-import type { SwarmHooks } from "../supervise/supervise-attempt.ts";
 import type { Overrides } from "../../blueprints/index.ts";
 
 /**
@@ -52,6 +51,15 @@ export async function writeConfigCopy(
   await mkdir(dirname(copyPath), { recursive: true });
   await writeFileAtomic(copyPath, copyPath.endsWith(".json") ? `${JSON.stringify(merged, null, 2)}\n` : stringifyYaml(merged));
   return merged;
+}
+
+/** A swarm run's server as the supervision sees it: its status, its metrics, and client restarts. */
+export interface SwarmHooks {
+  url: string;
+  status(): Promise<{ engine_status: string; engine_status_detail: string; global_step: number }>;
+  metrics(): Promise<Array<Record<string, number>>>;
+  /** Starts a crashed client again (same command, next log file). */
+  restartClient(record: LaunchedProcessRecord): Promise<LaunchedProcessRecord>;
 }
 
 export interface LaunchedAttempt {

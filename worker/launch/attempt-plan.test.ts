@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Blueprint } from "../../blueprints/index.ts";
 import { clientCommands, configCopyPath, interpreterPath, planAttempt, processEnv } from "./attempt-plan.ts";
-import { workerSettingsOf } from "../worker-settings.ts";
+import { workerSettingsOf } from "../rules/worker-settings.ts";
 
 function blueprint(fields: Partial<Blueprint> = {}): Blueprint {
   return {

@@ -4,7 +4,7 @@ import { shellQuote } from "../../core/shell-quote.ts";
 import { overridesAsWords, substitutePlaceholders } from "./placeholders.ts";
 import { isPortNumber, type Overrides } from "../../blueprints/index.ts";
 import { A3rError } from "../../core/errors.ts";
-import type { WorkerSettings } from "../worker-settings.ts";
+import type { WorkerSettings } from "../rules/worker-settings.ts";
 import { runTagOf, runTagVariable } from "./run-tag.ts";
 
 /**

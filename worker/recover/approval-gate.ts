@@ -5,7 +5,7 @@ import { readRunStatus, resultDirPaths } from "../../campaign/index.ts";
 import { writeJsonAtomic } from "../../core/atomic-file.ts";
 import { A3rError } from "../../core/errors.ts";
 import { formatDuration } from "../../core/duration.ts";
-import type { RunContext } from "../run-context.ts";
+import type { RunContext } from "../run/run-context.ts";
 
 /**
  * The wait for a person when a diagnosis proposes a command that needs approval

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decideRecovery, type RecoveryContext } from "./recovery-playbook.ts";
-import type { FailureClass } from "../recover/failure-classifier.ts";
+import type { FailureClass } from "./failure-classifier.ts";
 
 const context = (failureClass: FailureClass, overrides: Partial<RecoveryContext> = {}): RecoveryContext => ({
   classification: { failureClass, ruleId: "test", evidence: "the log line" },

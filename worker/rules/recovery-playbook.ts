@@ -8,7 +8,7 @@ import {
   numericKeyByName,
 } from "../../blueprints/index.ts";
 import { formatDuration } from "../../core/duration.ts";
-import type { Classification, FailureClass } from "../recover/failure-classifier.ts";
+import type { Classification, FailureClass } from "./failure-classifier.ts";
 
 /**
  * What the worker does about a classified failure. The playbook is data: one entry per

@@ -1,7 +1,7 @@
 import { formatDuration } from "../../core/duration.ts";
 import { stopRecord, type LaunchedProcessRecord } from "../launch/launched-process.ts";
 import { stopEscapedProcesses } from "../launch/run-tag.ts";
-import { nonFiniteMetrics } from "../recover/loss-metrics.ts";
+import { nonFiniteMetrics } from "../rules/loss-metrics.ts";
 import type { MetricPoint } from "../rules/log-metrics.ts";
 import { JsonlMetricSource, LogMetricSource, MetricMerger, SwarmMetricSource, type MetricSource } from "./metric-sources.ts";
 import { oomKillerFact, readOomKillCount } from "./oom-kill-counter.ts";

@@ -1,5 +1,5 @@
 import { formatDuration } from "../../core/duration.ts";
-import type { FailureFacts } from "../recover/failure-classifier.ts";
+import type { FailureFacts } from "../rules/failure-classifier.ts";
 import type { SupervisionCheck } from "./supervision-check.ts";
 
 /**

@@ -1,4 +1,4 @@
-import type { FailureFacts } from "../recover/failure-classifier.ts";
+import type { FailureFacts } from "../rules/failure-classifier.ts";
 import type { SupervisionCheck } from "./supervision-check.ts";
 
 /**

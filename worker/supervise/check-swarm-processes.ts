@@ -1,5 +1,5 @@
 import type { ExitStatus } from "../../core/process-group.ts";
-import type { FailureFacts } from "../recover/failure-classifier.ts";
+import type { FailureFacts } from "../rules/failure-classifier.ts";
 import { collectExit, isRecordRunning } from "../launch/launched-process.ts";
 import type { AttemptWatch } from "./attempt-watch.ts";
 import type { AttemptEnd } from "./supervise-options.ts";

@@ -14,7 +14,7 @@ import { swarmProcessesCheck } from "./check-swarm-processes.ts";
 import { timeBudgetCheck } from "./check-time-budget.ts";
 import type { AttemptEnd, SuperviseOptions } from "./supervise-options.ts";
 
-export type { AttemptEnd, SuperviseOptions, SwarmHooks } from "./supervise-options.ts";
+export type { AttemptEnd, SuperviseOptions } from "./supervise-options.ts";
 
 /**
  * What is watched every poll, in this order; the first check that decides ends the poll.

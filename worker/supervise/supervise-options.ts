@@ -1,22 +1,14 @@
 import type { ResultDirWriter } from "../../campaign/index.ts";
-import type { FailureFacts } from "../recover/failure-classifier.ts";
+import type { FailureFacts } from "../rules/failure-classifier.ts";
 import type { LaunchedProcessRecord } from "../launch/launched-process.ts";
+import type { SwarmHooks } from "../launch/attempt-launch.ts";
 import type { ProgressReporter } from "./progress-reporter.ts";
-import type { WorkerSettings } from "../worker-settings.ts";
+import type { WorkerSettings } from "../rules/worker-settings.ts";
 
 /**
  * What the supervision of one attempt is given (`SuperviseOptions`) and what it hands back
  * (`AttemptEnd`); shared by supervise-attempt.ts, attempt-watch.ts and the checks (`check-*.ts`).
  */
-
-/** A swarm run's server as the supervision sees it: its status, its metrics, and client restarts. */
-export interface SwarmHooks {
-  url: string;
-  status(): Promise<{ engine_status: string; engine_status_detail: string; global_step: number }>;
-  metrics(): Promise<Array<Record<string, number>>>;
-  /** Starts a crashed client again (same command, next log file). */
-  restartClient(record: LaunchedProcessRecord): Promise<LaunchedProcessRecord>;
-}
 
 export interface SuperviseOptions {
   writer: ResultDirWriter;

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ResultDirWriter } from "../../campaign/index.ts";
 import { defaultLogMetricPatterns } from "../rules/log-metrics.ts";
 import type { ProgressReporter } from "./progress-reporter.ts";
-import { defaultWorkerSettings, type WorkerSettings } from "../worker-settings.ts";
+import { defaultWorkerSettings, type WorkerSettings } from "../rules/worker-settings.ts";
 import { AttemptWatch } from "./attempt-watch.ts";
 import { pollChecks } from "./supervise-attempt.ts";
 import type { SuperviseOptions } from "./supervise-options.ts";

@@ -1,10 +1,10 @@
 import type { z } from "zod";
-import type { Blueprint, CommandRule } from "../blueprints/index.ts";
-import type { LedgerSink, ResultDirWriter } from "../campaign/index.ts";
-import type { ChatModel } from "../llm/index.ts";
-import type { ProgressReporter } from "./supervise/progress-reporter.ts";
+import type { Blueprint, CommandRule } from "../../blueprints/index.ts";
+import type { LedgerSink, ResultDirWriter } from "../../campaign/index.ts";
+import type { ChatModel } from "../../llm/index.ts";
+import type { ProgressReporter } from "../supervise/progress-reporter.ts";
 import type { RunMemory } from "./run-memory.ts";
-import type { WorkerSettings } from "./worker-settings.ts";
+import type { WorkerSettings } from "../rules/worker-settings.ts";
 
 /**
  * Everything one worker knows about the run it owns while it drives it: the blueprint and

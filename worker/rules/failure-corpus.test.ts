@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { classifyFailure, type FailureFacts } from "./failure-classifier.ts";
 import { nonFiniteMetrics } from "./loss-metrics.ts";
 import type { Overrides } from "../../blueprints/index.ts";
-import { decideRecovery } from "../rules/recovery-playbook.ts";
+import { decideRecovery } from "./recovery-playbook.ts";
 
 /**
  * The classifier and the playbook over real failure excerpts from public issue trackers

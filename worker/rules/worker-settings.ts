@@ -1,12 +1,12 @@
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import type { Blueprint } from "../blueprints/index.ts";
-import { A3rError } from "../core/errors.ts";
-import { parseDuration } from "../core/duration.ts";
-import { defaultLogMetricPatterns, type LogMetricPattern } from "./rules/log-metrics.ts";
-import type { Overrides } from "../blueprints/index.ts";
-import { defaultPlaybook, type PlaybookEntry } from "./rules/recovery-playbook.ts";
-import type { FailureClass } from "./recover/failure-classifier.ts";
+import type { Blueprint } from "../../blueprints/index.ts";
+import { A3rError } from "../../core/errors.ts";
+import { parseDuration } from "../../core/duration.ts";
+import { defaultLogMetricPatterns, type LogMetricPattern } from "./log-metrics.ts";
+import type { Overrides } from "../../blueprints/index.ts";
+import { defaultPlaybook, type PlaybookEntry } from "./recovery-playbook.ts";
+import type { FailureClass } from "./failure-classifier.ts";
 
 /**
  * Every timing knob of the supervisor, read from the blueprint's front matter so a test or

@@ -1,26 +1,26 @@
-import { renderBlueprint } from "../../blueprints/index.ts";
-import type { RunState } from "../../campaign/index.ts";
-import { formatDuration } from "../../core/duration.ts";
-import { redactSecrets, secretValuesFromEnv } from "../../core/redact.ts";
+import { renderBlueprint } from "../blueprints/index.ts";
+import type { RunState } from "../campaign/index.ts";
+import { formatDuration } from "../core/duration.ts";
+import { redactSecrets, secretValuesFromEnv } from "../core/redact.ts";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { diagnoseFailure, type DiagnosisOutcome } from "./diagnose.ts";
-import type { RecoveryDecision, RecoveryStrategy } from "../rules/recovery-playbook.ts";
-import { pendingApprovalOf, waitForApproval, type PendingApproval } from "./approval-gate.ts";
-import { isRecordRunning, stopRecord } from "../launch/launched-process.ts";
-import { setAsideCheckpointsFrom } from "./checkpoint-choice.ts";
-import { commandAllowOf, judgeProposedCommand } from "./command-approval.ts";
-import { lossMetricsOf } from "./loss-metrics.ts";
-import { checkpointDirOf } from "../launch/attempt-plan.ts";
-import { classifyFailure, type Classification } from "./failure-classifier.ts";
-import { diffOverrides, formatOverrideDiff } from "../rules/override-diff.ts";
-import type { Overrides } from "../../blueprints/index.ts";
-import { decideRecovery } from "../rules/recovery-playbook.ts";
-import { finalizeRun } from "../finish/finalize-run.ts";
-import { withHeartbeat } from "../supervise/keep-alive.ts";
-import { memoryFields } from "../run-memory.ts";
-import type { RunContext } from "../run-context.ts";
-import type { AttemptEnd } from "../supervise/supervise-attempt.ts";
+import { diagnoseFailure, type DiagnosisOutcome } from "./recover/diagnose.ts";
+import type { RecoveryDecision, RecoveryStrategy } from "./rules/recovery-playbook.ts";
+import { pendingApprovalOf, waitForApproval, type PendingApproval } from "./recover/approval-gate.ts";
+import { isRecordRunning, stopRecord } from "./launch/launched-process.ts";
+import { setAsideCheckpointsFrom } from "./recover/checkpoint-choice.ts";
+import { commandAllowOf, judgeProposedCommand } from "./rules/command-approval.ts";
+import { lossMetricsOf } from "./rules/loss-metrics.ts";
+import { checkpointDirOf } from "./launch/attempt-plan.ts";
+import { classifyFailure, type Classification } from "./rules/failure-classifier.ts";
+import { diffOverrides, formatOverrideDiff } from "./rules/override-diff.ts";
+import type { Overrides } from "../blueprints/index.ts";
+import { decideRecovery } from "./rules/recovery-playbook.ts";
+import { finalizeRun } from "./finish/finalize-run.ts";
+import { withHeartbeat } from "./supervise/keep-alive.ts";
+import { memoryFields } from "./run/run-memory.ts";
+import type { RunContext } from "./run/run-context.ts";
+import type { AttemptEnd } from "./supervise/supervise-attempt.ts";
 
 /**
  * After a failed attempt: classify (worker/recover/failure-classifier.ts), decide

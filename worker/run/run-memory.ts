@@ -1,8 +1,7 @@
 import { z } from "zod";
-import type { RunStatus } from "../campaign/index.ts";
-import { launchedProcessSchema, type LaunchedProcessRecord } from "./launch/launched-process.ts";
-import type { Overrides } from "../blueprints/index.ts";
-import type { AttemptSummary } from "./finish/result-report.ts";
+import type { RunStatus } from "../../campaign/index.ts";
+import { launchedProcessSchema, type LaunchedProcessRecord } from "../launch/launched-process.ts";
+import type { Overrides } from "../../blueprints/index.ts";
 
 /**
  * What a worker must remember about a run beyond the contract fields of status.json, so
@@ -22,6 +21,15 @@ export const runMemorySchema = z.object({
   swarmUrl: z.string().nullable().default(null),
   history: z.array(z.object({ attempt: z.number().int(), ending: z.string(), change: z.string().optional() })).default([]),
 });
+
+/** One attempt in the history result.md lists (finish/result-report.ts). */
+export interface AttemptSummary {
+  attempt: number;
+  /** How the attempt ended, e.g. "out of memory: CUDA out of memory ..." or "succeeded". */
+  ending: string;
+  /** What was changed before the next attempt, one line (empty for the last). */
+  change?: string;
+}
 
 export interface RunMemory {
   processes: LaunchedProcessRecord[];
