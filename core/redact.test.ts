@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REDACTED, redactSecrets } from "./redact.ts";
+import { liftCommandSecrets, REDACTED, redactSecrets, redactValue } from "./redact.ts";
 
 describe("redactSecrets", () => {
   it("removes provider keys, bearer tokens and named secrets", () => {
@@ -84,5 +84,101 @@ describe("redactSecrets on keys without a label or split over lines", () => {
   it("leaves ordinary wrapped lines alone", () => {
     const text = "loading shards from /data/checkpoints/step-\n100 done\nsk-\nlearn is a word";
     expect(redactSecrets(text, [])).toBe(text);
+  });
+});
+
+describe("redactSecrets on the shapes an attacker found missing", () => {
+  const planted: Record<string, string> = {
+    jwt: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    stripe: "sk_live_51HqLyjWDarjtT1zdp7dcXYZ",
+    restricted: "rk_live_51HqLyjWDarjtT1zdp7dcXYZ",
+    githubPat: "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUV",
+    google: "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI",
+    slackBot: "xoxb-1234567890-abcdefghijkl",
+    slackHook: "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    dbPass: "hunter2hunter2",
+    mysql: "S3cretPassw0rd",
+    basic: "dXNlcjpwYXNzd29yZDEyMw==",
+    urlPass: "pa55word",
+    wandb: "0123456789abcdef0123456789abcdef01234567",
+    redis: "r3disPass",
+  };
+  const text = [
+    `token ${planted.jwt}`,
+    `stripe ${planted.stripe} and ${planted.restricted}`,
+    `git clone with ${planted.githubPat}`,
+    `maps key=${planted.google}`,
+    `slack ${planted.slackBot} posts to https://hooks.slack.com/services/${planted.slackHook}`,
+    `DB_PASS=${planted.dbPass} MYSQL_PASSWORD_PROD: "${planted.dbPass}"`,
+    `mysql -u root -p${planted.mysql} mydb; mysqldump --user=root -p'${planted.mysql}' db`,
+    `curl -H "Authorization: Basic ${planted.basic}" https://user:${planted.urlPass}@host.example.com/x`,
+    `wandb login ${planted.wandb}`,
+    `cache redis://:${planted.redis}@cache:6379`,
+  ].join("\n");
+
+  it("removes every one of them", () => {
+    const redacted = redactSecrets(text, []);
+    for (const [name, secret] of Object.entries(planted)) expect(redacted, name).not.toContain(secret.slice(-10));
+    expect(redacted).toContain("https://hooks.slack.com/services/[REDACTED]");
+    expect(redacted).toContain("redis://:[REDACTED]@cache:6379");
+  });
+
+  it("keeps the words and numbers those patterns could be mistaken for", () => {
+    const log = [
+      "Basic configuration loaded; bypass=true passed: yes num_passes=3 pass@1=0.25",
+      "mysql -u root -p mydb -P 3306",
+      "wandb: syncing run abc at https://wandb.ai/team/project/runs/x1",
+      "http://host:8080/path@v2 and https://example.com/a:b@c",
+      'python train.py --api-key $OPENAI_API_KEY --hf-token "${HF_TOKEN}" WANDB_API_KEY=$WANDB_KEY',
+    ].join("\n");
+    expect(redactSecrets(log, [])).toBe(log);
+  });
+
+  it("removes a key whose first half is a key by itself, and the half the next line holds", () => {
+    const key = "sk-proj-Abcdefghijklmnopqrstuvwxyz0123456789ABCD";
+    const redacted = redactSecrets(`key ${key.slice(0, 28)}\n${key.slice(28)} rest\nsk-proj-Abcdefghijklmnopqrst\nnext line`, []);
+    expect(redacted).not.toContain(key.slice(28));
+    expect(redacted).toContain(" rest\n");
+    expect(redacted).toContain("\nnext line");
+  });
+
+  it("removes a JWT and a GitHub token a log wrapped over two lines", () => {
+    const redacted = redactSecrets(
+      `auth ${planted.jwt.slice(0, 50)}\n${planted.jwt.slice(50)}\ngit ${planted.githubPat.slice(0, 30)}\n${planted.githubPat.slice(30)}`,
+      [],
+    );
+    expect(redacted).not.toContain(planted.jwt.slice(50, 60));
+    expect(redacted).not.toContain(planted.githubPat.slice(30, 40));
+  });
+});
+
+describe("redactValue", () => {
+  it("redacts every string of a JSON value and keeps its shape", () => {
+    const value = { state: "failed", reason: "auth: sk-proj-abcdefghijklmnopqrstuvwxyz012345", n: 3, list: ["DB_PASS=hunter2hunter2", null, true] };
+    expect(redactValue(value, [])).toEqual({ state: "failed", reason: `auth: ${REDACTED}`, n: 3, list: [`DB_PASS=${REDACTED}`, null, true] });
+  });
+});
+
+describe("liftCommandSecrets", () => {
+  it("turns each literal secret into an environment reference the shell expands to the same word", () => {
+    const command = `WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567 python t.py --api-key sk-proj-Abcdefghijklmnop0123456789 --say 'db at redis://:r3disPass@h' --lr 0.1`;
+    const lifted = liftCommandSecrets(command, []);
+    expect(lifted.command).toBe(
+      `WANDB_API_KEY="\${A3R_SECRET_WANDB_API_KEY}" python t.py --api-key "\${A3R_SECRET_API_KEY}" --say 'db at redis://:'"\${A3R_SECRET_1}"'@h' --lr 0.1`,
+    );
+    expect(lifted.secrets).toEqual({
+      A3R_SECRET_WANDB_API_KEY: "0123456789abcdef0123456789abcdef01234567",
+      A3R_SECRET_API_KEY: "sk-proj-Abcdefghijklmnop0123456789",
+      A3R_SECRET_1: "r3disPass",
+    });
+    // What is left holds nothing to redact, so a redacted copy of it is the command itself.
+    expect(redactSecrets(lifted.command, [])).toBe(lifted.command);
+    expect(liftCommandSecrets("python t.py --lr 0.1", [])).toEqual({ command: "python t.py --lr 0.1", secrets: {} });
+  });
+
+  it("reuses a name given before for the same value, and numbers a second value of the same label", () => {
+    const first = liftCommandSecrets("t --token abcdefgh12345678", []);
+    const second = liftCommandSecrets("t --token abcdefgh12345678 && u --token zyxwvuts87654321", [], first.secrets);
+    expect(second.command).toBe(`t --token "\${A3R_SECRET_TOKEN}" && u --token "\${A3R_SECRET_TOKEN_1}"`);
   });
 });
