@@ -23,8 +23,8 @@ import type { RunContext } from "./run/run-context.ts";
 import type { AttemptEnd } from "./supervise/supervise-attempt.ts";
 
 /**
- * After a failed attempt: classify (worker/recover/failure-classifier.ts), decide
- * (worker/recover/recovery-playbook.ts, or the model for unknown failures), write down what was
+ * After a failed attempt: classify (worker/rules/failure-classifier.ts), decide
+ * (worker/rules/recovery-playbook.ts, or the model for unknown failures), write down what was
  * seen and what changes (attempts.md with a diff, events.jsonl), then either hand back
  * "relaunch" or finish the run as failed. The status goes running → recovering first, so
  * a reader of status.json knows no process is supposed to run.
@@ -159,7 +159,7 @@ async function setAsideDivergedCheckpoints(
   return { hasCheckpoint, ...(checkpointNote === undefined ? {} : { checkpointNote }) };
 }
 
-/** The playbook's decision (worker/recover/recovery-playbook.ts), within the budget left. */
+/** The playbook's decision (worker/rules/recovery-playbook.ts), within the budget left. */
 function playbookPlan(
   context: RunContext,
   failure: ClassifiedFailure,

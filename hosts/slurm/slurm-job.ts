@@ -16,7 +16,7 @@ export function jobNameOf(ref: RunRef): string {
   return `a3r.${runKey(ref)}`;
 }
 
-/** The worker's default grace (TERM, then KILL), as worker/worker-settings.ts has it. */
+/** The worker's default grace (TERM, then KILL), as worker/rules/worker-settings.ts has it. */
 const defaultWorkerGraceMs = 30_000;
 /** Room for the worker's prepare step and its finish (result.md, curves) around the budget. */
 const preparationSlackMs = 5 * 60_000;

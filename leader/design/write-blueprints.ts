@@ -62,7 +62,7 @@ export function buildStageBlueprints(topic: Topic, plan: StagePlan, paths: Campa
       // its command (and its diagnosis) to them on any host.
       ...(topic.commands.rules.length === 0 ? {} : { command_rules: topic.commands.rules }),
       // And its allow patterns: a command a worker's diagnosis proposes runs without a person
-      // only if each new line matches one (worker/recover/command-approval.ts).
+      // only if each new line matches one (worker/rules/command-approval.ts).
       ...(topic.commands.allow.length === 0 ? {} : { command_allow: topic.commands.allow }),
     };
     const settingsText = Object.entries(configuration.settings)

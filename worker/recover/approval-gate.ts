@@ -9,7 +9,7 @@ import type { RunContext } from "../run/run-context.ts";
 
 /**
  * The wait for a person when a diagnosis proposes a command that needs approval
- * (worker/recover/command-approval.ts). The run is `awaiting_approval`; status.json
+ * (worker/rules/command-approval.ts). The run is `awaiting_approval`; status.json
  * `approval` holds the proposal (command, why, which lines are new). A person answers with
  * `a3r worker approve <result dir>` (or `--refuse`), which writes `approval.json` next to
  * status.json: the worker owns status.json, so the answer is a file of its own, and it

@@ -29,7 +29,7 @@ import type { FailureClass } from "./failure-classifier.ts";
  *   require_training_signal: true    # exit 0 with no step and no metric at all is `failed`; false for a run that trains nothing
  * ```
  *
- * Left out: the recovery playbook (worker/recover/recovery-playbook.ts) and the LLM (environment).
+ * Left out: the recovery playbook (worker/rules/recovery-playbook.ts) and the LLM (environment).
  */
 export interface WorkerSettings {
   pollIntervalMs: number;
@@ -100,7 +100,7 @@ export function workerSettingsOf(blueprint: Blueprint, resultDir: string): Worke
     const line = blueprint.lines[field] ?? blueprint.lines[String(issue.path[0])] ?? blueprint.lines.frontMatter ?? 1;
     throw new A3rError("CONFIG_INVALID", `front matter field ${field || "(root)"}: ${issue.message}`, {
       where: `${blueprint.file ?? "<blueprint>"}:${line}`,
-      hint: "see worker/worker-settings.ts for the worker's front-matter fields (durations like 5s, overrides as scalars)",
+      hint: "see worker/rules/worker-settings.ts for the worker's front-matter fields (durations like 5s, overrides as scalars)",
     });
   }
   const front = checked.data;

@@ -27,7 +27,7 @@ export class AttemptWatch {
   /** When the last new step was recorded (the attempt's start before any, on a fresh launch): the stall clock. */
   lastProgressAt: number;
   lastHeartbeatAt = 0;
-  /** The first non-finite loss seen (only a loss stops the run, worker/recover/loss-metrics.ts). */
+  /** The first non-finite loss seen (only a loss stops the run, worker/rules/loss-metrics.ts). */
   nonFinite: { step: number; key: string } | undefined;
   private readonly warnedNonFinite = new Set<string>();
   /** When the main log last grew while this worker watched: what a stall report says was seen. */
@@ -91,7 +91,7 @@ export class AttemptWatch {
       this.lastMetrics = Object.fromEntries(Object.entries(point.values).filter(([, value]) => Number.isFinite(value)));
       this.lastProgressAt = this.now();
       this.lastStepAt = this.now();
-      // Only a non-finite loss stops the run; other non-finite metrics are warnings (worker/recover/loss-metrics.ts).
+      // Only a non-finite loss stops the run; other non-finite metrics are warnings (worker/rules/loss-metrics.ts).
       const { loss, other } = nonFiniteMetrics(point.values, options.lossMetrics);
       if (loss.length > 0) this.nonFinite ??= { step: point.step, key: loss[0]! };
       for (const key of other) {

@@ -2,7 +2,7 @@ import type { FailureFacts } from "../rules/failure-classifier.ts";
 import type { SupervisionCheck } from "./supervision-check.ts";
 
 /**
- * Watches for a non-finite loss (NaN, Infinity in a loss metric, worker/recover/loss-metrics.ts)
+ * Watches for a non-finite loss (NaN, Infinity in a loss metric, worker/rules/loss-metrics.ts)
  * among the recorded points. Decides: the first one stops every process group and fails the
  * attempt with `nonFiniteMetric` (its step and key) for the classifier (nan_loss).
  */
