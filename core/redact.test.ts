@@ -182,3 +182,12 @@ describe("liftCommandSecrets", () => {
     expect(second.command).toBe(`t --token "\${A3R_SECRET_TOKEN}" && u --token "\${A3R_SECRET_TOKEN_1}"`);
   });
 });
+
+describe("liftCommandSecrets on settings named like secrets", () => {
+  it("leaves a plain word after a *_key setting, and lifts whatever follows a credential's name", () => {
+    const command = "python -m verl.trainer data.prompt_key=prompt reward_fn_key=data_source --api-key sunshine --sort-key x9Fq2ab7";
+    expect(liftCommandSecrets(command, []).command).toBe(
+      `python -m verl.trainer data.prompt_key=prompt reward_fn_key=data_source --api-key "\${A3R_SECRET_API_KEY}" --sort-key "\${A3R_SECRET_SORT_KEY}"`,
+    );
+  });
+});

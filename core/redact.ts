@@ -15,6 +15,8 @@ interface SecretRule {
   pattern: RegExp;
   /** A provider key shape (its whole match is the key): used to join keys a log wrapped. */
   shape?: boolean;
+  /** Found by the name before the value alone (`*_KEY=`, `--token`): the value may be any word. */
+  generic?: boolean;
   accept?: (groups: Record<string, string | undefined>, offset: number, text: string) => boolean;
 }
 
@@ -60,18 +62,21 @@ const contextRules: SecretRule[] = [
   // purely numeric values and references (`$VAR`, `${VAR}`) are left alone.
   {
     pattern:
-      /(?<pre>\b[A-Za-z0-9_-]{0,64}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)\b["']?\s{0,8}[=:]\s{0,8}(?<q>["']?))(?!\d{1,64}\b)(?!\$)(?<secret>[^\s"',}]{4,512})(?<post>\k<q>)/gi,
+      /(?<pre>\b(?<name>[A-Za-z0-9_-]{0,64}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?))\b["']?\s{0,8}[=:]\s{0,8}(?<q>["']?))(?!\d{1,64}\b)(?!\$)(?<secret>[^\s"',}]{4,512})(?<post>\k<q>)/gi,
+    generic: true,
   },
   // A name with PASS as a word of its own (DB_PASS, MYSQL_PASSWORD_PROD, PASS), not bypass or passed.
   {
     pattern:
       /(?<pre>\b(?<name>[A-Za-z0-9_-]{0,64}PASS[A-Za-z0-9_-]{0,32})\b["']?\s{0,8}[=:]\s{0,8}(?<q>["']?))(?!\d{1,64}\b)(?!\$)(?<secret>[^\s"',}]{4,512})(?<post>\k<q>)/gi,
     accept: (groups) => /(?:^|[_-])PASS(?:WORD|WD|PHRASE)?(?:$|[_-])/i.test(groups.name!),
+    generic: true,
   },
   // Command-line flags: --api-key VALUE, --hf-token=VALUE, --db-pass VALUE.
   {
     pattern:
-      /(?<pre>--?[A-Za-z0-9-]{0,64}(?:key|token|secret|password|passwd|-pass)(?:\s{1,8}|=)(?<q>["']?))(?!-)(?!\$)(?<secret>[^\s"']{4,512})(?<post>\k<q>)/gi,
+      /(?<pre>(?<name>--?[A-Za-z0-9-]{0,64}(?:key|token|secret|password|passwd|-pass))(?:\s{1,8}|=)(?<q>["']?))(?!-)(?!\$)(?<secret>[^\s"']{4,512})(?<post>\k<q>)/gi,
+    generic: true,
   },
 ];
 
@@ -123,7 +128,12 @@ function sortedSecrets(knownSecrets: readonly string[]): string[] {
   return [...new Set(knownSecrets)].filter((secret) => secret.length >= 8).sort((a, b) => b.length - a.length);
 }
 
-function replaceSecrets(text: string, secrets: readonly string[], mark: Marker): string {
+function replaceSecrets(
+  text: string,
+  secrets: readonly string[],
+  mark: Marker,
+  take: (rule: SecretRule, groups: Record<string, string | undefined>) => boolean = () => true,
+): string {
   let result = text;
   for (const secret of secrets) result = result.replaceAll(secret, (match, offset: number, whole: string) => mark(match, offset, whole));
   for (const rule of secretRules) {
@@ -132,7 +142,7 @@ function replaceSecrets(text: string, secrets: readonly string[], mark: Marker):
       const offset = rest.at(-3) as number;
       const whole = rest.at(-2) as string;
       // A reference (`$VAR`, `"${A3R_SECRET_KEY}"`) names a secret without holding it.
-      if (/^["']{0,2}\$\{?[A-Za-z_]/.test(groups.secret!) || (rule.accept && !rule.accept(groups, offset, whole))) return match;
+      if (/^["']{0,2}\$\{?[A-Za-z_]/.test(groups.secret!) || (rule.accept && !rule.accept(groups, offset, whole)) || !take(rule, groups)) return match;
       const pre = groups.pre ?? "";
       return `${pre}${mark(groups.secret!, offset + pre.length, whole)}${groups.post ?? ""}`;
     });
@@ -154,12 +164,27 @@ export function liftCommandSecrets(
   taken: Record<string, string> = {},
 ): { command: string; secrets: Record<string, string> } {
   const secrets: Record<string, string> = { ...taken };
-  const lifted = replaceSecrets(command, sortedSecrets(knownSecrets), (value, offset, text) => {
-    const name = secretName(value, text.slice(Math.max(0, offset - 80), offset), secrets);
-    secrets[name] = value;
-    return reference(name, quoteStateAt(text, offset));
-  });
+  const lifted = replaceSecrets(
+    command,
+    sortedSecrets(knownSecrets),
+    (value, offset, text) => {
+      const name = secretName(value, text.slice(Math.max(0, offset - 80), offset), secrets);
+      secrets[name] = value;
+      return reference(name, quoteStateAt(text, offset));
+    },
+    (rule, groups) => !rule.generic || isCredential(groups.name!, groups.secret!),
+  );
   return { command: lifted, secrets };
+}
+
+/**
+ * Whether a value found by its name alone is a credential to lift out of a command: the
+ * name says so (token, secret, password, api, auth, access, private), or the value is not a
+ * plain word. So `data.prompt_key=prompt` or `reward_fn_key=data_source` stay as written
+ * (they are settings), while `--api-key anything` or `sort_key=x9Fq2...` are lifted.
+ */
+function isCredential(name: string, value: string): boolean {
+  return /TOKEN|SECRET|PASS|API|AUTH|ACCESS|PRIVATE|CREDENTIAL/i.test(name) || !/^[A-Za-z_.-]{1,512}$/.test(value);
 }
 
 export const secretReferencePattern = /\$\{(A3R_SECRET_[A-Z0-9_]{1,64})\}/g;
