@@ -7,6 +7,7 @@ import { readRunStatus, resultDirPaths } from "../campaign/index.ts";
 import { formatDuration } from "../core/duration.ts";
 import { a3rBin } from "./launch/attempt-launch.ts";
 import { configCopyPath, planAttempt } from "./launch/attempt-plan.ts";
+import { interpreterFound } from "./launch/interpreter.ts";
 import { isRecordRunning } from "./launch/launched-process.ts";
 import { swarmConfigRefusal } from "./launch/swarm-preflight.ts";
 import { memoryFromStatus } from "./run/run-memory.ts";
@@ -44,19 +45,19 @@ export async function describeRun(
   } else {
     lines.push(`State: ${status?.state ?? "new"}: the worker would prepare and launch attempt 1.`);
   }
-  const checks = [
-    [`codebase ${blueprint.codebase}`, blueprint.codebase],
-    [`interpreter ${blueprint.venv}`, blueprint.venv],
-    ...(blueprint.config ? [[`config ${blueprint.config}`, blueprint.config] as const] : []),
-  ] as const;
-  lines.push("", "Prepare:");
-  for (const [label, path] of checks) {
-    const ok = await access(path).then(
+  const exists = (path: string) =>
+    access(path).then(
       () => true,
       () => false,
     );
-    lines.push(`  ${ok ? "ok     " : "MISSING"} ${label}`);
-  }
+  // The same checks as the worker's preparation: an interpreter may be a program name on PATH (`node`).
+  const checks: Array<[string, Promise<boolean>]> = [
+    [`codebase ${blueprint.codebase}`, exists(blueprint.codebase)],
+    [`interpreter ${blueprint.venv}`, interpreterFound(blueprint.venv, process.env.PATH)],
+    ...(blueprint.config ? [[`config ${blueprint.config}`, exists(blueprint.config)] as [string, Promise<boolean>]] : []),
+  ];
+  lines.push("", "Prepare:");
+  for (const [label, found] of checks) lines.push(`  ${(await found) ? "ok     " : "MISSING"} ${label}`);
   if (blueprint.mode === "swarm" && blueprint.config) {
     const scratch = await mkdtemp(join(tmpdir(), "a3r-dry-run-"));
     try {

@@ -39,6 +39,11 @@ describe("a3r worker run (CLI)", () => {
     expect(result.stdout).toContain("CUDA_VISIBLE_DEVICES=0,1");
     expect(result.stdout).toContain("first-signal timeout 3s");
     await expect(access(resultDir)).rejects.toThrow();
+    // An interpreter given as a program name is looked up on PATH, as the worker's preparation does.
+    const onPath = join(folder.dir, "on-path.md");
+    await writeFile(onPath, (await readFile(path, "utf8")).replace(`\`${process.execPath}\``, "`node`"));
+    const named = await run(["worker", "run", onPath, "--dry-run"]);
+    expect(named.stdout).toMatch(/ok +interpreter node\n/);
   });
 
   it("exits 1 with one clear line for a broken blueprint, 2 for a usage error", async () => {
