@@ -20,7 +20,7 @@ import { finalizeRun } from "./finish/finalize-run.ts";
 import { withHeartbeat } from "./supervise/keep-alive.ts";
 import { memoryFields } from "./run/run-memory.ts";
 import type { RunContext } from "./run/run-context.ts";
-import type { AttemptEnd } from "./supervise/supervise-attempt.ts";
+import type { AttemptEnd } from "./supervise-attempt.ts";
 
 /**
  * After a failed attempt: classify (worker/rules/failure-classifier.ts), decide

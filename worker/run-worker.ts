@@ -52,7 +52,7 @@ import { readOomKillCount } from "./supervise/oom-kill-counter.ts";
 import { lossMetricsOf } from "./rules/loss-metrics.ts";
 import { createProgressReporter, type ProgressReporter } from "./supervise/progress-reporter.ts";
 import { emptyMemory, memoryFields, memoryFromStatus } from "./run/run-memory.ts";
-import { superviseAttempt, type AttemptEnd } from "./supervise/supervise-attempt.ts";
+import { superviseAttempt, type AttemptEnd } from "./supervise-attempt.ts";
 import { workerSettingsOf, type WorkerSettings } from "./rules/worker-settings.ts";
 import type { RunContext } from "./run/run-context.ts";
 import { pathExists } from "../core/path-exists.ts";

@@ -1,6 +1,6 @@
-import { readStopRequest, type StopRequest } from "../../campaign/index.ts";
-import type { AttemptWatch } from "./attempt-watch.ts";
-import type { SupervisionCheck } from "./supervision-check.ts";
+import { readStopRequest, type StopRequest } from "../../../campaign/index.ts";
+import type { AttemptWatch } from "../attempt-watch.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Watches the result directory for a stop request (`stop-request.json`, campaign/stop-request.ts).

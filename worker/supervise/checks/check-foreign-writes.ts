@@ -1,4 +1,4 @@
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Watches the files the worker owns in the result directory (status.json, finish.flag).

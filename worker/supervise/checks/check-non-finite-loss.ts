@@ -1,5 +1,5 @@
-import type { FailureFacts } from "../rules/failure-classifier.ts";
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { FailureFacts } from "../../rules/failure-classifier.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Watches for a non-finite loss (NaN, Infinity in a loss metric, worker/rules/loss-metrics.ts)

@@ -1,4 +1,4 @@
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Keeps the lease alive: a heartbeat (step and last metrics in status.json) every heartbeat

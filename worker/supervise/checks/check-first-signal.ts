@@ -1,6 +1,6 @@
-import { formatDuration } from "../../core/duration.ts";
-import type { FailureFacts } from "../rules/failure-classifier.ts";
-import type { SupervisionCheck } from "./supervision-check.ts";
+import { formatDuration } from "../../../core/duration.ts";
+import type { FailureFacts } from "../../rules/failure-classifier.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Watches for the attempt's first training signal (a step or a metric). Decides: none within

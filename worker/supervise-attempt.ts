@@ -1,20 +1,20 @@
-import { AttemptWatch } from "./attempt-watch.ts";
-import type { CheckPoll, CheckVerdict, SupervisionCheck } from "./supervision-check.ts";
-import { cancellationCheck } from "./check-cancellation.ts";
-import { firstSignalCheck } from "./check-first-signal.ts";
-import { foreignWritesCheck } from "./check-foreign-writes.ts";
-import { heartbeatCheck } from "./check-heartbeat.ts";
-import { mainExitCheck } from "./check-main-exit.ts";
-import { nonFiniteLossCheck } from "./check-non-finite-loss.ts";
-import { progressLineCheck } from "./check-progress-line.ts";
-import { readMetricsCheck } from "./check-read-metrics.ts";
-import { stallCheck } from "./check-stall.ts";
-import { stopRequestCheck } from "./check-stop-request.ts";
-import { swarmProcessesCheck } from "./check-swarm-processes.ts";
-import { timeBudgetCheck } from "./check-time-budget.ts";
-import type { AttemptEnd, SuperviseOptions } from "./supervise-options.ts";
+import { AttemptWatch } from "./supervise/attempt-watch.ts";
+import type { CheckPoll, CheckVerdict, SupervisionCheck } from "./supervise/supervision-check.ts";
+import { cancellationCheck } from "./supervise/checks/check-cancellation.ts";
+import { firstSignalCheck } from "./supervise/checks/check-first-signal.ts";
+import { foreignWritesCheck } from "./supervise/checks/check-foreign-writes.ts";
+import { heartbeatCheck } from "./supervise/checks/check-heartbeat.ts";
+import { mainExitCheck } from "./supervise/checks/check-main-exit.ts";
+import { nonFiniteLossCheck } from "./supervise/checks/check-non-finite-loss.ts";
+import { progressLineCheck } from "./supervise/checks/check-progress-line.ts";
+import { readMetricsCheck } from "./supervise/checks/check-read-metrics.ts";
+import { stallCheck } from "./supervise/checks/check-stall.ts";
+import { stopRequestCheck } from "./supervise/checks/check-stop-request.ts";
+import { swarmProcessesCheck } from "./supervise/checks/check-swarm-processes.ts";
+import { timeBudgetCheck } from "./supervise/checks/check-time-budget.ts";
+import type { AttemptEnd, SuperviseOptions } from "./supervise/supervise-options.ts";
 
-export type { AttemptEnd, SuperviseOptions } from "./supervise-options.ts";
+export type { AttemptEnd, SuperviseOptions } from "./supervise/supervise-options.ts";
 
 /**
  * What is watched every poll, in this order; the first check that decides ends the poll.

@@ -1,4 +1,4 @@
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Watches the metric sources (the main log, `$A3R_METRICS_FILE`, a swarm server's

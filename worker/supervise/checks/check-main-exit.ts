@@ -1,6 +1,6 @@
-import type { FailureFacts } from "../rules/failure-classifier.ts";
-import { collectExit, isRecordRunning } from "../launch/launched-process.ts";
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { FailureFacts } from "../../rules/failure-classifier.ts";
+import { collectExit, isRecordRunning } from "../../launch/launched-process.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Classic runs: watches the command's process group. Decides, once it has ended (its exit

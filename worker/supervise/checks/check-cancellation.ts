@@ -1,4 +1,4 @@
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Watches the worker's abort signal (SIGTERM or SIGINT to the worker). Decides: once aborted,

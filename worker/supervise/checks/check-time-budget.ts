@@ -1,5 +1,5 @@
-import { formatDuration } from "../../core/duration.ts";
-import type { SupervisionCheck } from "./supervision-check.ts";
+import { formatDuration } from "../../../core/duration.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Watches the run's hard time budget (from the run's start, over all attempts). Decides: once

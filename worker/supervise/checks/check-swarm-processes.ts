@@ -1,9 +1,9 @@
-import type { ExitStatus } from "../../core/process-group.ts";
-import type { FailureFacts } from "../rules/failure-classifier.ts";
-import { collectExit, isRecordRunning } from "../launch/launched-process.ts";
-import type { AttemptWatch } from "./attempt-watch.ts";
-import type { AttemptEnd } from "./supervise-options.ts";
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { ExitStatus } from "../../../core/process-group.ts";
+import type { FailureFacts } from "../../rules/failure-classifier.ts";
+import { collectExit, isRecordRunning } from "../../launch/launched-process.ts";
+import type { AttemptWatch } from "../attempt-watch.ts";
+import type { AttemptEnd } from "../supervise-options.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Swarm runs: watches the server's process group, the engine's status and every client.

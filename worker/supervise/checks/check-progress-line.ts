@@ -1,4 +1,4 @@
-import type { SupervisionCheck } from "./supervision-check.ts";
+import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
  * Reports the attempt's progress (step, the blueprint's metric, time used of the budget)
