@@ -65,6 +65,16 @@ describe("auditBlueprint on text", () => {
     expect(codes(auditBlueprint(text))).toEqual([["COMMAND_FORBIDDEN", 41]]);
   });
 
+  it("warns of a literal secret in the command and names the environment variable to use instead", () => {
+    const text = base.replace("--episodes 2000", "--episodes 2000 --api-key sk-proj-Abcdefghijklmnop0123456789");
+    const findings = auditBlueprint(text);
+    expect(findings).toEqual([expect.objectContaining({ code: "COMMAND_LITERAL_SECRET", line: 41, severity: "warning" })]);
+    expect(findings[0]!.hint).toContain('"${A3R_SECRET_API_KEY}"');
+    expect(JSON.stringify(findings)).not.toContain("Abcdefghijklmnop");
+    // A reference is what the hint asks for: no finding.
+    expect(auditBlueprint(base.replace("--episodes 2000", '--episodes 2000 --api-key "${A3R_SECRET_API_KEY}" --token $HF_TOKEN'))).toEqual([]);
+  });
+
   it("holds a blueprint to the command rules in its own front matter, which may only add to the defaults", () => {
     const withRules = (rules: string) => base.replace("overrides: { lr: 3.0e-6 }", `overrides: { lr: 3.0e-6 }\ncommand_rules:\n${rules}`);
     const noClients = withRules('  - { id: no-clients, pattern: "clients", reason: "this campaign runs no clients", severity: error }');

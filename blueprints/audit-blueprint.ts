@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { posix } from "node:path";
 import { A3rError } from "../core/errors.ts";
+import { liftCommandSecrets } from "../core/redact.ts";
 import { anonymousFile } from "./blueprint.ts";
 import type { Blueprint, Finding, SectionKey } from "./blueprint.ts";
 import { z } from "zod";
@@ -210,7 +211,33 @@ function checkValues(blueprint: Blueprint, options: AuditOptions): Problem[] {
       ),
     );
   }
+  problems.push(...checkCommandSecrets(blueprint.command, commandLine));
   return problems;
+}
+
+/**
+ * A literal secret in the command is copied wherever the blueprint is (stage folders,
+ * launchers' run folders, result directories, the leader's checkpoint): a warning, with
+ * the reference to use instead, which the worker's shell expands from its environment.
+ */
+function checkCommandSecrets(command: string, commandLine: number): Problem[] {
+  const lifted = liftCommandSecrets(command);
+  const lines = command.split("\n");
+  return Object.entries(lifted.secrets).map(([name, value]) =>
+    problem(
+      "COMMAND_LITERAL_SECRET",
+      commandLine === 0
+        ? 0
+        : commandLine +
+            Math.max(
+              0,
+              lines.findIndex((line) => line.includes(value)),
+            ),
+      `the command holds a secret's value literally; it would be written into every copy of the blueprint and its records`,
+      `put the value in an environment variable where the worker runs (export ${name}=...) and write "\${${name}}" in the command instead`,
+      "warning",
+    ),
+  );
 }
 
 /**

@@ -87,6 +87,17 @@ describe.concurrent("a3r blueprint validate", () => {
     expect(result.stdout).toContain("warning COMMAND_DISCOURAGED");
   });
 
+  it("warns of a literal key in the command, pointing at an environment variable, without printing the key", async () => {
+    const file = join(folder, "secret.md");
+    const text = await readFile(join(examples, "grpo-lr-3e-6.md"), "utf8");
+    await writeFile(file, text.replace("--episodes 2000", "--episodes 2000 --api-key sk-proj-Abcdefghijklmnop0123456789"));
+    const result = await a3r("blueprint", "validate", file);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("warning COMMAND_LITERAL_SECRET");
+    expect(result.stdout).toContain("A3R_SECRET_API_KEY");
+    expect(result.stdout + result.stderr).not.toContain("Abcdefghijklmnop");
+  });
+
   it("reports a missing file and a file over 1 MiB as findings", async () => {
     const huge = join(folder, "huge.md");
     await writeFile(huge, `# big\n${"x".repeat(1024 * 1024 + 10)}\n`);

@@ -24,6 +24,7 @@ export const findingCodes = {
   TIME_BUDGET_INVALID: "the time budget is not a duration",
   COMMAND_FORBIDDEN: "the command matches an error rule of the command policy",
   COMMAND_DISCOURAGED: "the command matches a warning rule of the command policy",
+  COMMAND_LITERAL_SECRET: "the command holds a secret's value (a key, token or password) instead of a reference to an environment variable",
   ID_INVALID: "the blueprint id is not a safe name",
   ID_DUPLICATE: "two blueprints of one set share an id",
   OVERRIDE_INVALID: "an override, merged into the config the way the worker merges it, fails the engine's config schema",
