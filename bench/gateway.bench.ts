@@ -196,7 +196,7 @@ const benchmark: Benchmark = {
         [
           "model:",
           "  kind: openai-compatible",
-          `  baseUrl: ${upstream}`,
+          `  base_url: ${upstream}`,
           "  model: stub",
           "port: 0",
           "train_batch_size: 100000", // never trains: the bench measures the gateway only

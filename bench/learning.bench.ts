@@ -55,7 +55,7 @@ const benchmark: Benchmark = {
   async run() {
     const rows: BenchRow[] = [];
     const notes: string[] = [
-      `seeds ${seeds.join(", ")}; batch 8 groups x num_repeat 8; defaults lr ${defaultOptimizer.lr}, klCoef ${defaultOptimizer.klCoef}, clip ${defaultOptimizer.clip}`,
+      `seeds ${seeds.join(", ")}; batch 8 groups x num_repeat 8; defaults lr ${defaultOptimizer.lr}, klCoef ${defaultOptimizer.kl_coef}, clip ${defaultOptimizer.clip}`,
     ];
     for (const task of [itemColor, compassWalk] as unknown as Array<SwarmTask<TaskInstance>>) {
       const name = task.name;
@@ -92,17 +92,17 @@ const benchmark: Benchmark = {
         met: ratioRepeat > 1,
       });
 
-      const byKl = new Map<number, Summary>([[defaultOptimizer.klCoef, byLr.get(defaultOptimizer.lr)!]]);
-      for (const klCoef of [0, 0.1, 0.5]) byKl.set(klCoef, await measure(task, { optimizer: { ...defaultOptimizer, klCoef } }));
+      const byKl = new Map<number, Summary>([[defaultOptimizer.kl_coef, byLr.get(defaultOptimizer.lr)!]]);
+      for (const klCoef of [0, 0.1, 0.5]) byKl.set(klCoef, await measure(task, { optimizer: { ...defaultOptimizer, kl_coef: klCoef } }));
       for (const [klCoef, summary] of [...byKl].sort((a, b) => a[0] - b[0])) {
         rows.push(
           { name: `${name}: klCoef ${klCoef}: steps to 0.8`, value: summary.steps },
           { name: `${name}: klCoef ${klCoef}: reward at step 100`, value: summary.finalReward },
         );
       }
-      const ratioKl = byKl.get(0.5)!.steps / byKl.get(defaultOptimizer.klCoef)!.steps;
+      const ratioKl = byKl.get(0.5)!.steps / byKl.get(defaultOptimizer.kl_coef)!.steps;
       rows.push({
-        name: `${name}: steps to 0.8, klCoef 0.5 / ${defaultOptimizer.klCoef}`,
+        name: `${name}: steps to 0.8, klCoef 0.5 / ${defaultOptimizer.kl_coef}`,
         value: ratioKl,
         goal: "> 1 (a strong KL pull slows learning)",
         met: ratioKl > 1,

@@ -149,7 +149,7 @@ const topics: KnownAnswerTopic[] = [
     range: [0, 1],
     equivalence: 0.05,
     earlyStop: halving,
-    run: (value, seed) => areaRun(itemColor as unknown as Task, { optimizer: { ...defaultOptimizer, klCoef: Number(value) } }, seed),
+    run: (value, seed) => areaRun(itemColor as unknown as Task, { optimizer: { ...defaultOptimizer, kl_coef: Number(value) } }, seed),
   },
   {
     name: "compass-lr",

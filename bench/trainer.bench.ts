@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import itemColor, { prompt } from "../examples/tasks/item-color/task.ts";
 import type { TrainingSample } from "../swarm/engines/engine.ts";
-import { vllmEngineConfigSchema } from "../swarm/engines/engine-config.ts";
+import { vllmEngineConfigSchema } from "../swarm/engines/vllm/vllm-kind.ts";
 import { pythonEnvironment } from "../swarm/engines/vllm/python-path.ts";
 import { TrainerClient } from "../swarm/engines/vllm/trainer-client.ts";
 import { VllmEngine } from "../swarm/engines/vllm/vllm-engine.ts";
@@ -40,8 +40,8 @@ const benchmark: Benchmark = {
         kind: "vllm",
         model,
         python,
-        optimizer: { lr: 0.01, klCoef: 0, clip: 0.2 },
-        experimentDir: join(directory, "experiment"),
+        optimizer: { lr: 0.01, kl_coef: 0, clip: 0.2 },
+        experiment_dir: join(directory, "experiment"),
         inference: { server: "reference", startTimeoutMs: 120_000 },
         trainer: { device: "cpu" },
       });
@@ -85,7 +85,7 @@ const benchmark: Benchmark = {
       const fresh: number[] = [];
       for (let step = 1; step <= Math.max(2, Math.floor(steps / 2)); step++) {
         const started = performance.now();
-        const trainer = new TrainerClient({ ...config, experimentDir: join(directory, `fresh-${step}`) });
+        const trainer = new TrainerClient({ ...config, experiment_dir: join(directory, `fresh-${step}`) });
         await trainer.start();
         await trainer.request({ op: "train", batch_file: batchFile, step, output_dir: join(directory, `fresh-${step}`, "adapter") });
         await trainer.stop();

@@ -121,7 +121,7 @@ describe("a3r swarm", () => {
     const upstreamless = join(directory.path, "upstreamless.yaml");
     await writeFile(
       upstreamless,
-      `port: 0\nexperiment_dir: ${join(directory.path, "upstreamless")}\nmodel:\n  kind: openai-compatible\n  baseUrl: http://127.0.0.1:${closedPort}/v1\n  model: base\n`,
+      `port: 0\nexperiment_dir: ${join(directory.path, "upstreamless")}\nmodel:\n  kind: openai-compatible\n  base_url: http://127.0.0.1:${closedPort}/v1\n  model: base\n`,
     );
     const failed = await a3r("swarm", "serve", "--config", upstreamless);
     expect(failed.code).toBe(1);
@@ -132,7 +132,7 @@ describe("a3r swarm", () => {
   it("makes a failed training step a terminal answer: engine status, the SDK's error, the metrics, and exit 1", async () => {
     directory ??= await temporaryDirectory("swarm-cli");
     const repositoryRoot = resolve(import.meta.dirname, "..");
-    // A real upstream process (the embedded policy served like vLLM) and no trainerCommand:
+    // A real upstream process (the embedded policy served like vLLM) and no trainer_command:
     // the engine answers completions but its first optimizer step fails.
     const upstream = spawn(
       process.execPath,
@@ -151,7 +151,7 @@ describe("a3r swarm", () => {
       const experimentDir = join(folder, "experiment");
       const failing = await startServerProcess(
         folder,
-        `port: 0\ntrain_batch_size: 1\nnum_repeat: 1\nexperiment_dir: ${experimentDir}\nmodel:\n  kind: openai-compatible\n  baseUrl: http://127.0.0.1:${upstreamPort}/v1\n  model: base\n`,
+        `port: 0\ntrain_batch_size: 1\nnum_repeat: 1\nexperiment_dir: ${experimentDir}\nmodel:\n  kind: openai-compatible\n  base_url: http://127.0.0.1:${upstreamPort}/v1\n  model: base\n`,
       );
       const client = new SwarmClient({ url: failing.url, backoff: { initialMs: 20, maxMs: 100 } });
       await waitForState(client, "ENGINE.ROLLING");
@@ -166,7 +166,7 @@ describe("a3r swarm", () => {
       await waitForState(client, "ENGINE.OFFLINE");
       const status = await client.status();
       expect(status.engine_failure).toMatchObject({ stage: "train", step: 0 });
-      expect(String((status.engine_failure as { error: string }).error)).toContain("trainerCommand");
+      expect(String((status.engine_failure as { error: string }).error)).toContain("trainer_command");
       // The SDK does not wait for a server that will never roll again.
       const next = await client.beginEpisode({ maxWaitMs: 20_000 }).catch((error: unknown) => error);
       expect(next).toBeInstanceOf(SwarmEngineFailedError);
@@ -180,7 +180,7 @@ describe("a3r swarm", () => {
         .split("\n")
         .map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(recorded[recorded.length - 1]).toMatchObject({ step_failed: 1 });
-      expect(String(recorded[recorded.length - 1]!.error)).toContain("trainerCommand");
+      expect(String(recorded[recorded.length - 1]!.error)).toContain("trainer_command");
     } finally {
       upstream.kill("SIGTERM");
     }

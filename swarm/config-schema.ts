@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { canonicalKeys } from "./config-keys.ts";
 import { modelConfigSchema } from "./config-model.ts";
 
 /**
@@ -58,7 +59,8 @@ const limitsSchema = z.strictObject({
   max_cached_episodes: positiveInteger.default(4096),
 });
 
-export const swarmConfigSchema = z.strictObject({
+/** The configuration with its keys in their one (snake_case) spelling. */
+export const swarmConfigObject = z.strictObject({
   model: modelConfigSchema.default({ kind: "embedded" }),
   train_batch_size: positiveInteger.default(4),
   num_repeat: positiveInteger.default(4),
@@ -131,6 +133,13 @@ export const swarmConfigSchema = z.strictObject({
   default_system_message: z.string().min(1).optional(),
 });
 
-export type SwarmConfigInput = z.input<typeof swarmConfigSchema>;
+/**
+ * The configuration as any reader checks it (the server, the leader's audit): old
+ * camelCase spellings are renamed first (config-keys.ts), so a file that still uses them
+ * passes. The loader (config.ts) also reports each of them as deprecated.
+ */
+export const swarmConfigSchema = z.preprocess((value) => canonicalKeys(value, swarmConfigObject).value, swarmConfigObject);
+
+export type SwarmConfigInput = z.input<typeof swarmConfigObject>;
 /** The parsed configuration, with `experiment_dir` made absolute. */
-export type SwarmConfig = z.output<typeof swarmConfigSchema>;
+export type SwarmConfig = z.output<typeof swarmConfigObject>;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseSwarmConfig, SwarmConfigError } from "./config.ts";
+import { parseSwarmConfig, SwarmConfigError, swarmConfigSchema } from "./config.ts";
+import { snakeCase } from "./config-keys.ts";
 
 function errorOf(text: string): SwarmConfigError {
   try {
@@ -42,7 +43,7 @@ describe("parseSwarmConfig", () => {
   });
 
   it("rejects unknown keys inside the model section of either engine kind", () => {
-    const error = errorOf("model:\n  kind: openai-compatible\n  baseUrl: http://localhost:1/v1\n  model: m\n  baseurl2: x\n");
+    const error = errorOf("model:\n  kind: openai-compatible\n  base_url: http://localhost:1/v1\n  model: m\n  baseurl2: x\n");
     expect(error.message).toContain('unknown key "model.baseurl2"');
     expect(error.line).toBe(5);
   });
@@ -85,5 +86,58 @@ describe("parseSwarmConfig", () => {
     const config = parseSwarmConfig("max_claims_per_client: 3\nmax_discard_episode_timeout: 120\ndrain_timeout: 30\n", { baseDirectory: "/b" });
     expect([config.max_claims_per_client, config.max_discard_episode_timeout, config.drain_timeout]).toEqual([3, 120, 30]);
     expect(errorOf("drain_timeout: 0\n").field).toBe("drain_timeout");
+  });
+
+  it("takes a key's old camelCase spelling as an alias, saying once per key where it is and what to write", () => {
+    const lines: string[] = [];
+    const text = [
+      "model:",
+      "  kind: vllm",
+      "  model: tiny",
+      "  maxRestarts: 2",
+      "  inference:",
+      "    gpuMemoryUtilization: 0.5",
+      "    startTimeoutMs: 1000",
+      "  trainer: { microBatchTokens: 64, env: { myVar: x } }",
+    ].join("\n");
+    const config = parseSwarmConfig(text, { file: "swarm.yaml", baseDirectory: "/b", onDeprecation: (line) => lines.push(line) });
+    const model = config.model as unknown as { max_restarts: number; inference: Record<string, unknown>; trainer: Record<string, unknown> };
+    expect(model.max_restarts).toBe(2);
+    expect(model.inference).toMatchObject({ gpu_memory_utilization: 0.5, start_timeout_ms: 1000 });
+    // Only keys of the schema are renamed: the names of environment variables stay as written.
+    expect(model.trainer).toMatchObject({ micro_batch_tokens: 64, env: { myVar: "x" } });
+    expect(lines).toEqual([
+      'swarm.yaml:4: deprecated key "model.maxRestarts": write "model.max_restarts" (the camelCase spelling still works for now)',
+      'swarm.yaml:6: deprecated key "model.inference.gpuMemoryUtilization": write "model.inference.gpu_memory_utilization" (the camelCase spelling still works for now)',
+      'swarm.yaml:7: deprecated key "model.inference.startTimeoutMs": write "model.inference.start_timeout_ms" (the camelCase spelling still works for now)',
+      'swarm.yaml:8: deprecated key "model.trainer.microBatchTokens": write "model.trainer.micro_batch_tokens" (the camelCase spelling still works for now)',
+    ]);
+    // Errors under an old spelling name the new one, on the old key's line.
+    const error = errorOf("model:\n  kind: openai-compatible\n  model: m\n  baseUrl: not-a-url\n");
+    expect([error.field, error.line]).toEqual(["model.base_url", 4]);
+  });
+
+  it("refuses a key given in both spellings", () => {
+    const error = errorOf("model:\n  kind: embedded\n  embedded:\n    feature_bits: 10\n    featureBits: 12\n");
+    expect(error.message).toBe(
+      '"model.embedded.featureBits" and "model.embedded.feature_bits" are both given: "model.embedded.featureBits" is the old spelling of "model.embedded.feature_bits"',
+    );
+    expect(error.line).toBe(5);
+  });
+
+  it("accepts the old spellings through the schema alone too (the leader's audit checks overrides with it)", () => {
+    const parsed = swarmConfigSchema.safeParse({ model: { kind: "openai-compatible", baseUrl: "http://127.0.0.1:1/v1", model: "m" } });
+    expect(parsed.success && parsed.data.model).toMatchObject({ base_url: "http://127.0.0.1:1/v1" });
+    expect(swarmConfigSchema.safeParse({ model: { kind: "embedded", seeed: 1 } }).success).toBe(false);
+  });
+
+  it("spells keys in snake_case", () => {
+    expect(["gpuMemoryUtilization", "startTimeoutMs", "baseUrl", "kl_coef", "lr"].map(snakeCase)).toEqual([
+      "gpu_memory_utilization",
+      "start_timeout_ms",
+      "base_url",
+      "kl_coef",
+      "lr",
+    ]);
   });
 });

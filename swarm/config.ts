@@ -1,20 +1,38 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { z } from "zod";
+import type { z } from "zod";
 import { LineCounter, parseDocument } from "yaml";
 import { SwarmConfigError } from "./config-error.ts";
-import { swarmConfigSchema, type SwarmConfig } from "./config-schema.ts";
+import { canonicalKeys, deprecationMessage, objectsOf, snakeCase } from "./config-keys.ts";
+import { swarmConfigObject, type SwarmConfig } from "./config-schema.ts";
 
 export { SwarmConfigError } from "./config-error.ts";
 export { swarmConfigSchema, sampleCollectionMethods } from "./config-schema.ts";
 export type { SwarmConfig, SwarmConfigInput, SampleCollectionMethod } from "./config-schema.ts";
 
+export interface ParseSwarmConfigOptions {
+  /** Names the source in messages (default swarm.yaml). */
+  file?: string;
+  /** Resolves a relative `experiment_dir` (default: the working directory). */
+  baseDirectory?: string;
+  /**
+   * Told one line per key written in its old camelCase spelling ("file:line: deprecated key
+   * ..."); default: the line goes to stderr as a warning.
+   */
+  onDeprecation?: (line: string) => void;
+}
+
+const printDeprecation = (line: string): void => {
+  process.stderr.write(`warning: ${line}\n`);
+};
+
 /**
  * Parses swarm.yaml text. `file` names the source in messages; `baseDirectory` resolves a
  * relative `experiment_dir` (the config file's folder, so a run does not depend on the
  * directory it was started from). Throws SwarmConfigError naming file, line and field.
+ * A key in its old camelCase spelling works, and is reported (`onDeprecation`).
  */
-export function parseSwarmConfig(text: string, options: { file?: string; baseDirectory?: string } = {}): SwarmConfig {
+export function parseSwarmConfig(text: string, options: ParseSwarmConfigOptions = {}): SwarmConfig {
   const file = options.file ?? "swarm.yaml";
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
@@ -31,15 +49,30 @@ export function parseSwarmConfig(text: string, options: { file?: string; baseDir
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new SwarmConfigError("the configuration must be a YAML mapping of keys to values", { file, line: 1 });
   }
-  const result = swarmConfigSchema.safeParse(raw);
+  const lineOf = (keyPath: string[]): number | undefined => {
+    const offset = findKeyOffset(document.contents, keyPath);
+    return offset === undefined ? undefined : lineCounter.linePos(offset).line;
+  };
+  const canonical = canonicalKeys(raw, swarmConfigObject);
+  const conflict = canonical.conflicts[0];
+  if (conflict) {
+    const line = lineOf(conflict.writtenPath);
+    throw new SwarmConfigError(`"${conflict.from}" and "${conflict.to}" are both given: "${conflict.from}" is the old spelling of "${conflict.to}"`, {
+      file,
+      ...(line === undefined ? {} : { line }),
+      field: conflict.from,
+      hint: `keep "${conflict.to}" and remove "${conflict.from}"`,
+    });
+  }
+  const result = swarmConfigObject.safeParse(canonical.value);
   if (!result.success) {
     const issue = result.error.issues[0]!;
-    const path = issue.path.map(String);
-    const lineOf = (keyPath: string[]): number | undefined => {
-      const offset = findKeyOffset(document.contents, keyPath);
-      return offset === undefined ? undefined : lineCounter.linePos(offset).line;
-    };
-    throw describeIssue(issue, path, file, lineOf);
+    throw describeIssue(issue, issue.path.map(String), file, lineOf);
+  }
+  const report = options.onDeprecation ?? printDeprecation;
+  for (const renamed of canonical.renamed) {
+    const line = lineOf(renamed.writtenPath);
+    report(`${line === undefined ? file : `${file}:${line}`}: ${deprecationMessage(renamed)}`);
   }
   const config = result.data;
   const baseDirectory = options.baseDirectory ?? process.cwd();
@@ -50,7 +83,7 @@ export function parseSwarmConfig(text: string, options: { file?: string; baseDir
 }
 
 /** Reads and parses a swarm.yaml file. */
-export async function loadSwarmConfig(path: string): Promise<SwarmConfig> {
+export async function loadSwarmConfig(path: string, options: Pick<ParseSwarmConfigOptions, "onDeprecation"> = {}): Promise<SwarmConfig> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -61,7 +94,7 @@ export async function loadSwarmConfig(path: string): Promise<SwarmConfig> {
       hint: "pass the path of an existing swarm.yaml with --config (see examples/tasks/*/swarm.yaml)",
     });
   }
-  return parseSwarmConfig(text, { file: path, baseDirectory: dirname(resolve(path)) });
+  return parseSwarmConfig(text, { ...options, file: path, baseDirectory: dirname(resolve(path)) });
 }
 
 function describeIssue(issue: z.core.$ZodIssue, path: string[], file: string, lineOf: (keyPath: string[]) => number | undefined): SwarmConfigError {
@@ -69,7 +102,7 @@ function describeIssue(issue: z.core.$ZodIssue, path: string[], file: string, li
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0]!;
     const full = [...path, key].join(".");
-    const known = knownKeysAt(swarmConfigSchema, path);
+    const known = knownKeysAt(swarmConfigObject, path);
     const suggestion = closest(key, known);
     const line = lineOf([...path, key]);
     return new SwarmConfigError(`unknown key "${full}"${suggestion ? ` — did you mean "${suggestion}"?` : ""}`, {
@@ -109,21 +142,13 @@ function knownKeysAt(schema: z.ZodType, path: string[]): string[] {
   return [];
 }
 
-function objectsOf(schema: z.ZodType): z.ZodObject[] {
-  if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional) return objectsOf(schema.unwrap() as z.ZodType);
-  if (schema instanceof z.ZodObject) return [schema];
-  if (schema instanceof z.ZodDiscriminatedUnion || schema instanceof z.ZodUnion) {
-    return (schema.options as z.ZodType[]).flatMap(objectsOf);
-  }
-  return [];
-}
-
 /** Offset of the key scalar of `path` in the document (so the line points at the key). */
 function findKeyOffset(contents: unknown, path: string[]): number | undefined {
   let node = contents as { items?: Array<{ key?: { value?: unknown; range?: [number, number, number] }; value?: unknown }> } | null;
   let offset: number | undefined;
   for (const key of path) {
-    const pair = node?.items?.find((item) => String(item.key?.value) === key);
+    // A key given in its old spelling (config-keys.ts) is found by its new one.
+    const pair = node?.items?.find((item) => String(item.key?.value) === key) ?? node?.items?.find((item) => snakeCase(String(item.key?.value)) === key);
     if (!pair) return offset;
     offset = pair.key?.range?.[0];
     node = pair.value as typeof node;

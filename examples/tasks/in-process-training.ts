@@ -54,7 +54,7 @@ export interface InProcessTrainingResult {
 }
 
 /** The embedded policy's tuned defaults (see bench/learning.bench.ts for what other values do). */
-export const defaultOptimizer: OptimizerConfig = { lr: 0.2, klCoef: 0.001, clip: 0.2 };
+export const defaultOptimizer: OptimizerConfig = { lr: 0.2, kl_coef: 0.001, clip: 0.2 };
 
 export function trailingMean(values: readonly number[], window: number): number {
   const tail = values.slice(-window);
@@ -72,7 +72,13 @@ export function stepsToReach(curve: readonly number[], target: number, window: n
 export async function trainInProcess(options: InProcessTrainingOptions): Promise<InProcessTrainingResult> {
   const started = performance.now();
   const experimentDir = await mkdtemp(join(tmpdir(), "a3r-in-process-"));
-  const engine = new EmbeddedEngine({ kind: "embedded", seed: options.seed, optimizer: options.optimizer, experimentDir, embedded: { trainOffThread: true } });
+  const engine = new EmbeddedEngine({
+    kind: "embedded",
+    seed: options.seed,
+    optimizer: options.optimizer,
+    experiment_dir: experimentDir,
+    embedded: { train_off_thread: true },
+  });
   const window = options.window ?? 10;
   const maxGroups = options.maxGroupsPerStep ?? options.batchSize * 8;
   const rewardCurve: number[] = [];

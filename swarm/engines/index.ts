@@ -1,36 +1,19 @@
-import type { Engine } from "./engine.ts";
-import { engineConfigSchema, type EngineConfig } from "./engine-config.ts";
-import { EmbeddedEngine } from "./embedded/embedded-engine.ts";
-import { OpenAiCompatibleEngine } from "./openai-compatible/openai-compatible-engine.ts";
-import { VllmEngine } from "./vllm/vllm-engine.ts";
-
 export type * from "./engine.ts";
+export { optimizerConfigSchema, type EngineConfig, type OptimizerConfig } from "./engine-config.ts";
+export { defineEngineKind, type EngineKind } from "./engine-kind.ts";
 export {
+  createEngine,
   engineConfigSchema,
-  optimizerConfigSchema,
-  embeddedModelOptionsSchema,
-  type EngineConfig,
-  type EmbeddedEngineConfig,
-  type OpenAiCompatibleEngineConfig,
-  type OptimizerConfig,
-  type VllmEngineConfig,
-  type VllmEngineConfigInput,
-  vllmEngineConfigSchema,
-} from "./engine-config.ts";
+  engineKind,
+  engineKindNames,
+  modelConfigSchema,
+  registerEngineKind,
+  type ModelConfig,
+} from "./engine-registry.ts";
+export { embeddedEngineConfigSchema, embeddedModelOptionsSchema, type EmbeddedEngineConfig } from "./embedded/embedded-kind.ts";
+export { openAiCompatibleEngineConfigSchema, type OpenAiCompatibleEngineConfig } from "./openai-compatible/openai-compatible-kind.ts";
+export { vllmEngineConfigSchema, type VllmEngineConfig, type VllmEngineConfigInput } from "./vllm/vllm-kind.ts";
 export { EngineError, type EngineErrorCode } from "./engine-error.ts";
 export { EmbeddedEngine } from "./embedded/embedded-engine.ts";
 export { OpenAiCompatibleEngine } from "./openai-compatible/openai-compatible-engine.ts";
 export { VllmEngine } from "./vllm/vllm-engine.ts";
-
-/** The only place that picks an engine implementation from configuration. */
-export function createEngine(config: EngineConfig): Engine {
-  const parsed = engineConfigSchema.parse(config);
-  switch (parsed.kind) {
-    case "embedded":
-      return new EmbeddedEngine(parsed);
-    case "openai-compatible":
-      return new OpenAiCompatibleEngine(parsed);
-    case "vllm":
-      return new VllmEngine(parsed);
-  }
-}

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { swarmConfigSchema, type SwarmConfig } from "../config-schema.ts";
+import { engineKind, engineKindNames } from "../engines/engine-registry.ts";
 
 /**
  * AgentJet's own training configuration (the `ajet:` tree its client sends through
@@ -47,8 +48,11 @@ interface Rule {
 
 // lr and response lengths are in a real language model's scale (AgentJet defaults to 1e-6
 // and thousands of tokens); the embedded CPU policy would learn nothing or run for ages.
-const onlyForLanguageModels = (config: SwarmConfig): string | undefined =>
-  config.model.kind === "vllm" ? undefined : `only with model.kind vllm (this server runs ${config.model.kind}); set it in swarm.yaml`;
+const onlyForLanguageModels = (config: SwarmConfig): string | undefined => {
+  if (engineKind(config.model.kind)?.languageModel === true) return undefined;
+  const languageModels = engineKindNames().filter((name) => engineKind(name)?.languageModel === true);
+  return `only with model.kind ${languageModels.join(" or ")} (this server runs ${config.model.kind}); set it in swarm.yaml`;
+};
 
 const rules: Rule[] = [
   { from: "data.train_batch_size", to: "train_batch_size" },

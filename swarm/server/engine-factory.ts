@@ -1,25 +1,21 @@
+import type { SwarmConfig } from "../config-schema.ts";
 import type { EngineConfig } from "../engines/engine-config.ts";
 import type { Engine } from "../engines/engine.ts";
-import type { SwarmConfig } from "../config-schema.ts";
+import { takesOptimizer } from "../engines/engine-registry.ts";
 
 /** Makes the engine a configuration asks for; the server calls it on every boot. */
 export type EngineFactory = (config: SwarmConfig) => Engine | Promise<Engine>;
 
 /**
- * swarm.yaml's `model` section plus the fields the server owns: `experimentDir` (from
- * `experiment_dir`) and, for the embedded engine, `optimizer` (from the top-level section).
+ * swarm.yaml's `model` section plus the fields the server owns: `experiment_dir`, and
+ * `optimizer` (the top-level section) for a kind whose schema takes it.
  */
 export function engineConfigOf(config: SwarmConfig): EngineConfig {
-  const model = config.model;
-  const experimentDir = config.experiment_dir;
-  if (model.kind === "embedded" || model.kind === "vllm") {
-    return {
-      ...model,
-      experimentDir,
-      optimizer: { lr: config.optimizer.lr, klCoef: config.optimizer.kl_coef, clip: config.optimizer.clip },
-    };
-  }
-  return { ...model, experimentDir };
+  return {
+    ...config.model,
+    experiment_dir: config.experiment_dir,
+    ...(takesOptimizer(config.model.kind) ? { optimizer: config.optimizer } : {}),
+  };
 }
 
 /** Loaded on first boot so that config parsing and the client never pull in engine code. */

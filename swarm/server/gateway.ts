@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { z } from "zod";
 import type { GenerateResult } from "../engines/engine.ts";
+import { engineKind } from "../engines/engine-registry.ts";
 import type { Episode } from "./episode-registry.ts";
 import { HttpError, bearerToken, parseBody, readBody, sendJson } from "./http-tools.ts";
 import type { SwarmLogger } from "./logger.ts";
@@ -132,7 +133,7 @@ export class Gateway {
 
   modelName(): string {
     const model = this.coordinator.config.model;
-    return model.kind === "openai-compatible" ? model.model : "a3r-embedded-policy";
+    return engineKind(model.kind)?.servedModelName?.(model) ?? "a3r-embedded-policy";
   }
 
   models(request: IncomingMessage, response: ServerResponse): void {

@@ -313,7 +313,7 @@ async function startToolServer(extraConfig: string[] = []): Promise<SwarmServer>
       "train_batch_size: 1000",
       "model:",
       "  kind: openai-compatible",
-      `  baseUrl: http://127.0.0.1:${port}/v1`,
+      `  base_url: http://127.0.0.1:${port}/v1`,
       "  model: tool-writer",
       ...extraConfig,
     ].join("\n"),

@@ -61,7 +61,7 @@ export async function readCheckpoint(path: string): Promise<EmbeddedCheckpoint> 
     throw new EngineError(
       "ENGINE_CHECKPOINT_INVALID",
       `no embedded checkpoint at ${path} (meta.json unreadable)`,
-      "pass the folder returned by save(), e.g. <experimentDir>/checkpoints/checkpoint-<step>",
+      "pass the folder returned by save(), e.g. <experiment_dir>/checkpoints/checkpoint-<step>",
       { cause: error },
     );
   }

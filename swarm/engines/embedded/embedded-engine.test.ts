@@ -8,7 +8,7 @@ import { EmbeddedEngine } from "./embedded-engine.ts";
 
 describeEngineConformance("embedded (training in a worker thread)", async () => {
   const experimentDir = await mkdtemp(join(tmpdir(), "a3r-embedded-"));
-  const engine = createEngine({ kind: "embedded", seed: 3, optimizer: { lr: 0.2, klCoef: 0.001, clip: 0.2 }, experimentDir });
+  const engine = await createEngine({ kind: "embedded", seed: 3, optimizer: { lr: 0.2, kl_coef: 0.001, clip: 0.2 }, experiment_dir: experimentDir });
   await engine.load();
   return {
     engine,
@@ -20,10 +20,10 @@ describeEngineConformance("embedded (training in a worker thread)", async () => 
 });
 
 describe("embedded engine", () => {
-  const config = { kind: "embedded" as const, seed: 5, optimizer: { lr: 0.2, klCoef: 0.01, clip: 0.2 }, experimentDir: "unused" };
+  const config = { kind: "embedded" as const, seed: 5, optimizer: { lr: 0.2, kl_coef: 0.01, clip: 0.2 }, experiment_dir: "unused" };
 
   it("gives the same weights whether the step runs in the worker thread or inline", async () => {
-    const inThread = new EmbeddedEngine({ ...config, embedded: { trainOffThread: false } });
+    const inThread = new EmbeddedEngine({ ...config, embedded: { train_off_thread: false } });
     const offThread = new EmbeddedEngine(config);
     await inThread.load();
     await offThread.load();
@@ -75,7 +75,7 @@ describe("embedded engine", () => {
   it("restores the engine's own random stream, so unseeded sampling continues identically", async () => {
     const directory = await mkdtemp(join(tmpdir(), "a3r-embedded-checkpoint-"));
     try {
-      const engine = new EmbeddedEngine({ ...config, embedded: { trainOffThread: false } });
+      const engine = new EmbeddedEngine({ ...config, embedded: { train_off_thread: false } });
       await engine.load();
       const request = { messages: [{ role: "user" as const, content: "What colour is the snow?" }], maxTokens: 5 };
       await engine.generate(request);
@@ -92,12 +92,12 @@ describe("embedded engine", () => {
   it("refuses to restore a checkpoint of another vocabulary with a message naming the file", async () => {
     const directory = await mkdtemp(join(tmpdir(), "a3r-embedded-checkpoint-"));
     try {
-      const small = new EmbeddedEngine({ ...config, embedded: { vocabulary: ["yes", "no"], trainOffThread: false } });
+      const small = new EmbeddedEngine({ ...config, embedded: { vocabulary: ["yes", "no"], train_off_thread: false } });
       await small.load();
       const path = await small.save(directory, 3);
-      const other = new EmbeddedEngine({ ...config, embedded: { trainOffThread: false } });
+      const other = new EmbeddedEngine({ ...config, embedded: { train_off_thread: false } });
       await other.load();
-      await expect(other.restore(path)).rejects.toThrow(/meta\.json: vocabulary or featureBits differ/);
+      await expect(other.restore(path)).rejects.toThrow(/meta\.json: vocabulary or feature_bits differ/);
       await expect(other.restore(join(directory, "missing"))).rejects.toThrow(/no embedded checkpoint/);
     } finally {
       await rm(directory, { recursive: true, force: true });
@@ -105,7 +105,7 @@ describe("embedded engine", () => {
   });
 
   it("warns about tools it ignores and samples greedily at temperature 0", async () => {
-    const engine = new EmbeddedEngine({ ...config, embedded: { trainOffThread: false } });
+    const engine = new EmbeddedEngine({ ...config, embedded: { train_off_thread: false } });
     await engine.load();
     const result = await engine.generate({ messages: [{ role: "user", content: "hi" }], tools: [{ type: "function" }], temperature: 0, maxTokens: 2 });
     expect(result.warnings).toEqual(["tools"]);

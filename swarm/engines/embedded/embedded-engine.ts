@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
-import type { EmbeddedEngineConfig } from "../engine-config.ts";
+import type { EmbeddedEngineConfig } from "./embedded-kind.ts";
 import { EngineError } from "../engine-error.ts";
 import { readCheckpoint, writeCheckpoint } from "./checkpoint-files.ts";
 import { defaultVocabulary } from "./default-vocabulary.ts";
@@ -34,9 +34,9 @@ export class EmbeddedEngine implements Engine {
 
   constructor(private readonly config: EmbeddedEngineConfig) {
     this.tokenizer = createWordTokenizer(config.embedded?.vocabulary ?? defaultVocabulary);
-    this.featureBits = config.embedded?.featureBits ?? 15;
+    this.featureBits = config.embedded?.feature_bits ?? 15;
     this.random = new SeededRandom(config.seed ?? 1);
-    this.trainWorker = config.embedded?.trainOffThread === false ? undefined : new TrainWorkerClient();
+    this.trainWorker = config.embedded?.train_off_thread === false ? undefined : new TrainWorkerClient();
   }
 
   get vocabulary(): readonly string[] {
@@ -99,7 +99,8 @@ export class EmbeddedEngine implements Engine {
   private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
     const state = this.requireState();
     const reference = this.reference!;
-    const options = this.config.optimizer;
+    const { lr, kl_coef, clip } = this.config.optimizer;
+    const options = { lr, klCoef: kl_coef, clip };
     const started = performance.now();
     let metrics: Record<string, number>;
     if (!this.trainWorker) {
@@ -146,7 +147,7 @@ export class EmbeddedEngine implements Engine {
     if (checkpoint.vocabulary.join(" ") !== expected || checkpoint.featureBits !== this.featureBits) {
       throw new EngineError(
         "ENGINE_CHECKPOINT_INVALID",
-        `${join(path, "meta.json")}: vocabulary or featureBits differ from this engine's configuration`,
+        `${join(path, "meta.json")}: vocabulary or feature_bits differ from this engine's configuration`,
         "restore with the embedded options the checkpoint was trained with",
       );
     }

@@ -50,10 +50,10 @@ describeEngineConformance("openai-compatible (embedded upstream in a second proc
   const experimentDir = await mkdtemp(join(tmpdir(), "a3r-openai-compatible-"));
   const engine = new OpenAiCompatibleEngine({
     kind: "openai-compatible",
-    baseUrl: upstream.baseUrl,
+    base_url: upstream.baseUrl,
     model: "base",
-    trainerCommand: trainerCommand(join(experimentDir, "trainer-state")),
-    experimentDir,
+    trainer_command: trainerCommand(join(experimentDir, "trainer-state")),
+    experiment_dir: experimentDir,
   });
   await engine.load();
   return {
@@ -90,7 +90,7 @@ describe("openai-compatible engine", () => {
   ];
 
   it("uses the upstream's token ids and log-probs when it returns them", async () => {
-    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: upstream.baseUrl, model: "base", experimentDir });
+    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: upstream.baseUrl, model: "base", experiment_dir: experimentDir });
     const result = await engine.generate({ messages, maxTokens: 3, seed: 5 });
     expect(result.promptTokenIds).toEqual(engine.encodeChat(messages, { addGenerationPrompt: true }).tokenIds);
     expect(result.completionLogprobs).toHaveLength(result.completionTokenIds.length);
@@ -99,7 +99,7 @@ describe("openai-compatible engine", () => {
   });
 
   it("falls back to its own tokenizer, with a warning, when the upstream returns no token ids", async () => {
-    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: plainUpstream.baseUrl, model: "base", experimentDir });
+    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: plainUpstream.baseUrl, model: "base", experiment_dir: experimentDir });
     const result = await engine.generate({ messages, maxTokens: 3, seed: 5 });
     expect(result.warnings).toEqual(["token_ids"]);
     expect(result.completionLogprobs).toBeUndefined();
@@ -108,7 +108,7 @@ describe("openai-compatible engine", () => {
   });
 
   it("drops vLLM's token fields for an upstream that refuses unknown fields, and falls back", async () => {
-    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: strictUpstream.baseUrl, model: "base", experimentDir });
+    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: strictUpstream.baseUrl, model: "base", experiment_dir: experimentDir });
     const first = await engine.generate({ messages, maxTokens: 3, seed: 5 });
     expect(first.warnings).toEqual(["token_ids"]);
     const second = await engine.generate({ messages, maxTokens: 3, seed: 5 });
@@ -119,10 +119,10 @@ describe("openai-compatible engine", () => {
     const directory = join(experimentDir, "train");
     const engine = new OpenAiCompatibleEngine({
       kind: "openai-compatible",
-      baseUrl: upstream.baseUrl,
+      base_url: upstream.baseUrl,
       model: "base",
-      trainerCommand: trainerCommand(join(directory, "state")),
-      experimentDir: directory,
+      trainer_command: trainerCommand(join(directory, "state")),
+      experiment_dir: directory,
     });
     const result = await engine.generate({ messages, maxTokens: 2, seed: 1 });
     const batch: TrainingSample[] = [0, 1].map((index) => ({
@@ -152,10 +152,10 @@ describe("openai-compatible engine", () => {
   it("reports a failing trainer with its exit code and stderr", async () => {
     const engine = new OpenAiCompatibleEngine({
       kind: "openai-compatible",
-      baseUrl: upstream.baseUrl,
+      base_url: upstream.baseUrl,
       model: "base",
-      trainerCommand: trainerCommand(join(experimentDir, "fail-state"), "--fail"),
-      experimentDir,
+      trainer_command: trainerCommand(join(experimentDir, "fail-state"), "--fail"),
+      experiment_dir: experimentDir,
     });
     const failure = engine.train([], 1);
     await expect(failure).rejects.toBeInstanceOf(EngineError);
@@ -163,7 +163,7 @@ describe("openai-compatible engine", () => {
   });
 
   it("says clearly when the upstream is not there", async () => {
-    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", baseUrl: "http://127.0.0.1:9/v1", model: "base", experimentDir });
+    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: "http://127.0.0.1:9/v1", model: "base", experiment_dir: experimentDir });
     await expect(engine.load()).rejects.toMatchObject({ code: "ENGINE_UPSTREAM_UNAVAILABLE" });
   });
 });

@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
-import type { OpenAiCompatibleEngineConfig } from "../engine-config.ts";
+import type { OpenAiCompatibleEngineConfig } from "./openai-compatible-kind.ts";
 import { EngineError } from "../engine-error.ts";
 import { readCheckpointRecord, safeJson, writeBatchFile, writeCheckpointRecord } from "../engine-files.ts";
 import { defaultVocabulary } from "../embedded/default-vocabulary.ts";
@@ -39,9 +39,9 @@ export class OpenAiCompatibleEngine implements Engine {
   private training: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly config: OpenAiCompatibleEngineConfig) {
-    this.baseUrl = config.baseUrl.replace(/\/+$/, "");
+    this.baseUrl = config.base_url.replace(/\/+$/, "");
     this.completionsUrl = new URL(`${this.baseUrl}/chat/completions`);
-    this.upstream = new UpstreamHttp({ apiKey: config.apiKey });
+    this.upstream = new UpstreamHttp({ apiKey: config.api_key });
     this.servedModel = config.model;
   }
 
@@ -61,7 +61,7 @@ export class OpenAiCompatibleEngine implements Engine {
       throw new EngineError(
         "ENGINE_UPSTREAM_UNAVAILABLE",
         `GET ${this.baseUrl}/models answered ${response.status}`,
-        "check baseUrl (it must end in /v1) and apiKey",
+        "check model.base_url (it must end in /v1) and model.api_key",
       );
     }
   }
@@ -103,7 +103,7 @@ export class OpenAiCompatibleEngine implements Engine {
       throw new EngineError(
         "ENGINE_UPSTREAM_REJECTED",
         `the upstream's chat completion is not OpenAI-shaped: ${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message}`,
-        "point baseUrl at an OpenAI-compatible /v1 endpoint",
+        "point model.base_url at an OpenAI-compatible /v1 endpoint",
       );
     }
     const choice = parsed.data.choices[0]!;
@@ -141,18 +141,18 @@ export class OpenAiCompatibleEngine implements Engine {
   }
 
   private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
-    const command = this.config.trainerCommand;
+    const command = this.config.trainer_command;
     if (!command) {
       throw new EngineError(
         "ENGINE_NOT_TRAINABLE",
-        "the openai-compatible engine has no trainerCommand",
-        "set model.trainerCommand in the swarm config (see swarm/engines/openai-compatible/README.md)",
+        "the openai-compatible engine has no trainer_command",
+        "set model.trainer_command in the swarm config (see swarm/engines/openai-compatible/README.md)",
       );
     }
     const started = performance.now();
-    const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
+    const outputDirectory = join(this.config.experiment_dir, "adapters", `step-${step}`);
     await mkdir(outputDirectory, { recursive: true });
-    const batchFile = await writeBatchFile(this.config.experimentDir, step, batch);
+    const batchFile = await writeBatchFile(this.config.experiment_dir, step, batch);
     const stdout = await this.runTrainer(command, { A3R_BATCH_FILE: batchFile, A3R_STEP: String(step), A3R_OUTPUT_DIR: outputDirectory });
     const output = trainerOutputSchema.safeParse(lastJsonLine(stdout));
     if (!output.success) {
@@ -177,7 +177,7 @@ export class OpenAiCompatibleEngine implements Engine {
       child.stdout.on("data", (chunk: Buffer) => (stdout = (stdout + chunk.toString()).slice(-1_000_000)));
       child.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
       child.on("error", (error) =>
-        reject(new EngineError("ENGINE_TRAINER_FAILED", `could not start the trainer: ${error.message}`, "check trainerCommand", { cause: error })),
+        reject(new EngineError("ENGINE_TRAINER_FAILED", `could not start the trainer: ${error.message}`, "check model.trainer_command", { cause: error })),
       );
       child.on("close", (code, signal) => {
         this.trainer = undefined;
@@ -196,7 +196,7 @@ export class OpenAiCompatibleEngine implements Engine {
 
   private async loadAdapter(name: string, path: string): Promise<void> {
     const origin = new URL(this.baseUrl).origin;
-    const loadPath = this.config.loadAdapterPath ?? "/v1/load_lora_adapter";
+    const loadPath = this.config.load_adapter_path ?? "/v1/load_lora_adapter";
     const response = await this.request("POST", `${origin}${loadPath}`, { lora_name: name, lora_path: path });
     if (!response.ok) {
       throw new EngineError(

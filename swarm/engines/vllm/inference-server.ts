@@ -1,7 +1,7 @@
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { VllmEngineConfig } from "../engine-config.ts";
+import type { VllmEngineConfig } from "./vllm-kind.ts";
 import { EngineError } from "../engine-error.ts";
 import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
 import { fillTemplate, referenceServerTemplate, vllmServeTemplate } from "./command-template.ts";
@@ -68,13 +68,13 @@ export class InferenceServer {
           port: String(this.port),
           served_model_name: servedModelName,
           lora_rank: String(this.config.lora.rank),
-          gpu_memory_utilization: String(inference.gpuMemoryUtilization),
+          gpu_memory_utilization: String(inference.gpu_memory_utilization),
           seed: String(this.config.seed ?? 0),
           python: this.config.python,
         },
         "model.inference.command",
       ),
-      ...inference.extraArgs,
+      ...inference.extra_args,
     ];
     // a3r's reference server watches its parent itself; `vllm serve` (or any other
     // command) does not, and would keep its GPU memory after a SIGKILL of this process.
@@ -88,7 +88,7 @@ export class InferenceServer {
       ...(inference.gpus ? { CUDA_VISIBLE_DEVICES: inference.gpus.join(",") } : {}),
       ...inference.env,
     };
-    const logFile = join(this.config.experimentDir, "logs", "inference-server.log");
+    const logFile = join(this.config.experiment_dir, "logs", "inference-server.log");
     const child = await ManagedProcess.start(argv, { env, logFile });
     this.process = child;
     await this.waitReady(child, logFile);
@@ -119,7 +119,7 @@ export class InferenceServer {
   }
 
   private async waitReady(child: ManagedProcess, logFile: string): Promise<void> {
-    const deadline = Date.now() + this.config.inference.startTimeoutMs;
+    const deadline = Date.now() + this.config.inference.start_timeout_ms;
     let delay = 100;
     while (Date.now() < deadline) {
       if (!child.running) {
@@ -136,8 +136,8 @@ export class InferenceServer {
     await child.stop();
     throw new EngineError(
       "ENGINE_UPSTREAM_UNAVAILABLE",
-      `the inference server was not ready within ${Math.round(this.config.inference.startTimeoutMs / 1000)} s (last line: ${child.failureLine()})`,
-      `see ${logFile}; raise model.inference.startTimeoutMs for a large model`,
+      `the inference server was not ready within ${Math.round(this.config.inference.start_timeout_ms / 1000)} s (last line: ${child.failureLine()})`,
+      `see ${logFile}; raise model.inference.start_timeout_ms for a large model`,
     );
   }
 

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import type { VllmEngineConfig } from "../engine-config.ts";
+import type { VllmEngineConfig } from "./vllm-kind.ts";
 import { EngineError } from "../engine-error.ts";
 import { fillTemplate, trainerTemplate } from "./command-template.ts";
 import { ManagedProcess } from "./managed-process.ts";
@@ -18,7 +18,7 @@ export class TrainerError extends EngineError {
 }
 
 const trainerHints: Record<string, string> = {
-  OUT_OF_MEMORY: "lower model.trainer.microBatchTokens, or turn on model.trainer.gradientCheckpointing",
+  OUT_OF_MEMORY: "lower model.trainer.micro_batch_tokens, or turn on model.trainer.gradient_checkpointing",
   NAN_LOSS: "lower optimizer.lr (the step was not applied)",
   TOKEN_OUT_OF_VOCAB: "the inference server and the trainer load different tokenizers: point both at the same model",
   BAD_BATCH: "the batch file is named in the message; the swarm server wrote it",
@@ -64,7 +64,12 @@ export class TrainerClient {
     const { trainer } = this.config;
     const argv = fillTemplate(trainer.command ?? trainerTemplate, { python: this.config.python, model: this.config.model }, "model.trainer.command");
     const env = { ...pythonEnvironment(process.env), ...(trainer.gpus ? { CUDA_VISIBLE_DEVICES: trainer.gpus.join(",") } : {}), ...trainer.env };
-    const child = await ManagedProcess.start(argv, { env, logFile: join(this.config.experimentDir, "logs", "trainer.log"), pipeStdin: true, pipeStdout: true });
+    const child = await ManagedProcess.start(argv, {
+      env,
+      logFile: join(this.config.experiment_dir, "logs", "trainer.log"),
+      pipeStdin: true,
+      pipeStdout: true,
+    });
     this.process = child;
     this.ready = new Promise((resolve, reject) => {
       const lines = createInterface({ input: child.child.stdout! });
@@ -84,17 +89,17 @@ export class TrainerClient {
       model: this.config.model,
       device: trainer.device,
       seed: this.config.seed ?? 0,
-      lora: { rank: lora.rank, alpha: lora.alpha, dropout: lora.dropout, target_modules: lora.targetModules ?? null },
+      lora: { rank: lora.rank, alpha: lora.alpha, dropout: lora.dropout, target_modules: lora.target_modules ?? null },
       optimizer: {
         lr: optimizer.lr,
-        kl_coef: optimizer.klCoef,
+        kl_coef: optimizer.kl_coef,
         clip_low: optimizer.clip,
         clip_high: optimizer.clip,
-        weight_decay: trainer.weightDecay,
-        max_grad_norm: trainer.maxGradNorm,
+        weight_decay: trainer.weight_decay,
+        max_grad_norm: trainer.max_grad_norm,
       },
-      micro_batch_tokens: trainer.microBatchTokens,
-      gradient_checkpointing: trainer.gradientCheckpointing,
+      micro_batch_tokens: trainer.micro_batch_tokens,
+      gradient_checkpointing: trainer.gradient_checkpointing,
     });
   }
 

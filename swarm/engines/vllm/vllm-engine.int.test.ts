@@ -13,7 +13,7 @@ import { engineConfigOf } from "../../server/engine-factory.ts";
 import { silentLogger } from "../../server/logger.ts";
 import { temporaryDirectory, waitForState } from "../../server/server-process.test-support.ts";
 import { startSwarmServer, type SwarmServer } from "../../server/swarm-server.ts";
-import { vllmEngineConfigSchema } from "../engine-config.ts";
+import { vllmEngineConfigSchema } from "./vllm-kind.ts";
 import { EngineError } from "../engine-error.ts";
 import { pythonEnvironment } from "./python-path.ts";
 import { VllmEngine } from "./vllm-engine.ts";
@@ -56,10 +56,10 @@ function swarmYaml(experimentDir: string, maxSteps: number, extra: string[] = []
     `  model: ${tinyModel}`,
     `  python: ${python}`,
     "  seed: 1",
-    "  inference: { server: reference, startTimeoutMs: 60000 }",
+    "  inference: { server: reference, start_timeout_ms: 60000 }",
     "  trainer: { device: cpu }",
     // What makes the random tiny model learn item-color in tens of steps (swarm/python/README.md).
-    "  lora: { rank: 16, alpha: 64, targetModules: [lm_head] }",
+    "  lora: { rank: 16, alpha: 64, target_modules: [lm_head] }",
     ...extra,
     "port: 0",
     "train_batch_size: 8",
@@ -163,8 +163,8 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
       kind: "vllm",
       model: tinyModel,
       python,
-      optimizer: { lr: 0.01, klCoef: 0, clip: 0.2 },
-      experimentDir: join(directory!.path, `holder-${command ? "watchdog" : "reference"}`),
+      optimizer: { lr: 0.01, kl_coef: 0, clip: 0.2 },
+      experiment_dir: join(directory!.path, `holder-${command ? "watchdog" : "reference"}`),
       inference: { server: "reference", ...(command ? { command } : {}) },
       trainer: { device: "cpu" },
     };
@@ -203,10 +203,10 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
         kind: "vllm",
         model: join(directory!.path, "no-such-model"),
         python,
-        optimizer: { lr: 0.01, klCoef: 0, clip: 0.2 },
-        experimentDir: join(directory!.path, "missing"),
+        optimizer: { lr: 0.01, kl_coef: 0, clip: 0.2 },
+        experiment_dir: join(directory!.path, "missing"),
         // Ten minutes: were the failure only noticed by the time-out, the test would time out first.
-        inference: { server: "reference", startTimeoutMs: 600_000 },
+        inference: { server: "reference", start_timeout_ms: 600_000 },
         trainer: { device: "cpu" },
       }),
     );

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
-import type { VllmEngineConfig } from "../engine-config.ts";
+import type { VllmEngineConfig } from "./vllm-kind.ts";
 import { EngineError } from "../engine-error.ts";
 import { readCheckpointRecord, writeBatchFile, writeCheckpointRecord } from "../engine-files.ts";
 import { OpenAiCompatibleEngine } from "../openai-compatible/openai-compatible-engine.ts";
@@ -27,7 +27,7 @@ import { TrainerClient, TrainerDiedError } from "./trainer-client.ts";
  * restart is counted in the step metrics. Details: README.md beside this file.
  *
  * Not part of it: the algorithm's hyperparameters beyond the config (the trainer owns
- * them), multi-node placement, and vLLM's own tuning (pass `inference.extraArgs`).
+ * them), multi-node placement, and vLLM's own tuning (pass `inference.extra_args`).
  */
 export class VllmEngine implements Engine {
   readonly kind = "vllm";
@@ -53,7 +53,7 @@ export class VllmEngine implements Engine {
   }
 
   async load(): Promise<void> {
-    await mkdir(this.config.experimentDir, { recursive: true });
+    await mkdir(this.config.experiment_dir, { recursive: true });
     // Both load the model at once (vLLM alone can take minutes); the server's failure is
     // reported first, since it is the one the user reads about in the log.
     const [server, trainer] = await Promise.allSettled([this.startServer(), this.trainer.start()]);
@@ -86,8 +86,8 @@ export class VllmEngine implements Engine {
   private async trainNow(batch: TrainingSample[], step: number): Promise<TrainResult> {
     if (this.broken) throw new EngineError("ENGINE_UPSTREAM_UNAVAILABLE", this.broken, "see logs/inference-server.log in the experiment dir");
     const started = performance.now();
-    const outputDirectory = join(this.config.experimentDir, "adapters", `step-${step}`);
-    const batchFile = await writeBatchFile(this.config.experimentDir, step, batch);
+    const outputDirectory = join(this.config.experiment_dir, "adapters", `step-${step}`);
+    const batchFile = await writeBatchFile(this.config.experiment_dir, step, batch);
     const request = { op: "train", batch_file: batchFile, step, output_dir: outputDirectory };
     let answer: Record<string, unknown>;
     try {
@@ -188,9 +188,9 @@ export class VllmEngine implements Engine {
     this.inference?.close();
     this.inference = new OpenAiCompatibleEngine({
       kind: "openai-compatible",
-      baseUrl: this.server.baseUrl,
+      base_url: this.server.baseUrl,
       model: servedModelName,
-      experimentDir: this.config.experimentDir,
+      experiment_dir: this.config.experiment_dir,
     });
     if (this.adapter) {
       // A fresh server knows no adapter: load the current one again before serving.
@@ -212,7 +212,7 @@ export class VllmEngine implements Engine {
   private async restartServer(): Promise<void> {
     let last = "";
     for (let attempt = 1; !this.closing; attempt++) {
-      if (this.serverRestarts >= this.config.maxRestarts) {
+      if (this.serverRestarts >= this.config.max_restarts) {
         // Given up: every request and step now fails with the reason instead of waiting.
         this.broken = `the inference server died and ${this.serverRestarts} restart(s) failed${last ? `: ${last}` : ""}`;
         return;
@@ -230,7 +230,7 @@ export class VllmEngine implements Engine {
   }
 
   private async restartTrainer(): Promise<void> {
-    if (this.trainerRestarts >= this.config.maxRestarts)
+    if (this.trainerRestarts >= this.config.max_restarts)
       throw new EngineError("ENGINE_TRAINER_FAILED", `the trainer died ${this.trainerRestarts + 1} times`, "see logs/trainer.log in the experiment dir");
     this.trainerRestarts += 1;
     await this.trainer.stop();
@@ -258,7 +258,7 @@ export class VllmEngine implements Engine {
 
   /** Waits until the inference server runs again after a crash (or the engine gave up on it). */
   private async serverBack(): Promise<void> {
-    const deadline = Date.now() + this.config.inference.startTimeoutMs + 30_000;
+    const deadline = Date.now() + this.config.inference.start_timeout_ms + 30_000;
     // The crash watch starts the restart once the exit is seen: give it that moment.
     await sleep(300);
     while (!this.closing && Date.now() < deadline) {
