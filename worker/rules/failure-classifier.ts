@@ -111,6 +111,10 @@ export const defaultFailureRules: FailureRule[] = [
       String.raw`Out of memory: Killed process \d+`,
       String.raw`oom[-_]kill(er)? (invoked|killed|event)`,
       String.raw`DataLoader worker \(pid \d+\) is killed by signal: Killed`,
+      // Ray's raylet when an actor's worker died (verl): the OOM killer is the first cause it
+      // names, and the one a smaller batch fixes; a plain retry with the same batch dies again.
+      String.raw`killed by SIGKILL by OOM killer due to high memory usage`,
+      String.raw`Worker exit type: NODE_OUT_OF_MEMORY`,
     ],
   },
   {
@@ -187,6 +191,14 @@ export const defaultFailureRules: FailureRule[] = [
       String.raw`ERR_MODULE_NOT_FOUND`,
       String.raw`command not found`,
     ],
+  },
+  {
+    // sh/dash when the command's program (an interpreter such as `python3.99`) does not
+    // exist: `sh: 1: python3.99: not found`, exit 127. Both must agree.
+    id: "program-not-found",
+    failureClass: "missing_module",
+    exitCodes: [127],
+    logPatterns: [String.raw`\S: not found\s*$`],
   },
   {
     id: "missing-file",
