@@ -196,7 +196,8 @@ describe.concurrent("a campaign planned by a scripted model", () => {
     }, 120_000);
 
     it("stops the stage with audit-failed and its findings in the report, launching nothing", async () => {
-      expect(result.code, result.stderr).toBe(0);
+      // The question is left unanswered: the command says so with exit 1.
+      expect(result.code, result.stderr).toBe(1);
       expect(result.stderr).toMatch(/stopped: audit-failed - stage 1: \d+ blueprint error\(s\): s1-lr-0\.01-seed1:\d+ /);
 
       const events = await eventsOf(s);
@@ -335,8 +336,9 @@ describe.concurrent("a campaign planned by a scripted model", () => {
     expect(await readFile(s.topicFile, "utf8")).toContain("injecting-trainer.mjs --canary");
     const result = await research(s);
     // Every prompt carrying the text matched a fenced-only step: an unfenced one would have
-    // found no step (LLM_SCRIPT_EXHAUSTED) and failed the campaign.
-    expect(result.code, result.stderr).toBe(0);
+    // found no step (LLM_SCRIPT_EXHAUSTED) and failed the campaign. The stage failed, unanswered: exit 1.
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toMatch(/stopped: stage-failed/);
     expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 1, diagnose: 2, analyze: 1 });
 
     // The worker's model saw the log and its diagnosis was kept; the run failed, unchanged.
