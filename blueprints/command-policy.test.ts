@@ -194,6 +194,17 @@ describe("the default command policy", () => {
     `rm -rf ${"=@~/".repeat(2000)}`,
     `rm -rf /${"*a".repeat(4000)}`,
     `echo ${"${HOME:?".repeat(1000)}`,
+    // Echoed text read again as a program, here-strings, wrapper clusters.
+    longest("echo 'rm -rf x' | sh | "),
+    longest("echo x | tee f | bash -s | "),
+    longest("sh <<< "),
+    `echo ${"'echo ".repeat(1300)} | sh`,
+    `bash <<< "${"bash <<< ".repeat(800)}"`,
+    longest("sudo -iu r "),
+    longest("pkill -u x "),
+    longest("git push +"),
+    longest("nc -e "),
+    longest(" >& /dev/tcp/"),
   ];
 
   it("judges every adversarial line with bounded work, and quickly", () => {

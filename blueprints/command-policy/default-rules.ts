@@ -1,4 +1,25 @@
+import { accessCommandRules } from "./access-rules.ts";
 import type { CommandRule } from "./command-rule.ts";
+import {
+  capitalRecursiveFlag,
+  credentials,
+  dataFolder,
+  decoders,
+  disk,
+  downloaded,
+  downloaders,
+  end,
+  etc,
+  precious,
+  readersAndCopiers,
+  readsProgramFromStdin,
+  recursiveFlag,
+  redirectTo,
+  runsText,
+  shells,
+  sshDir,
+  substitutionOf,
+} from "./rule-pieces.ts";
 
 /*
  * The default rules. All but one have scope "command": they are anchored at the start of
@@ -10,36 +31,6 @@ import type { CommandRule } from "./command-rule.ts";
  * is an alternation of `^HEAD(?=.*A)(?=.*B)...` with no lookaround inside HEAD, A or B (see
  * pattern-pieces.ts for why that is linear when A and B are). Keep new rules so.
  */
-
-// A word ends at a space or the end of the unit.
-const end = "(?: |$)";
-// A word the command units marked as naming the root, a home, a top-level folder or
-// anything under the folders the system runs from, globs (`/*/`, `/???/`) included; a
-// word holding a credentials path; a file the command downloaded (see protected-paths.ts).
-const precious = String.raw`\x01`;
-const credentials = String.raw`[\x03\x04]`;
-const downloaded = String.raw`\x02`;
-const recursiveFlag = String.raw`(?:-[a-qs-zA-QS-Z]*[rR][a-zA-Z]*|--recursive)`;
-const capitalRecursiveFlag = String.raw`(?:-[a-zA-QS-Z]*R[a-zA-Z]*|--recursive)`;
-const disk = String.raw`/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|dm-|md|loop|nbd|rbd|zd|mapper/|sr|root)`;
-// A redirect word (`>`, `2>>`, `&>`, `>|`) followed by its target word.
-const redirectTo = (target: string) => String.raw`(?=.*(?:^| )(?:\d{0,3}|&)(?:>>?|>\|) ${target})`;
-// A path into an ~/.ssh folder, as the units mark it.
-const sshDir = String.raw`\x04`;
-// Where a rule names a path itself, the path may carry the protected mark.
-const etc = String.raw`\x01?/etc`;
-const shells = String.raw`(?:(?:ba|z|da|k|a|mk|fi)?sh|\$SHELL)`;
-const interpreters = String.raw`(?:python[\d.]{0,6}|perl|ruby|node|php|lua)`;
-// A shell or interpreter that reads its program from standard input.
-const readsProgramFromStdin = String.raw`(?:(?:${shells}|${interpreters})(?: -[^ ]*)*$|${shells} -s(?: [^ ]*)*$)`;
-const downloaders = String.raw`(?:curl|wget|fetch|aria2c|nc|ncat|socat|http|https|xh)`;
-const decoders = String.raw`(?:base64|base32|basenc|xxd|openssl|uudecode|gpg|rev|gunzip|zcat|xzcat|bzcat)`;
-// A `$(name)` or `<(name)` in a word: the output of such a command, used as text.
-const substitutionOf = (names: string) => String.raw`[$<]\(${names}\)`;
-const runsText = String.raw`(?:eval|source|\.|exec|${shells}|${interpreters})`;
-// Commands that read a file's bytes or send it somewhere (ls, chmod, ssh -i, mkdir do not).
-const readersAndCopiers = String.raw`(?:scp|rsync|tar|zip|7z|7za|cpio|cp|mv|ln|install|curl|wget|nc|ncat|socat|rclone|sftp|ftp|gsutil|aws|az|cat|head|tail|less|more|strings|base64|xxd|od|hexdump|gzip|bzip2|xz|zstd|openssl|gpg|mail|mailx|sendmail|dd|tee|docker|podman|git|python[\d.]{0,6}|perl|ruby|node)`;
-
 export const defaultCommandRules: readonly CommandRule[] = [
   {
     id: "rm-recursive-root",
@@ -66,6 +57,28 @@ export const defaultCommandRules: readonly CommandRule[] = [
     id: "delete-listed-root",
     pattern: String.raw`^(?:find|ls|echo|printf|locate|du)(?= )(?=[^|]* ${precious})(?=.* \| (?:rm|shred|unlink)${end})`,
     reason: "deletes what a listing of the root, a home folder or a system folder names (through xargs)",
+    severity: "error",
+    scope: "command",
+  },
+  {
+    id: "rm-data-folder",
+    pattern: String.raw`^rm(?= )(?=.* ${recursiveFlag}${end})(?=.* ${dataFolder})`,
+    reason:
+      "recursive delete of a whole top-level folder or mount (/data, /scratch, /mnt/x), a /var or /var/lib folder, or a home's ~/.config or ~/.local; delete the run's own folder below it instead",
+    severity: "error",
+    scope: "command",
+  },
+  {
+    id: "delete-credentials",
+    pattern: String.raw`^(?:rm|shred|unlink|srm)(?= )(?=.* ${credentials})|^find(?= )(?=.* ${credentials})(?=.* (?:-delete|-exec(?:dir)? (?:\S*/)?(?:rm|shred|unlink))${end})`,
+    reason: "deletes credentials or keys (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube...): someone loses access to a machine or an account",
+    severity: "error",
+    scope: "command",
+  },
+  {
+    id: "rsync-delete-root",
+    pattern: String.raw`^rsync(?= )(?=.* --del(?:ete(?:-[a-z]+)?)?${end})(?=.* [${precious}${dataFolder}][^ ]*$)`,
+    reason: "rsync --delete into the root, a home, a system folder or a whole data folder deletes everything the source lacks",
     severity: "error",
     scope: "command",
   },
@@ -113,8 +126,8 @@ export const defaultCommandRules: readonly CommandRule[] = [
   },
   {
     id: "write-etc",
-    pattern: String.raw`^${redirectTo(String.raw`${etc}(?:/| |$)`)}|^tee(?= )(?=.* ${etc}(?:/| |$))|^(?:cp|mv|install|ln|rsync|scp)(?= )(?=.* ${etc}(?:/\S*)?$)|^sed(?= )(?=.* (?:-[a-hj-zA-Z]*i\S*|--in-place\S*)${end})(?=.* ${etc}/)`,
-    reason: "writes system configuration under /etc",
+    pattern: String.raw`^${redirectTo(String.raw`${etc}(?:/| |$)`)}|^tee(?= )(?=.* ${etc}(?:/| |$))|^(?:cp|mv|install|ln|rsync|scp)(?= )(?=.* ${etc}(?:/\S*)?$)|^(?:sed|perl)(?= )(?=.* (?:-[a-hj-zA-Z]*i\S*|--in-place\S*)${end})(?=.* ${etc}/)|^(?:rm|unlink|shred|truncate|touch|mkdir)(?= )(?=.* ${etc}/)|^dd(?= )(?=.* of=${etc}/)`,
+    reason: "writes or deletes system configuration under /etc",
     severity: "error",
     scope: "command",
   },
@@ -208,6 +221,7 @@ export const defaultCommandRules: readonly CommandRule[] = [
     severity: "error",
     scope: "command",
   },
+  ...accessCommandRules,
   {
     id: "sudo",
     pattern: String.raw`^(?:sudo|doas)${end}`,

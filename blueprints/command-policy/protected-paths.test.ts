@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { credentialsStart, globMatches, isProtectedPath, markWord, protectedMark } from "./protected-paths.ts";
+import { credentialsStart, dataFolderMark, globMatches, isDataFolder, isProtectedPath, markWord, protectedMark } from "./protected-paths.ts";
 
 describe("protected paths", () => {
   it.each([
@@ -47,6 +47,45 @@ describe("protected paths", () => {
     "/zz*",
   ])("leaves %s alone", (path) => {
     expect(isProtectedPath(path)).toBe(false);
+  });
+
+  it.each(["~/..", "~/../", "$HOME/..", "~/x/..", "~/../bob", "~/x/../../*", "~alice", "~root/", "~/.[!.]*", "~/.??*"])(
+    "protects %s: the home, its dot files, or above it",
+    (path) => {
+      expect(isProtectedPath(path)).toBe(true);
+    },
+  );
+
+  it.each([
+    "/data",
+    "/data/",
+    "/data/*",
+    "/scratch",
+    "/da*",
+    "/var/lib",
+    "/var/lib/docker",
+    "/var/log/*",
+    "/mnt/nfs",
+    "/media/usb",
+    "~/.config",
+    "$HOME/.local/*",
+    "/root/.config",
+    "/home/alice/.local",
+  ])("counts %s as a whole data folder", (path) => {
+    expect(isDataFolder(path)).toBe(true);
+  });
+
+  it.each(["/data/runs/x", "/data/runs/x/*", "/var/lib/apt/lists/*", "/var/tmp/x", "/mnt/nfs/runs", "~/.config/wandb", "~/.cache", "./data", "data"])(
+    "leaves %s to the run",
+    (path) => {
+      expect(isDataFolder(path)).toBe(false);
+    },
+  );
+
+  it("marks a whole data folder only as a whole word, so a container may still mount it", () => {
+    expect(markWord("/data")).toBe(`${dataFolderMark}/data`);
+    expect(markWord("/data:/data")).toBe("/data:/data");
+    expect(markWord("--out=/data")).toBe("--out=/data");
   });
 
   it("matches globs as a shell does, without backtracking", () => {

@@ -13,8 +13,14 @@ export const credentialsMark = "\x03";
 export const downloadedMark = "\x02";
 /** Put, instead of `credentialsMark`, before a path into an ~/.ssh folder. */
 export const sshMark = "\x04";
+/**
+ * Put before a word naming a whole mount or data folder that is not the system's but not
+ * one run's either (`/data`, `/scratch/*`, `/var/lib`, `/mnt/disk1`, `~/.config`): the
+ * deletion rules protect it, the container and permission rules do not (`-v /data:/data`).
+ */
+export const dataFolderMark = "\x05";
 /** The marks, removed from input first so that a command cannot forge one. */
-export const anyMark = /[\x01-\x04]/g;
+export const anyMark = /[\x01-\x05]/g;
 
 // Top-level folders: deleting, moving or opening one to everyone breaks the machine.
 const topLevel = [
@@ -47,18 +53,62 @@ const credentials = [".ssh", ".aws", ".config/gcloud", ".gnupg", ".kube", ".netr
 
 /** A path, as the command units write it (absolute paths normalized), that the policy protects. */
 export function isProtectedPath(path: string): boolean {
-  const home = /^(?:~|\$HOME)(?=\/|$)/.exec(path);
-  if (home) return /^(?:\/?|\/\.?\*?|\/\.)$/.test(path.slice(home[0].length));
+  const home = /^(?:~(?:[a-z_][\w-]{0,31})?|\$HOME)(?=\/|$)/.exec(path);
+  if (home) return homeOrAbove(path.slice(home[0].length));
   if (!path.startsWith("/")) return false;
-  const parts = path.split("/").filter((part) => part !== "");
-  // `/x/*`, `/x/.*`, `/x/.` mean what is in `/x`.
-  while (parts.length > 0 && /^(?:\*|\.\*|\.)$/.test(parts[parts.length - 1]!)) parts.pop();
+  const parts = folderParts(path);
   if (parts.length === 0) return true;
   const first = parts[0]!;
   if (/[*?[]/.test(first)) return topLevel.some((name) => globMatches(first, name));
   if (systemTrees.has(first)) return true;
   if (parts.length === 1) return topLevel.includes(first);
   return first === "home" && parts.length === 2;
+}
+
+/** A path's components, the trailing ones that mean "what is in it" (`/x/*`, `/x/.*`, `/x/.`) dropped. */
+function folderParts(path: string): string[] {
+  const parts = path.split("/").filter((part) => part !== "");
+  while (parts.length > 0 && /^(?:\*|\.\*|\.)$/.test(parts[parts.length - 1]!)) parts.pop();
+  return parts;
+}
+
+/**
+ * Whether what follows `~` names the home itself, all its dot files (`~/.[!.]*`, `~/.??*`)
+ * or climbs out of it: `~/..` is `/home`, `~/x/..` is the home, `~/../bob` someone else's.
+ */
+function homeOrAbove(rest: string): boolean {
+  const parts = folderParts(rest);
+  if (parts.length === 1 && /^\.[*?[]/.test(parts[0]!)) return true;
+  let depth = 0;
+  for (const part of parts) {
+    if (part === "..") depth -= 1;
+    else if (part !== ".") depth += 1;
+    if (depth < 0) return true;
+  }
+  return depth === 0;
+}
+
+// A home's own folders of settings and installed programs: deleting one is no cleanup.
+const homeDataFolders = new Set([".config", ".local"]);
+
+/**
+ * A whole folder that holds what is not one run's, outside the system's own (those are
+ * `isProtectedPath`'s): any top-level folder (`/data`, `/scratch/*`, `/da*`), a folder of
+ * `/var` or `/var/lib`, a mount point under `/mnt` or `/media`, a home's `.config` or
+ * `.local`. A run's own folder below one (`/data/runs/x`, `/var/lib/apt/lists`) is not.
+ */
+export function isDataFolder(path: string): boolean {
+  const home = /^(?:~|\$HOME|\/root|\/home\/[^/]+)(?=\/)/.exec(path);
+  if (home) {
+    const parts = folderParts(path.slice(home[0].length));
+    if (parts.length === 1 && homeDataFolders.has(parts[0]!)) return true;
+  }
+  if (!path.startsWith("/")) return false;
+  const parts = folderParts(path);
+  if (parts.length === 1) return true;
+  const [first, second] = parts;
+  if (parts.length === 2) return first === "var" || first === "mnt" || first === "media";
+  return parts.length === 3 && first === "var" && second === "lib";
 }
 
 /** Where in `word` a credentials path starts (at the word's start or after `=`, `@`, `:`, `,`), or -1. */
@@ -130,10 +180,12 @@ function matchOne(glob: string, g: number, char: string): number | undefined {
 /**
  * The word with its marks: a protected path (the whole word, a `SRC:DST` volume's source,
  * an option's `=value` or `-vVALUE`, a mount's `source=`) gets `protectedMark` before it,
- * a credentials path `credentialsMark`.
+ * a whole data folder (the whole word only) `dataFolderMark`, a credentials path
+ * `credentialsMark`.
  */
 export function markWord(word: string): string {
   if (isProtectedPath(word)) return `${protectedMark}${word}`;
+  if (isDataFolder(word)) return `${dataFolderMark}${word}`;
   let marked = word;
   const protectedAt = protectedPartStart(word);
   if (protectedAt !== -1) marked = `${word.slice(0, protectedAt)}${protectedMark}${word.slice(protectedAt)}`;

@@ -70,17 +70,18 @@ interface Context {
 }
 
 const shells = new Set(["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "$SHELL"]);
-const keywords = new Set(["if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "coproc"]);
+const keywords = new Set(["if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "coproc"]);
 
 /** Wrappers whose options that take a value are known; any other option is a lone flag. */
 const wrappers: Record<string, { valueOptions?: string[]; positional?: number }> = {
-  sudo: { valueOptions: ["-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-R", "-T"] },
+  sudo: { valueOptions: ["-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-R", "-T", "--user", "--group", "--chdir", "--prompt"] },
   doas: { valueOptions: ["-u", "-C"] },
+  pkexec: { valueOptions: ["--user"] },
   nohup: {},
   exec: { valueOptions: ["-a"] },
   command: {},
   builtin: {},
-  time: { valueOptions: ["-f", "-o"] },
+  time: { valueOptions: ["-f", "-o", "--format", "--output"] },
   nice: { valueOptions: ["-n"] },
   ionice: { valueOptions: ["-c", "-n", "-p"] },
   stdbuf: { valueOptions: ["-i", "-o", "-e"] },
@@ -99,6 +100,10 @@ const wrappers: Record<string, { valueOptions?: string[]; positional?: number }>
   chrt: { positional: 1 },
   runuser: { valueOptions: ["-u", "-g", "-l"] },
   strace: { valueOptions: ["-o", "-e", "-p", "-s"] },
+  // Launchers run their command on the allocated nodes: it is judged as if run here.
+  srun: { valueOptions: ["-N", "-n", "-p", "-c", "-t", "-J", "-A", "-w", "-G", "-o", "-e", "--gres", "--partition", "--nodes", "--ntasks"] },
+  mpirun: { valueOptions: ["-np", "-n", "-N", "-H", "--host", "-hostfile", "--hostfile", "-x", "--map-by", "--bind-to"] },
+  mpiexec: { valueOptions: ["-np", "-n", "-N", "-H", "--host", "-hostfile", "--hostfile", "-x", "--map-by", "--bind-to"] },
   ltrace: { valueOptions: ["-o", "-e", "-p"] },
 };
 
@@ -375,11 +380,19 @@ function baseName(word: string): string {
   return slash === -1 || slash === word.length - 1 ? word : word.slice(slash + 1);
 }
 
+/** The text an `echo` or `printf` of a pipeline writes, read as a program at most once. */
+interface Echoed {
+  text: string;
+  read: boolean;
+}
+
 function emitCommands(commands: SimpleCommand[], depth: number, context: Context, names: string[]): void {
   let pipelineFirst: string | undefined;
   let previous: string | undefined;
+  let echoedFirst: Echoed | undefined;
+  let echoedPrevious: Echoed | undefined;
   for (const command of commands) {
-    const levels = peel(command.words, depth, context);
+    const { levels, raw } = peel(command.words, depth, context);
     const innermost = levels[levels.length - 1]!;
     names.push(innermost[0] ? baseName(innermost[0]).replace(/[^\w.+$-]/g, "") : "");
     const texts = levels.map((level) => level.join(" "));
@@ -389,12 +402,24 @@ function emitCommands(commands: SimpleCommand[], depth: number, context: Context
         emit(context, `${previous} | ${text}`);
         if (pipelineFirst !== undefined && pipelineFirst !== previous) emit(context, `${pipelineFirst} | ${text}`);
       }
+      // `echo 'rm -rf /' | bash`: the shell runs the echoed text, so it is read as a line.
+      if (readsProgramFromStdin(raw)) {
+        for (const echoed of [echoedPrevious, echoedFirst]) {
+          if (echoed === undefined || echoed.read) continue;
+          echoed.read = true;
+          parseList(echoed.text, depth + 1, context);
+        }
+      }
     } else {
       pipelineFirst = undefined;
+      echoedFirst = undefined;
     }
     const flat = texts[texts.length - 1]!.replace(/\|/g, "¦");
     pipelineFirst ??= flat;
     previous = flat;
+    const echoedText = echoedTextOf(raw);
+    echoedPrevious = echoedText === undefined ? undefined : { text: echoedText, read: false };
+    echoedFirst ??= echoedPrevious;
     trackState(innermost, context.state);
   }
 }
@@ -402,9 +427,10 @@ function emitCommands(commands: SimpleCommand[], depth: number, context: Context
 /**
  * The command as written, then without each wrapper and leading assignment in turn, with
  * its words made canonical. A shell's `-c` payload, `eval`'s words and `su -c`'s command
- * are parsed as lines of their own (their units are emitted there).
+ * are parsed as lines of their own (their units are emitted there). `raw`: the innermost
+ * command's words as written (not resolved against a `cd`, no marks).
  */
-function peel(words: string[], depth: number, context: Context): string[][] {
+function peel(words: string[], depth: number, context: Context): { levels: string[][]; raw: string[] } {
   const levels: string[][] = [];
   let rest = words;
   for (let round = 0; round <= unitLimits.maxWrappers; round += 1) {
@@ -414,17 +440,17 @@ function peel(words: string[], depth: number, context: Context): string[][] {
       rest = rest.slice(skip);
       continue;
     }
-    if (rest.length === 0) return levels.length > 0 ? levels : [[]];
+    if (rest.length === 0) return { levels: levels.length > 0 ? levels : [[]], raw: rest };
     const canonical = canonicalWords(rest, context.state);
     levels.push(canonical);
     const name = canonical[0]!;
     const payload = payloadOf(name, rest);
     if (payload !== undefined) {
       parseList(payload, depth + 1, context);
-      return levels;
+      return { levels, raw: rest };
     }
     const wrapper = wrappers[name];
-    if (!wrapper) return levels;
+    if (!wrapper) return { levels, raw: rest };
     rest = afterWrapperOptions(rest, wrapper);
   }
   throw new TooComplex(`it wraps one command in more than ${unitLimits.maxWrappers} wrappers`);
@@ -436,24 +462,55 @@ function afterWrapperOptions(words: string[], wrapper: { valueOptions?: string[]
     const option = words[i]!;
     i += 1;
     if (option === "--") break;
-    if (wrapper.valueOptions?.includes(option)) i += 1;
+    // A value option alone, or last in a cluster of short flags (`sudo -iu root`).
+    const values = wrapper.valueOptions ?? [];
+    if (values.includes(option) || (/^-[a-zA-Z]{2,}$/.test(option) && values.includes(`-${option[option.length - 1]}`))) i += 1;
   }
   // `env` also takes assignments before the command; they are skipped as any assignment is.
   return words.slice(Math.min(words.length, i + (wrapper.positional ?? 0)));
 }
 
-/** The text a command runs as shell code: `sh -c X`, `bash -lc X`, `eval X...`, `su -c X`. */
+/**
+ * The text a command runs as shell code: `sh -c X`, `bash -lc X`, `eval X...`, `su -c X`,
+ * a shell's here-string (`bash <<< X`), `env -S X`.
+ */
 function payloadOf(name: string, words: string[]): string | undefined {
   if (name === "eval") return words.slice(1).join(" ");
+  if (name === "env") {
+    const split = words.findIndex((word) => word === "-S" || word === "--split-string");
+    return split === -1 ? undefined : (words[split + 1] ?? "");
+  }
   if (shells.has(name) || name === "su" || name === "runuser") {
     for (let i = 1; i < words.length; i += 1) {
       const word = words[i]!;
       // A cluster of short flags with a c in it (`-lc`, `-ec`); tested in two single passes.
       if (word === "-c" || word === "--command" || (/^-[a-zA-Z]+$/.test(word) && word.includes("c"))) return words[i + 1] ?? "";
+      if (shells.has(name) && /^0?<<<$/.test(word)) return words[i + 1] ?? "";
       if (!word.startsWith("-") && !(name === "su" || name === "runuser")) return undefined;
     }
   }
   return undefined;
+}
+
+/** Whether the command is a shell that reads its program from standard input (`bash`, `sh -s x`, `bash -`, `sh 2>&1`). */
+function readsProgramFromStdin(words: string[]): boolean {
+  if (words.length === 0 || !shells.has(baseName(words[0]!))) return false;
+  for (let i = 1; i < words.length; i += 1) {
+    const word = words[i]!;
+    if (word === "-s" || word === "-") return true;
+    if (/^\d*(?:[<>]+|&>>?)$/.test(word)) i += 1;
+    else if (!word.startsWith("-") && !/^\d*[<>]/.test(word)) return false;
+  }
+  return true;
+}
+
+/** What an `echo` or `printf` writes, with `\n` as a line break; undefined for any other command. */
+function echoedTextOf(words: string[]): string | undefined {
+  const name = words.length === 0 ? undefined : baseName(words[0]!);
+  if (name !== "echo" && name !== "printf") return undefined;
+  let first = 1;
+  while (name === "echo" && first < words.length && /^-[neE]+$/.test(words[first]!)) first += 1;
+  return words.slice(first).join(" ").replaceAll("\\n", "\n");
 }
 
 /**
