@@ -1,8 +1,6 @@
 import { HttpError, sendJson } from "./http-tools.ts";
-import type { SwarmLogger } from "./logger.ts";
-import type { AddRoute, ReadBody } from "./route-types.ts";
+import type { RouteGroupContext } from "./route-types.ts";
 import { pushVerboseLogSchema } from "./protocol-schemas.ts";
-import type { TrainingCoordinator } from "./training-coordinator.ts";
 
 /** Verbose log lines kept in memory (the oldest go first). */
 const maxVerboseLogEntries = 200;
@@ -13,7 +11,7 @@ const maxVerboseLogEntries = 200;
  * the verbose log changes what operators read: all are `control` routes (the admin token,
  * when one is set).
  */
-export function addAgentJetRoutes(context: { add: AddRoute; body: ReadBody; coordinator: TrainingCoordinator; logger: SwarmLogger }): void {
+export function addAgentJetRoutes(context: RouteGroupContext): void {
   const { add, body, coordinator, logger } = context;
   add("GET /get_server_experiment_dir", "control", (_request, response) =>
     sendJson(response, 200, { server_experiment_dir: coordinator.config.experiment_dir }),

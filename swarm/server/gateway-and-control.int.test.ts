@@ -331,6 +331,15 @@ describe("the episode protocol under bad input", () => {
     });
     expect(badConfig.status).toBe(400);
     expect(String(badConfig.body.error)).toContain('did you mean "lr"');
+    // A key in its old camelCase spelling still works; the answer says what to write.
+    const oldSpelling = await rawRequest(`${server.url}/sync_train_config`, {
+      body: JSON.stringify({ yaml_as_string: "model:\n  kind: embedded\n  embedded: { featureBits: 10 }\n" }),
+      headers: { "x-admin-token": adminToken },
+    });
+    expect(oldSpelling.status).toBe(200);
+    expect(oldSpelling.body.deprecated_keys).toEqual([
+      'yaml_as_string:3: deprecated key "model.embedded.featureBits": write "model.embedded.feature_bits" (the camelCase spelling still works for now)',
+    ]);
     await admin.syncTrainConfig("train_batch_size: 1000\nnum_repeat: 3\nmax_env_worker: 3\n");
     await admin.start();
     await waitForState(admin, "ENGINE.ROLLING");

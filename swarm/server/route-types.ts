@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
+import type { SwarmLogger } from "./logger.ts";
+import type { TrainingCoordinator } from "./training-coordinator.ts";
 
 /** The shapes of the server's route table (protocol-routes.ts builds it, swarm-server.ts serves it). */
 
@@ -19,4 +21,12 @@ export type ReadBody = <T extends z.ZodType>(request: IncomingMessage, schema: T
 export interface Route {
   kind: RouteKind;
   handle(request: IncomingMessage, response: ServerResponse, context: RouteContext): Promise<void> | void;
+}
+
+/** What each group of routes (status, control, episode, AgentJet's) is added with. */
+export interface RouteGroupContext {
+  add: AddRoute;
+  body: ReadBody;
+  coordinator: TrainingCoordinator;
+  logger: SwarmLogger;
 }

@@ -1,0 +1,144 @@
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { agentJetStatus, type IdNames, pseudonyms, showIds } from "./episode-names.ts";
+import type { Episode } from "./episode-registry.ts";
+import { HttpError, bearerToken, sendJson } from "./http-tools.ts";
+import { abortEpisodeSchema, claimEpisodeSchema, clientRefSchema, endEpisodeSchema, episodeBufferSchema, episodeRefSchema } from "./protocol-schemas.ts";
+import type { RouteContext, RouteGroupContext } from "./route-types.ts";
+
+/** An episode's life as a client sees it (PROTOCOL.md §3): claim, end or abort, and the episode buffer. */
+export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToken: string | undefined }): void {
+  const { add, body, coordinator } = group;
+  add("POST /claim_episode", "open", async (request, response) => {
+    const claim = await body(request, claimEpisodeSchema, "claim_episode");
+    const throttle = claim.throttle_policy;
+    const result = coordinator.claim({
+      clientUuid: claim.client_uuid,
+      type: claim.episode_type,
+      discardTimeoutSeconds: claim.discard_episode_timeout ?? undefined,
+      throttle: throttle ? { ratio: throttle.ratio, currentTaskId: throttle.current_task_id || undefined } : undefined,
+    });
+    const base = { client_uuid: claim.client_uuid };
+    if (!result.ok) {
+      const refusal = { ...base, success: false, episode_uuid: "", openai_base_url: "", openai_api_key: "", fail_cause: result.failCause };
+      if (result.status !== undefined) {
+        sendJson(response, result.status, { ...refusal, detail: result.failCause, error: result.failCause }, { "retry-after": "1" });
+        return;
+      }
+      sendJson(response, 200, refusal);
+      return;
+    }
+    sendJson(response, 200, {
+      ...base,
+      success: true,
+      episode_uuid: result.episode.episodeUuid,
+      openai_base_url: `http://${request.headers.host ?? `${coordinator.config.host}:${coordinator.config.port}`}/v1`,
+      openai_api_key: result.episode.apiKey,
+      fail_cause: "",
+      // The idle timeout in force, which is less than asked when the server's cap clamped it.
+      discard_episode_timeout: result.discardTimeoutSeconds,
+      ...(result.clampedFrom === undefined
+        ? {}
+        : {
+            warning: `discard_episode_timeout ${result.clampedFrom} s clamped to the server's max_discard_episode_timeout (${result.discardTimeoutSeconds} s)`,
+          }),
+    });
+  });
+  // Episode uuids are capabilities: an end or abort that carries a key must carry that
+  // episode's key, and with require_episode_key one without a key is refused.
+  const checkEpisodeKey = (request: IncomingMessage, episodeUuid: string, endpoint: string, context: RouteContext): void => {
+    // The admin may end or abort any episode (cleanup, tests); its token is not an episode key.
+    if (context.privileged) return;
+    const key = bearerToken(request);
+    const episode = coordinator.registry.running(episodeUuid);
+    if (key === undefined) {
+      if (requireEpisodeKey({ ...coordinator.config, admin_token: security.adminToken ?? coordinator.config.admin_token }))
+        throw new HttpError(401, `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (require_episode_key is on)`);
+      return;
+    }
+    if (episode !== undefined && !sameSecret(key, episode.apiKey)) throw new HttpError(403, `${endpoint}: that key does not belong to this episode`);
+  };
+  add("POST /end_episode", "open", async (request, response, context) => {
+    const end = await body(request, endEpisodeSchema, "end_episode");
+    checkEpisodeKey(request, end.episode_uuid, "end_episode", context);
+    const metadataTaskId = end.workflow_output.metadata?.task_id;
+    if (metadataTaskId !== undefined && metadataTaskId !== end.task_id) {
+      throw new HttpError(
+        400,
+        `end_episode: workflow_output.metadata.task_id ("${metadataTaskId}") differs from task_id ("${end.task_id}"); send the same task id in both`,
+      );
+    }
+    coordinator.end({
+      clientUuid: end.client_uuid,
+      episodeUuid: end.episode_uuid,
+      taskId: end.task_id,
+      reward: end.workflow_output.reward ?? null,
+      isSuccess: end.workflow_output.is_success ?? undefined,
+      logMetrics: end.workflow_output.log_metrics ?? {},
+    });
+    sendJson(response, 200, { success: true });
+  });
+  add("POST /abort_episode", "open", async (request, response, context) => {
+    const abort = await body(request, abortEpisodeSchema, "abort_episode");
+    checkEpisodeKey(request, abort.episode_uuid, "abort_episode", context);
+    coordinator.abort(abort.client_uuid, abort.episode_uuid);
+    sendJson(response, 200, { success: true });
+  });
+  add("POST /can_continue_episode", "open", async (request, response) => {
+    const reference = await body(request, episodeRefSchema, "can_continue_episode");
+    sendJson(response, 200, { can_continue: coordinator.canContinue(reference.client_uuid, reference.episode_uuid) });
+  });
+  add("POST /get_episode_buffer", "open", async (request, response, context) => {
+    const now = Date.now();
+    const recent = coordinator.registry.historyEpisodes().slice(-200);
+    // A client sees its own episodes (its uuid is known to it alone); the admin sees all.
+    const { client_uuid: caller } = await body(request, episodeBufferSchema, "get_episode_buffer");
+    const names: IdNames = context.privileged ? showIds : { episode: (uuid) => uuid, client: (uuid) => uuid };
+    const view = (episode: Episode) =>
+      episodeView(episode, now, context.privileged || (caller !== undefined && episode.clientUuid === caller) ? names : pseudonyms);
+    sendJson(response, 200, { buffer: [...coordinator.registry.runningEpisodes(), ...recent].map(view) });
+  });
+  add("POST /agree_sync_weight", "open", async (request, response) => {
+    const { client_uuid } = await body(request, clientRefSchema, "agree_sync_weight");
+    coordinator.agreeSyncWeight(client_uuid);
+    sendJson(response, 200, { success: true });
+  });
+}
+
+/** require_episode_key as configured, or its default (on with an admin token or a non-loopback bind). */
+export function requireEpisodeKey(config: { require_episode_key?: boolean | undefined; admin_token?: string | undefined; host: string }): boolean {
+  return config.require_episode_key ?? (config.admin_token !== undefined || !isLoopbackHost(config.host));
+}
+
+export function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** One entry of get_episode_buffer, with AgentJet's EpisodeStatus field names (keys never included). */
+function episodeView(episode: Episode, now: number, names: IdNames): object {
+  return {
+    episode_uuid: names.episode(episode.episodeUuid),
+    episode_status: agentJetStatus(episode),
+    episode_type: episode.type,
+    openai_base_url: "",
+    openai_api_key: "",
+    client_uuid: names.client(episode.clientUuid),
+    latest_activity_timestamp: episode.lastActivityAt / 1000,
+    discard_episode_timeout: episode.discardTimeoutMs / 1000,
+    llm_call_count: episode.calls.length,
+    optional_task_id: episode.taskId ?? "",
+    // a3r additions
+    status: episode.status,
+    claimed_at: episode.claimedAt / 1000,
+    idle_seconds: episode.status === "running" ? (now - episode.lastActivityAt) / 1000 : 0,
+    claim_step: episode.claimStep,
+    ...(episode.reward === undefined ? {} : { reward: episode.reward }),
+    ...(episode.closeReason === undefined ? {} : { close_reason: episode.closeReason }),
+  };
+}
