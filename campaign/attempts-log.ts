@@ -1,4 +1,5 @@
 import { printable } from "../core/printable-text.ts";
+import { redactSecrets } from "../core/redact.ts";
 import { appendFile, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 
@@ -17,8 +18,8 @@ export interface AttemptEntry {
 export function formatAttemptEntry(entry: AttemptEntry): string {
   const time = (entry.time ?? new Date()).toISOString();
   const title = entry.title.replace(/\s+/g, " ").trim();
-  // Bodies quote logs (text a run's program, or an attacker, wrote): no terminal escapes.
-  return printable(`## Attempt ${entry.attempt}: ${title}\n\n_${time}_\n\n${entry.body.trimEnd()}\n\n`);
+  // Bodies quote logs (text a run's program, or an attacker, wrote): no terminal escapes, no secrets.
+  return printable(redactSecrets(`## Attempt ${entry.attempt}: ${title}\n\n_${time}_\n\n${entry.body.trimEnd()}\n\n`));
 }
 
 export async function appendAttempt(path: string, entry: AttemptEntry): Promise<void> {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { redactValue } from "../core/redact.ts";
 import type { RecordProblem } from "./finding.ts";
 import { appendJsonLine, describeIssues, readJsonLines, safeLineBytes } from "./jsonl-file.ts";
 
@@ -41,9 +42,13 @@ export function makeEvent(kind: string, evidence: EventEvidence = {}, now: Date 
   return event as CampaignEvent;
 }
 
-/** Appends one event. Lines over 4 KiB are written but lose the no-interleave guarantee. */
+/**
+ * Appends one event, every string of its evidence redacted (core/redact.ts): events quote
+ * logs, commands and failure reasons, and a campaign's and a run's events.jsonl are both
+ * written here. Lines over 4 KiB are written but lose the no-interleave guarantee.
+ */
 export async function appendEvent(path: string, kind: string, evidence: EventEvidence = {}, now?: Date): Promise<CampaignEvent> {
-  const event = makeEvent(kind, evidence, now);
+  const event = makeEvent(kind, redactValue(evidence), now);
   await appendJsonLine(path, event);
   return event;
 }
@@ -56,8 +61,10 @@ export async function appendEvent(path: string, kind: string, evidence: EventEvi
  */
 export async function appendEventOnce(path: string, kind: string, key: Record<string, unknown>, evidence: EventEvidence = {}): Promise<boolean> {
   const { events } = await readEvents(path);
+  // The log holds the key as written: redacted.
+  const written = redactValue(key);
   const seen = events.some(
-    (event) => event.kind === kind && Object.entries(key).every(([field, value]) => JSON.stringify(event[field]) === JSON.stringify(value)),
+    (event) => event.kind === kind && Object.entries(written).every(([field, value]) => JSON.stringify(event[field]) === JSON.stringify(value)),
   );
   if (seen) return false;
   await appendEvent(path, kind, { ...key, ...evidence } as EventEvidence);

@@ -1,4 +1,5 @@
 import { printable } from "../core/printable-text.ts";
+import { redactSecrets, redactValue } from "../core/redact.ts";
 import { writeFileAtomic } from "../core/atomic-file.ts";
 import { A3rError } from "../core/errors.ts";
 import { assertTransition, initialRunState, isTerminalRunState, type RunState } from "./run-status.ts";
@@ -180,7 +181,8 @@ export class ResultDirWriter {
       next = { ...current.status, ...change };
       if (next.state !== current.status.state) assertTransition(current.status.state, next.state);
     }
-    const text = `${JSON.stringify(next, null, 2)}\n`;
+    // Reasons quote logs and commands: status.json is written redacted, like every file here.
+    const text = `${JSON.stringify(redactValue(next), null, 2)}\n`;
     await writeFileAtomic(this.paths.status, text);
     this.ownStatusText = text;
     return next;
@@ -198,13 +200,16 @@ export class ResultDirWriter {
     return withLease(this.lease, () => appendAttempt(this.paths.attempts, { time: this.now(), ...entry }), this.options);
   }
 
-  /** The blueprint as executed, after the worker's adaptations. */
+  /**
+   * The blueprint as executed, after the worker's adaptations, redacted: this copy is the
+   * record of what ran, never run itself (the worker runs the blueprint file it was given).
+   */
   writeBlueprint(markdown: string): Promise<void> {
-    return this.writeFileFenced(this.paths.blueprint, markdown);
+    return this.writeFileFenced(this.paths.blueprint, redactSecrets(markdown));
   }
 
   writeResult(markdown: string): Promise<void> {
-    return this.writeFileFenced(this.paths.result, printable(markdown));
+    return this.writeFileFenced(this.paths.result, printable(redactSecrets(markdown)));
   }
 
   writeCurves(svg: string): Promise<void> {

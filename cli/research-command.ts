@@ -18,7 +18,7 @@ import {
   renderCampaignTable,
   summarizeCampaign,
 } from "./research/campaign-status.ts";
-import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "./research/topic-option.ts";
+import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter, liftTopicSecrets, missingSecretReferences } from "./research/topic-option.ts";
 import {
   choosePlanner,
   describeList,
@@ -328,8 +328,11 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
     ...(flags.review ? { review: true } : {}),
   });
   parseTopic(adjusted, { file });
+  // The copy holds no secret value: the command's are references this leader's workers get from its environment.
+  const lifted = liftTopicSecrets(adjusted);
+  parseTopic(lifted.text, { file });
   try {
-    await createCampaign(runsDir, campaignId, adjusted, plannerChoiceFacts(flags.planner, process.env));
+    await createCampaign(runsDir, campaignId, lifted.text, plannerChoiceFacts(flags.planner, process.env));
   } catch (error) {
     if (error instanceof A3rError && error.code === "CAMPAIGN_EXISTS") {
       throw new A3rError("CAMPAIGN_EXISTS", error.message, {
@@ -340,7 +343,33 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
     throw error;
   }
   process.stderr.write(`campaign ${campaignId} in ${runsDir}\n`);
+  passLiftedSecrets(lifted.secrets, join(runsDir, campaignId, "topic.md"), campaignId);
   await lead(runsDir, campaignId, { json: flags.json, runsDirFlag: runsDirFlag(flags.runsDir) });
+}
+
+/**
+ * The base command's literal secrets, lifted into references in the campaign's topic.md,
+ * reach this leader's workers through its environment (a local host's workers inherit it);
+ * a resume, or a host elsewhere, needs them set by the person. Names only are printed.
+ */
+function passLiftedSecrets(secrets: Record<string, string>, topicCopy: string, campaignId: string): void {
+  const names = Object.keys(secrets);
+  if (names.length === 0) return;
+  for (const [name, value] of Object.entries(secrets)) process.env[name] = value;
+  process.stderr.write(
+    `secrets: the topic's command held ${names.length} literal secret(s); ${topicCopy} and every blueprint keep them as ${names.map((name) => `\${${name}}`).join(", ")}, ` +
+      `passed to this machine's workers through the environment. Before a3r resume ${campaignId}, or for hosts elsewhere, set ${names.join(", ")} where the workers run.\n`,
+  );
+}
+
+/** A topic whose command names secrets this environment lacks would run with empty values: refused. */
+function assertSecretsSet(topic: ReturnType<typeof parseTopic>, topicFile: string): void {
+  const missing = missingSecretReferences(topic);
+  if (missing.length === 0) return;
+  throw new A3rError("CONFIG_INVALID", `the campaign's command needs ${missing.join(", ")}, which this environment does not set`, {
+    where: topicFile,
+    hint: `export ${missing.map((name) => `${name}=...`).join(" ")} (the values the command held when the campaign was created), then run the command again`,
+  });
 }
 
 /** A campaign that waits for review or has its report: a plain resume only shows it. */
@@ -362,6 +391,8 @@ async function lead(
 ): Promise<void> {
   const campaign = await loadCampaign(runsDir, campaignId);
   const topic = parseTopic(campaign.topic, { file: campaign.paths.topic });
+  // A finished campaign only shows its report: it launches nothing that needs the secrets.
+  if ((await summarizeCampaign(runsDir, campaignId)).state !== "finished" || options.reopen) assertSecretsSet(topic, campaign.paths.topic);
   let hosts: DispatchHost[];
   if (topic.hostsFile === undefined) {
     hosts = [localDispatchHost(runsDir)];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter } from "./topic-option.ts";
+import { adjustTopicText, campaignIdFor, demoCampaignId, hasFrontMatter, liftTopicSecrets, missingSecretReferences } from "./topic-option.ts";
 import { parseTopic } from "../../leader/domain/topic.ts";
 
 const topic = `---
@@ -51,5 +51,37 @@ describe("campaign ids", () => {
 
   it("of demos carry the time and are valid folder names", () => {
     expect(demoCampaignId(new Date("2026-11-29T11:42:03.500Z"))).toBe("demo-20261129-114203");
+  });
+});
+
+describe("liftTopicSecrets", () => {
+  const secretTopic = [
+    "---",
+    "title: Does lr matter? key sk-ant-api03-Qz8WxTk3Lm9Rv2Bn7Yc4",
+    "metric: { name: reward, goal: maximize }",
+    "base: { codebase: /c, interpreter: /usr/bin/node, command: node t.js --api-key sk-proj-Rk3Tz8Wq1Yx6Lm2Np9Vb4 --lr 0.1 }",
+    "---",
+    "Does it? The cache is redis://:Gh4Lp9Xs3Vb7@cache:6379",
+    "",
+  ].join("\n");
+
+  it("lifts the command's secrets into references, redacts the title and the question, and keeps the rest", () => {
+    const lifted = liftTopicSecrets(secretTopic, []);
+    expect(lifted.secrets).toEqual({ A3R_SECRET_API_KEY: "sk-proj-Rk3Tz8Wq1Yx6Lm2Np9Vb4" });
+    expect(lifted.text).toContain("title: Does lr matter? key [REDACTED]");
+    expect(lifted.text).toContain("redis://:[REDACTED]@cache:6379");
+    for (const secret of ["Qz8WxTk3", "Rk3Tz8Wq", "Gh4Lp9Xs"]) expect(lifted.text).not.toContain(secret);
+    const parsed = parseTopic(lifted.text, { file: "t.md" });
+    expect(parsed.base?.command).toBe('node t.js --api-key "${A3R_SECRET_API_KEY}" --lr 0.1');
+    expect(missingSecretReferences(parsed, {})).toEqual(["A3R_SECRET_API_KEY"]);
+    expect(missingSecretReferences(parsed, { A3R_SECRET_API_KEY: "x" })).toEqual([]);
+  });
+
+  it("returns a topic without secrets as it is", () => {
+    const plain = secretTopic
+      .replace(/ --api-key sk-\S+/, "")
+      .replace(/sk-\S+/g, "none")
+      .replace("redis://:Gh4Lp9Xs3Vb7@", "redis://");
+    expect(liftTopicSecrets(plain, [])).toEqual({ text: plain, secrets: {} });
   });
 });

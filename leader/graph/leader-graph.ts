@@ -4,6 +4,7 @@ import { appendEventOnce, campaignPaths, leaderDatabaseProblem, readEvents } fro
 import type { CampaignPaths } from "../../campaign/index.ts";
 import { A3rError } from "../../core/errors.ts";
 import { openRoundOf, pendingReopen, reopenRefusal } from "../record/reopen.ts";
+import { redactingSerializer } from "../record/record-redaction.ts";
 import { LeaderState, type LeaderOptions, type LeaderStateValue, type ReviewAnswer, type ReviewRequest } from "./leader-state.ts";
 import { createNodeContext } from "./node-context.ts";
 import { decideNode, frameNode, planNode } from "./planning-nodes.ts";
@@ -22,7 +23,8 @@ export { LeaderState, type LeaderOptions, type LeaderStateValue, type ReviewAnsw
  * frame → plan → approve_plan → design → audit → approve_blueprints → gate → smoke →
  * dispatch → watch → analyze → decide → (plan | report)
  *
- * State is plain JSON (plans, outcomes, blueprint texts); files hold the rest. Every node
+ * State is plain JSON (plans, outcomes, blueprint texts), stored redacted
+ * (leader/record/record-redaction.ts); files hold the rest. Every node
  * may run twice after a crash, so each is idempotent: planner answers are memoized in
  * `leader-answers/` (a model asked again could answer differently), blueprints are
  * rewritten only with the same text, events that record a decision are appended once,
@@ -95,6 +97,7 @@ export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer
     });
   }
   const saver = SqliteSaver.fromConnString(paths.leaderDatabase);
+  saver.serde = redactingSerializer(saver.serde);
   try {
     const app = buildLeaderGraph(options).compile({ checkpointer: saver });
     const config = { configurable: { thread_id: options.campaignId }, durability: "sync" as const, recursionLimit: 1000 };

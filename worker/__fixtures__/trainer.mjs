@@ -17,6 +17,8 @@
 //   --children N                   start N grandchildren that ignore SIGTERM
 //   --metrics jsonl                write metrics to $A3R_METRICS_FILE instead of the log
 //   --say TEXT                     print TEXT once at start (prompt-injection tests)
+//   --say-file F                   print the text of file F once at start (secret-scan tests)
+//   --say-env A,B                  print the values of environment variables A and B at start
 //   --foreign-writes-at K          at step K, write finish.flag and a broken status.json into
 //                                  $A3R_RESULT_DIR (files the worker owns) and a file into $A3R_OUTPUT_DIR
 //   --escape N                     start N `setsid sleep 300` that leave the process group (pids to --pid-file)
@@ -42,6 +44,10 @@ const pidFile = option("pid-file");
 if (pidFile) appendFileSync(pidFile, `${process.pid}\n`);
 const say = option("say");
 if (say) console.log(say);
+const sayFile = option("say-file");
+if (sayFile) console.log(readFileSync(sayFile, "utf8"));
+const sayEnv = option("say-env");
+if (sayEnv) for (const name of sayEnv.split(",")) console.log(`${name.toLowerCase()} is ${process.env[name] ?? "unset"}`);
 
 const children = Number(option("children", 0));
 for (let index = 0; index < children; index += 1) {
