@@ -6,7 +6,7 @@ import { buildTrainingSamples, type RecordedCall } from "../tracking/index.ts";
 import type { ChatMessage, Engine, TrainingSample } from "./engine.ts";
 
 /**
- * The one test suite every engine passes (embedded, openai-compatible). `setup` returns a
+ * The one test suite every engine kind passes (embedded, openai-compatible, vllm). `setup` returns a
  * loaded engine and a cleanup; the suite only uses the port, so what it checks is exactly
  * what the swarm server may rely on.
  */

@@ -1,9 +1,10 @@
 /**
  * The engine port: what the swarm server needs from whatever holds the trainable policy.
  *
- * Two implementations: `embedded` (a small CPU policy in TypeScript that really learns) and
- * `openai-compatible` (inference proxied to an upstream server such as vLLM, gradient step
- * run by an external trainer command). Both pass the same engine conformance suite.
+ * Three kinds (engine-registry.ts): `embedded` (a small CPU policy in TypeScript that really
+ * learns), `openai-compatible` (inference proxied to an upstream server such as vLLM,
+ * gradient step run by an external trainer command) and `vllm` (a managed inference server
+ * and a persistent Python trainer). All pass the same engine conformance suite.
  *
  * Deliberately not part of the contract: HTTP, episodes, batching, credentials (the server
  * owns those); how weights are laid out on disk (each engine owns its checkpoint format);

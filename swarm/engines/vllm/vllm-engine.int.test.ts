@@ -222,8 +222,12 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
 
 describe("the arithmetic example's swarm.yaml", () => {
   it("is a valid vllm configuration", async () => {
-    const config = await loadSwarmConfig(join(import.meta.dirname, "../../../examples/tasks/arithmetic/swarm.yaml"));
+    const deprecations: string[] = [];
+    const config = await loadSwarmConfig(join(import.meta.dirname, "../../../examples/tasks/arithmetic/swarm.yaml"), {
+      onDeprecation: (line) => deprecations.push(line),
+    });
     expect(config.model.kind).toBe("vllm");
+    expect(deprecations).toEqual([]);
     expect(existsSync(join(import.meta.dirname, "../../python/a3r_swarm"))).toBe(true);
   });
 });
