@@ -15,8 +15,8 @@ const writeChains = new Map<string, Promise<void>>();
 
 export const safeLineBytes = 4096;
 
-export function appendJsonLine(path: string, value: unknown): Promise<void> {
-  const line = `${JSON.stringify(value)}\n`;
+export function appendJsonLine(path: string, value: unknown, serialize: (value: unknown) => string = JSON.stringify): Promise<void> {
+  const line = `${serialize(value)}\n`;
   const key = resolve(path);
   const previous = writeChains.get(key) ?? Promise.resolve();
   const next = previous.catch(() => undefined).then(() => appendLine(key, line));
@@ -73,7 +73,7 @@ export interface JsonLinesContent {
  * Parses JSON Lines text. Blank lines are skipped. A line that is not JSON is listed as a
  * problem with its number; an unterminated last line that is not JSON is a torn line.
  */
-export function parseJsonLines(text: string, file: string): Omit<JsonLinesContent, "exists"> {
+export function parseJsonLines(text: string, file: string, parse: (text: string) => unknown = JSON.parse): Omit<JsonLinesContent, "exists"> {
   const lines: JsonLine[] = [];
   const problems: RecordProblem[] = [];
   const pieces = text.split("\n");
@@ -82,7 +82,7 @@ export function parseJsonLines(text: string, file: string): Omit<JsonLinesConten
     const lineNumber = index + 1;
     if (piece.trim() === "") return;
     try {
-      lines.push({ line: lineNumber, value: JSON.parse(piece) as unknown });
+      lines.push({ line: lineNumber, value: parse(piece) });
     } catch {
       const isLast = index === pieces.length - 1;
       if (isLast && unterminated) {
@@ -101,7 +101,7 @@ export function parseJsonLines(text: string, file: string): Omit<JsonLinesConten
   return { lines, problems };
 }
 
-export async function readJsonLines(path: string): Promise<JsonLinesContent> {
+export async function readJsonLines(path: string, parse: (text: string) => unknown = JSON.parse): Promise<JsonLinesContent> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -109,7 +109,7 @@ export async function readJsonLines(path: string): Promise<JsonLinesContent> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { exists: false, lines: [], problems: [] };
     throw error;
   }
-  return { exists: true, ...parseJsonLines(text, path) };
+  return { exists: true, ...parseJsonLines(text, path, parse) };
 }
 
 export function preview(text: string, length = 60): string {

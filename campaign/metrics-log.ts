@@ -1,13 +1,15 @@
 import { z } from "zod";
 import { A3rError } from "../core/errors.ts";
 import type { RecordProblem } from "./finding.ts";
+import { parsePythonJson, stringifyPythonJson } from "../core/python-json.ts";
 import { appendJsonLine, describeIssues, readJsonLines } from "./jsonl-file.ts";
 
 /**
  * metrics.jsonl: one `{step, time, ...numbers}` per line, e.g.
  * `{"step":120,"time":"2026-11-29T10:00:00.000Z","reward_mean":0.52,"attempt":2}`.
- * A value that was not a finite number (NaN, Infinity) is stored as `null`, so a diverged
- * run is recorded instead of crashing its supervisor. An optional numeric `attempt` lets
+ * A value that was not a finite number is written as Python's json writes it (`NaN`,
+ * `Infinity`, `-Infinity`, core/python-json.ts) and read back as that number: a NaN loss is
+ * a NaN loss. A `null` (how older workers stored them) reads as a missing value. An optional numeric `attempt` lets
  * steps restart after a resume from a checkpoint without looking like a bug.
  *
  * Left out: metric names and meaning (the blueprint's `metric` names the one that
@@ -18,7 +20,8 @@ export const metricsRecordSchema = z
     step: z.number().int().nonnegative(),
     time: z.iso.datetime({ offset: true }),
   })
-  .catchall(z.number().nullable());
+  // Any number, NaN and the infinities included (z.number() refuses them).
+  .catchall(z.custom<number>((value) => typeof value === "number", "expected a number").nullable());
 
 export type MetricsRecord = z.infer<typeof metricsRecordSchema>;
 
@@ -40,7 +43,7 @@ export function makeMetricsRecord(input: MetricsRecordInput, now: Date = new Dat
   const record: Record<string, unknown> = { step: input.step, time: input.time ?? now.toISOString() };
   for (const [name, value] of Object.entries(input)) {
     if (name === "step" || name === "time" || value === undefined) continue;
-    record[name] = typeof value === "number" && !Number.isFinite(value) ? null : value;
+    record[name] = value;
   }
   const checked = metricsRecordSchema.safeParse(record);
   if (!checked.success) {
@@ -53,12 +56,12 @@ export function makeMetricsRecord(input: MetricsRecordInput, now: Date = new Dat
 
 export async function appendMetrics(path: string, input: MetricsRecordInput, now?: Date): Promise<MetricsRecord> {
   const record = makeMetricsRecord(input, now);
-  await appendJsonLine(path, record);
+  await appendJsonLine(path, record, stringifyPythonJson);
   return record;
 }
 
 export async function readMetrics(path: string): Promise<MetricsRead> {
-  const content = await readJsonLines(path);
+  const content = await readJsonLines(path, parsePythonJson);
   const records: MetricsRecord[] = [];
   const lines: number[] = [];
   const problems = [...content.problems];

@@ -60,7 +60,7 @@ describe("result directory writer", () => {
     expect(snapshot.status?.heartbeatAt).not.toBeNull();
     expect(snapshot.finishFlag?.state).toBe("succeeded");
     expect(snapshot.metrics.records.map((record) => record.step)).toEqual([10, 20]);
-    expect(snapshot.metrics.records[0]?.loss).toBeNull(); // NaN is kept as "not a number", not dropped
+    expect(snapshot.metrics.records[0]?.loss).toBeNaN(); // NaN is kept as NaN (written as Python writes it), a NaN loss stays one
     expect(snapshot.events.events.map((event) => event.kind)).toEqual(["run.launched"]);
     expect(snapshot.present).toMatchObject({ blueprint: true, status: true, attempts: true, result: true, finishFlag: true, curves: false });
     expect(await readFile(join(dir, "attempts.md"), "utf8")).toContain("## Attempt 1: launched as written");

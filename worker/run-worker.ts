@@ -521,6 +521,7 @@ async function supervise(
     attemptStartedAtMs: context.memory.attemptStartedAt ? Date.parse(context.memory.attemptStartedAt) : Date.now(),
     budgetMs: context.blueprint.timeBudgetMs,
     lastStep,
+    metricsFileOffset: context.memory.metricsFileOffset,
     oomKillsAtStart,
     ...(context.signal ? { signal: context.signal } : {}),
     ...(metricName ? { metricName } : {}),
@@ -545,6 +546,11 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   memory.attemptStartedAt = new Date().toISOString();
   memory.processes = [];
   memory.swarmUrl = null;
+  // The run's metrics file is shared by the attempts: this one's lines start at its size now.
+  memory.metricsFileOffset = await stat(context.settings.metricsFile).then(
+    (info) => info.size,
+    () => 0,
+  );
   const oomKillsAtStart = readOomKillCount();
   const launched = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () =>
     launchAttempt(

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { isRunState, isTerminalRunState, metricsRecordSchema, parseRunStatus, type MetricsRecord } from "../../campaign/index.ts";
 import type { RunProgress, RunRef } from "./launcher.ts";
 import { printable } from "../../core/printable-text.ts";
+import { parsePythonJson } from "../../core/python-json.ts";
 
 /**
  * launch.json: the marker a launcher writes on the host, beside (not inside) the result
@@ -70,7 +71,7 @@ export function parseMetricsTail(text: string | undefined, keep = 5): MetricsRec
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
     try {
-      const checked = metricsRecordSchema.safeParse(JSON.parse(line));
+      const checked = metricsRecordSchema.safeParse(parsePythonJson(line));
       if (checked.success) records.push(checked.data);
     } catch {
       // A torn last line while the worker is appending: skip it, the next poll has it.

@@ -39,7 +39,8 @@ export function seriesOf(records: MetricsRecord[], name: string): MetricSeriesPo
   const points: MetricSeriesPoint[] = [];
   for (const record of records) {
     const value = record[name];
-    if (typeof value === "number") points.push({ step: record.step, value });
+    // A NaN or infinite value (a diverged loss) is recorded, but is no point of a curve.
+    if (typeof value === "number" && Number.isFinite(value)) points.push({ step: record.step, value });
   }
   return points;
 }

@@ -19,6 +19,7 @@ export const runMemorySchema = z.object({
   attemptStartedAt: z.string().nullable().default(null),
   classCounts: z.record(z.string(), z.number().int().nonnegative()).default({}),
   swarmUrl: z.string().nullable().default(null),
+  metricsFileOffset: z.number().int().nonnegative().default(0),
   history: z.array(z.object({ attempt: z.number().int(), ending: z.string(), change: z.string().optional() })).default([]),
 });
 
@@ -39,11 +40,22 @@ export interface RunMemory {
   attemptStartedAt: string | null;
   classCounts: Record<string, number>;
   swarmUrl: string | null;
+  /** The size of $A3R_METRICS_FILE when the attempt launched: its lines before that are earlier attempts'. */
+  metricsFileOffset: number;
   history: AttemptSummary[];
 }
 
 export function emptyMemory(overrides: Overrides): RunMemory {
-  return { processes: [], overrides: { ...overrides }, command: null, attemptStartedAt: null, classCounts: {}, swarmUrl: null, history: [] };
+  return {
+    processes: [],
+    overrides: { ...overrides },
+    command: null,
+    attemptStartedAt: null,
+    classCounts: {},
+    swarmUrl: null,
+    metricsFileOffset: 0,
+    history: [],
+  };
 }
 
 /** Reads the memory back; fields that are missing or broken fall back to a fresh run's. */

@@ -44,7 +44,7 @@ export class AttemptWatch {
     this.now = options.now ?? Date.now;
     this.main = options.processes[0]!;
     this.mainLog = new LogMetricSource(this.main.role, this.main.logFile, options.settings.logMetricPatterns, { parseMetrics: options.mode === "classic" });
-    this.sources = [this.mainLog, new JsonlMetricSource("metrics file", options.settings.metricsFile)];
+    this.sources = [this.mainLog, new JsonlMetricSource("metrics file", options.settings.metricsFile, options.metricsFileOffset ?? 0)];
     if (options.swarm) this.sources.push(new SwarmMetricSource(options.swarm.metrics));
     this.merger = new MetricMerger(options.lastStep);
     this.lastProgressAt = options.lastStep === null ? options.attemptStartedAtMs : this.now();

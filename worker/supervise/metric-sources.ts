@@ -1,5 +1,6 @@
 import { LogFollower } from "./log-follower.ts";
 import { compileLogMetricPatterns, parseMetricLine, type CompiledPatterns, type LogMetricPattern, type MetricPoint } from "../rules/log-metrics.ts";
+import { parsePythonJson } from "../../core/python-json.ts";
 
 /**
  * Where training signal comes from: a log file (lines parsed by patterns), a JSONL file
@@ -43,22 +44,48 @@ export class LogMetricSource implements MetricSource {
   }
 }
 
-/** A JSONL metrics file: `{"step": 3, "loss": 0.2, ...}` per line. */
+/**
+ * A JSONL metrics file: `{"step": 3, "loss": 0.2, ...}` per line. One file serves every
+ * attempt: `offset` is where this attempt's lines start (an earlier attempt's NaN at step 4
+ * is not the resumed attempt's step 4).
+ */
 export class JsonlMetricSource implements MetricSource {
   private readonly follower: LogFollower;
 
   constructor(
     readonly name: string,
     path: string,
+    offset = 0,
   ) {
-    this.follower = new LogFollower(path, { tailLines: 5 });
+    this.follower = new LogFollower(path, { tailLines: 5, offset });
   }
 
   async poll(): Promise<MetricPoint[]> {
     const lines = await this.follower.poll();
-    // JSON lines only: parseMetricLine with no patterns reads a line as JSON or not at all.
-    return lines.map((line) => parseMetricLine(line, { patterns: [] })).filter((point): point is MetricPoint => point !== undefined);
+    // JSON lines only: parseMetricLine with no patterns reads a line as JSON or not at all;
+    // a line JSON.parse refuses may be Python's (`NaN`, `Infinity`): a NaN loss must be seen.
+    return lines.map((line) => parseMetricLine(line, { patterns: [] }) ?? pythonJsonPoint(line)).filter((point): point is MetricPoint => point !== undefined);
   }
+}
+
+/** A JSON line as Python's json.dumps writes it (`{"step": 3, "loss": NaN}`), or undefined. */
+export function pythonJsonPoint(line: string): MetricPoint | undefined {
+  const trimmed = line.trim();
+  if (!trimmed.startsWith("{") || !trimmed.endsWith("}")) return undefined;
+  let record: unknown;
+  try {
+    record = parsePythonJson(trimmed);
+  } catch {
+    return undefined;
+  }
+  if (typeof record !== "object" || record === null || Array.isArray(record)) return undefined;
+  const fields = record as Record<string, unknown>;
+  const step = fields.step ?? fields.global_step;
+  if (typeof step !== "number" || !Number.isInteger(step) || step < 0) return undefined;
+  const values: Record<string, number> = {};
+  for (const [key, value] of Object.entries(fields))
+    if (key !== "step" && key !== "global_step" && key !== "time" && typeof value === "number") values[key] = value;
+  return { step, values };
 }
 
 /** A swarm server's step metrics; the whole list comes back each time, the merger dedupes. */

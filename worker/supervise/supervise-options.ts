@@ -23,6 +23,8 @@ export interface SuperviseOptions {
   budgetMs: number;
   /** /proc/vmstat oom_kill when the attempt was launched; null when unknown (re-attach). */
   oomKillsAtStart: number | null;
+  /** Where this attempt's lines start in $A3R_METRICS_FILE (the lines before are earlier attempts'); default 0. */
+  metricsFileOffset?: number;
   /** The last step already recorded for this attempt (re-attach), or null. */
   lastStep: number | null;
   metricName?: string;

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { auditResultDir, readEvents, readMetrics, readRunStatus } from "../campaign/index.ts";
+import { runWorker } from "./run-worker.ts";
+import { silentProgress } from "./supervise/progress-reporter.ts";
+import { fixtureFolder } from "./__fixtures__/fixture-blueprint.ts";
+
+/**
+ * Faults found by running real failures through `a3r worker run` (issue 24): each through a
+ * real worker and a fixture trainer (trainer.mjs, py_trainer.py with Debian's python3 for
+ * json.dumps' NaN), ending with a truthful, audited result directory.
+ */
+let folder: Awaited<ReturnType<typeof fixtureFolder>>;
+beforeAll(async () => {
+  folder = await fixtureFolder();
+});
+afterAll(async () => {
+  if (!process.env.KEEP) await folder.cleanup();
+});
+
+async function ended(resultDir: string, state: string) {
+  const status = (await readRunStatus(join(resultDir, "status.json"))).status!;
+  expect(status.state, status.reason ?? "").toBe(state);
+  expect((await readFile(join(resultDir, "finish.flag"), "utf8")).trim()).toBe(state);
+  expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);
+  return {
+    status,
+    attempts: await readFile(join(resultDir, "attempts.md"), "utf8"),
+    result: await readFile(join(resultDir, "result.md"), "utf8"),
+    events: (await readEvents(join(resultDir, "events.jsonl"))).events,
+    metrics: (await readMetrics(join(resultDir, "metrics.jsonl"))).records,
+  };
+}
+
+const python = "/usr/bin/python3";
+const rayOom =
+  "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called.";
+
+describe("Python's NaN in $A3R_METRICS_FILE (json.dumps)", () => {
+  it.skipIf(!process.platform.startsWith("linux"))(
+    "sees a NaN loss written as NaN, halves the learning rate and resumes; the worker's metrics.jsonl keeps NaN as NaN",
+    async () => {
+      const { path, resultDir } = await folder.write({
+        id: "py-nan",
+        command: `${python} py_trainer.py --steps 6 --nan-after 3 --nan-lr-above 0.0006 --inf-reward-at 2`,
+        frontMatter: { overrides: { lr: 0.001 } },
+      });
+      const outcome = await runWorker({ blueprintPath: path, progress: silentProgress });
+      const run = await ended(resultDir, "succeeded");
+      expect(outcome.attempts).toBe(2);
+      expect(run.events.filter((event) => event.kind === "failure.classified")).toEqual([
+        expect.objectContaining({ failureClass: "nan_loss", attempt: 1, evidence: "metric loss was not finite at step 4" }),
+      ]);
+      expect(run.events.find((event) => event.kind === "metric.non-finite")).toMatchObject({ key: "reward_mean", step: 2, counted: false });
+      expect(run.attempts).toContain("- lr: 0.001\n+ lr: 0.0005");
+      const nan = run.metrics.find((record) => record.attempt === 1 && record.step === 4);
+      expect(nan?.loss).toBeNaN();
+      expect(run.metrics.find((record) => record.step === 2)?.reward_mean).toBe(Number.POSITIVE_INFINITY);
+      expect(await readFile(join(resultDir, "metrics.jsonl"), "utf8")).toMatch(/"loss":NaN/);
+      expect(await readFile(join(resultDir, "logs", "attempt-2.log"), "utf8")).toContain("resuming from step 3");
+    },
+  );
+});
+
+describe("classification through a real run", () => {
+  it("Ray's 'killed by SIGKILL by OOM killer due to high memory usage' is out of memory: the batch is halved, not retried as it was", async () => {
+    const config = join(folder.dir, "ray-oom.json");
+    await writeFile(config, JSON.stringify({ train_batch_size: 64 }));
+    const { path, resultDir } = await folder.write({
+      id: "ray-oom",
+      command: `node fail-with.mjs --batch-above 32 --text "${rayOom}" && node trainer.mjs --steps 2`,
+      config,
+    });
+    await runWorker({ blueprintPath: path, progress: silentProgress });
+    const run = await ended(resultDir, "succeeded");
+    expect(run.events.find((event) => event.kind === "failure.classified")).toMatchObject({ failureClass: "out_of_memory", attempt: 1 });
+    expect(run.attempts).toContain("- train_batch_size: 64\n+ train_batch_size: 32");
+  });
+
+  it("`python3.99: not found` (exit 127) is a missing program: it fails at once with the line, no model asked", async () => {
+    const { path, resultDir } = await folder.write({ id: "no-python", command: "python3.99 train.py" });
+    const outcome = await runWorker({ blueprintPath: path, progress: silentProgress });
+    const run = await ended(resultDir, "failed");
+    expect(outcome.attempts).toBe(1);
+    const classified = run.events.find((event) => event.kind === "failure.classified");
+    expect(classified).toMatchObject({ failureClass: "missing_module" });
+    expect(String(classified?.evidence)).toMatch(/python3\.99: not found \(exit 127\)/);
+  });
+});
