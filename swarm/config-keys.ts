@@ -5,8 +5,9 @@ import { z } from "zod";
  * spelling a key had before (`gpuMemoryUtilization`, `baseUrl`, `startTimeoutMs`) is an
  * alias: it still works, and each use is reported as deprecated with its new spelling. An
  * alias is derived, not listed: at any object of the schema, a key that is unknown there
- * but whose snake_case form is known there. Given both spellings in one object, the old one
- * stays unknown (and the loader says both are given).
+ * but whose snake_case form is known there. Given both spellings in one object (an override
+ * written in the new spelling onto a file in the old one), the new one wins and the old one
+ * is dropped, and said to be.
  */
 
 export interface RenamedKey {
@@ -22,7 +23,7 @@ export interface CanonicalKeys {
   value: unknown;
   /** Every old spelling that was renamed. */
   renamed: RenamedKey[];
-  /** Old spellings left alone because the new spelling is given too. */
+  /** Old spellings dropped because the new spelling is given too. */
   conflicts: RenamedKey[];
 }
 
@@ -75,11 +76,12 @@ export function canonicalKeys(value: unknown, schema: z.ZodType): CanonicalKeys 
       const snake = snakeCase(written);
       if (!known.has(written) && snake !== written && known.has(snake)) {
         const entry = { from: [...path, written].join("."), to: [...path, snake].join("."), writtenPath: [...writtenPath, written] };
-        if (snake in node) conflicts.push(entry);
-        else {
-          renamed.push(entry);
-          key = snake;
+        if (snake in node) {
+          conflicts.push(entry);
+          continue;
         }
+        renamed.push(entry);
+        key = snake;
       }
       const childSchemas = objects.map((object) => object.shape[key] as z.ZodType | undefined).filter((next): next is z.ZodType => next !== undefined);
       result[key] = walk(child, childSchemas, [...path, key], [...writtenPath, written], depth + 1);
@@ -92,4 +94,9 @@ export function canonicalKeys(value: unknown, schema: z.ZodType): CanonicalKeys 
 /** The deprecation line for one old spelling. */
 export function deprecationMessage(key: RenamedKey): string {
   return `deprecated key "${key.from}": write "${key.to}" (the camelCase spelling still works for now)`;
+}
+
+/** The line for an old spelling dropped because its new one is given too. */
+export function droppedMessage(key: RenamedKey): string {
+  return `deprecated key "${key.from}" ignored: "${key.to}" is given too, and wins (remove "${key.from}")`;
 }

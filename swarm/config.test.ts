@@ -117,12 +117,19 @@ describe("parseSwarmConfig", () => {
     expect([error.field, error.line]).toEqual(["model.base_url", 4]);
   });
 
-  it("refuses a key given in both spellings", () => {
-    const error = errorOf("model:\n  kind: embedded\n  embedded:\n    feature_bits: 10\n    featureBits: 12\n");
-    expect(error.message).toBe(
-      '"model.embedded.featureBits" and "model.embedded.feature_bits" are both given: "model.embedded.featureBits" is the old spelling of "model.embedded.feature_bits"',
-    );
-    expect(error.line).toBe(5);
+  it("takes the new spelling when a key is given in both (an override in the new spelling onto an old file), saying the old one is ignored", () => {
+    const lines: string[] = [];
+    const config = parseSwarmConfig("model:\n  kind: embedded\n  embedded:\n    featureBits: 12\n    feature_bits: 10\n", {
+      file: "swarm.yaml",
+      baseDirectory: "/b",
+      onDeprecation: (line) => lines.push(line),
+    });
+    expect(config.model).toMatchObject({ embedded: { feature_bits: 10 } });
+    expect(lines).toEqual([
+      'swarm.yaml:4: deprecated key "model.embedded.featureBits" ignored: "model.embedded.feature_bits" is given too, and wins (remove "model.embedded.featureBits")',
+    ]);
+    const parsed = swarmConfigSchema.safeParse({ model: { kind: "embedded", embedded: { featureBits: 12, feature_bits: 10 } } });
+    expect(parsed.success && parsed.data.model).toMatchObject({ embedded: { feature_bits: 10 } });
   });
 
   it("accepts the old spellings through the schema alone too (the leader's audit checks overrides with it)", () => {

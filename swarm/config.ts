@@ -3,7 +3,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import type { z } from "zod";
 import { LineCounter, parseDocument } from "yaml";
 import { SwarmConfigError } from "./config-error.ts";
-import { canonicalKeys, deprecationMessage, objectsOf, snakeCase } from "./config-keys.ts";
+import { canonicalKeys, deprecationMessage, droppedMessage, objectsOf, snakeCase } from "./config-keys.ts";
 import { swarmConfigObject, type SwarmConfig } from "./config-schema.ts";
 
 export { SwarmConfigError } from "./config-error.ts";
@@ -54,26 +54,18 @@ export function parseSwarmConfig(text: string, options: ParseSwarmConfigOptions 
     return offset === undefined ? undefined : lineCounter.linePos(offset).line;
   };
   const canonical = canonicalKeys(raw, swarmConfigObject);
-  const conflict = canonical.conflicts[0];
-  if (conflict) {
-    const line = lineOf(conflict.writtenPath);
-    throw new SwarmConfigError(`"${conflict.from}" and "${conflict.to}" are both given: "${conflict.from}" is the old spelling of "${conflict.to}"`, {
-      file,
-      ...(line === undefined ? {} : { line }),
-      field: conflict.from,
-      hint: `keep "${conflict.to}" and remove "${conflict.from}"`,
-    });
-  }
   const result = swarmConfigObject.safeParse(canonical.value);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     throw describeIssue(issue, issue.path.map(String), file, lineOf);
   }
   const report = options.onDeprecation ?? printDeprecation;
-  for (const renamed of canonical.renamed) {
-    const line = lineOf(renamed.writtenPath);
-    report(`${line === undefined ? file : `${file}:${line}`}: ${deprecationMessage(renamed)}`);
-  }
+  const where = (key: { writtenPath: string[] }): string => {
+    const line = lineOf(key.writtenPath);
+    return line === undefined ? file : `${file}:${line}`;
+  };
+  for (const renamed of canonical.renamed) report(`${where(renamed)}: ${deprecationMessage(renamed)}`);
+  for (const dropped of canonical.conflicts) report(`${where(dropped)}: ${droppedMessage(dropped)}`);
   const config = result.data;
   const baseDirectory = options.baseDirectory ?? process.cwd();
   return {
