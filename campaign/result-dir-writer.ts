@@ -10,7 +10,7 @@ import { appendMetrics, type MetricsRecord, type MetricsRecordInput } from "./me
 import { appendEvent, type CampaignEvent, type EventEvidence } from "./event-log.ts";
 import { appendAttempt, type AttemptEntry } from "./attempts-log.ts";
 import { pathExists } from "../core/path-exists.ts";
-import { readFile, rm } from "node:fs/promises";
+import { open, readFile, rm, stat } from "node:fs/promises";
 
 /**
  * The only way to write a result directory: every write goes through the run's lease
@@ -41,20 +41,35 @@ export interface ResultDirWriterOptions extends LeaseOptions {
 }
 
 /**
- * A write to a file this writer owns (status.json, finish.flag) by someone else, usually
- * the training program writing into its own result directory. The writer undoes it: the
- * status it wrote last is put back, a finish.flag it did not write is removed (a reader
- * trusts finish.flag), and `result-dir.foreign-write` is appended to events.jsonl.
+ * A write to a file this writer owns (status.json, finish.flag, metrics.jsonl, events.jsonl,
+ * attempts.md, result.md) by someone else, usually the training program writing into its
+ * own result directory. The writer undoes it: the status it wrote last is put back, a
+ * finish.flag it did not write is removed (a reader trusts finish.flag), the other files
+ * get back the content it wrote (lines appended by someone else are cut off, a file it
+ * never wrote is removed), and `result-dir.foreign-write` is appended to events.jsonl.
  */
 export interface ForeignWrite {
-  file: "status.json" | "finish.flag";
+  file: "status.json" | "finish.flag" | OwnedRecordFile;
   /** What was found, in words (never the whole foreign content). */
   found: string;
   action: string;
 }
 
+/** The worker's records besides status.json and finish.flag: guarded by their content. */
+export type OwnedRecordFile = "metrics.jsonl" | "events.jsonl" | "attempts.md" | "result.md";
+const ownedRecordFiles: readonly OwnedRecordFile[] = ["metrics.jsonl", "events.jsonl", "attempts.md", "result.md"];
+
+/** What this writer knows of one of its records: the bytes it wrote (or found at open), with the size and mtime it left. */
+interface OwnRecord {
+  /** undefined: the file did not exist. Chunks, so an append costs its own bytes only. */
+  chunks: Buffer[] | undefined;
+  size: number;
+  mtimeMs: number;
+}
+
 export class ResultDirWriter {
   readonly paths: ResultDirPaths;
+  private readonly ownRecords = new Map<OwnedRecordFile, OwnRecord>();
 
   /** status.json exactly as this writer last wrote (or, at open, found) it; undefined = unknown. */
   private ownStatusText: string | undefined;
@@ -72,7 +87,81 @@ export class ResultDirWriter {
     const lease = await acquireLease(dir, owner, options.ttlMs, options);
     const writer = new ResultDirWriter(lease, options);
     await writer.adoptStatus();
+    for (const file of ownedRecordFiles) await writer.rememberRecord(file, false);
     return writer;
+  }
+
+  private recordPath(file: OwnedRecordFile): string {
+    return `${this.dir}/${file}`;
+  }
+
+  /** Takes the record's current bytes as this writer's (after its own write, or at open); `appended`: read only the new bytes. */
+  private async rememberRecord(file: OwnedRecordFile, appended: boolean): Promise<void> {
+    const path = this.recordPath(file);
+    const info = await stat(path).catch(() => undefined);
+    if (info === undefined) {
+      this.ownRecords.set(file, { chunks: undefined, size: -1, mtimeMs: 0 });
+      return;
+    }
+    const known = this.ownRecords.get(file);
+    let chunks: Buffer[];
+    if (appended && known?.chunks && info.size >= known.size) {
+      const handle = await open(path, "r");
+      try {
+        const delta = Buffer.alloc(info.size - known.size);
+        const { bytesRead } = await handle.read(delta, 0, delta.length, known.size);
+        chunks = [...known.chunks, delta.subarray(0, bytesRead)];
+      } finally {
+        await handle.close();
+      }
+    } else {
+      chunks = [await readFile(path)];
+    }
+    this.ownRecords.set(file, { chunks, size: info.size, mtimeMs: info.mtimeMs });
+  }
+
+  /** The records whose size or mtime is not what this writer left (two stats each; no reads). */
+  private async touchedRecords(): Promise<OwnedRecordFile[]> {
+    const touched: OwnedRecordFile[] = [];
+    for (const file of ownedRecordFiles) {
+      const known = this.ownRecords.get(file);
+      if (known === undefined) continue;
+      const info = await stat(this.recordPath(file)).catch(() => undefined);
+      const same = info === undefined ? known.chunks === undefined : known.chunks !== undefined && info.size === known.size && info.mtimeMs === known.mtimeMs;
+      if (!same) touched.push(file);
+    }
+    return touched;
+  }
+
+  /** Inside the lock: puts back the bytes this writer wrote into each record someone else changed. */
+  private async reclaimRecords(): Promise<ForeignWrite[]> {
+    const found: ForeignWrite[] = [];
+    for (const file of await this.touchedRecords()) {
+      const path = this.recordPath(file);
+      const known = this.ownRecords.get(file)!;
+      const current = await readFile(path).catch(() => undefined);
+      const ours = known.chunks === undefined ? undefined : Buffer.concat(known.chunks);
+      if (ours === undefined) {
+        await rm(path, { force: true });
+        found.push({ file, found: `${file} appeared (${current?.length ?? 0} bytes) before the worker wrote it`, action: "removed it" });
+      } else if (current === undefined) {
+        await writeFileAtomic(path, ours);
+        found.push({ file, found: `${file} was deleted`, action: "restored the worker's records" });
+      } else if (current.length > ours.length && current.subarray(0, ours.length).equals(ours)) {
+        const firstLine = printable(current.subarray(ours.length).toString("utf8").trim().split("\n")[0] ?? "").slice(0, 80);
+        await writeFileAtomic(path, ours);
+        found.push({ file, found: `${current.length - ours.length} bytes were appended to ${file} ("${firstLine}")`, action: "cut them off" });
+      } else if (!current.equals(ours)) {
+        await writeFileAtomic(path, ours);
+        found.push({
+          file,
+          found: `${file} was overwritten (${current.length} bytes; the worker's had ${ours.length})`,
+          action: "restored the worker's records",
+        });
+      }
+      await this.rememberRecord(file, false);
+    }
+    return found;
   }
 
   /** Takes a valid status.json found at open as the baseline later foreign writes are told from. */
@@ -88,13 +177,14 @@ export class ResultDirWriter {
   async guardOwnedFiles(): Promise<ForeignWrite[]> {
     const text = await readFile(this.paths.status, "utf8").catch(() => undefined);
     const flag = !this.wroteFinishFlag && (await pathExists(this.paths.finishFlag));
-    if (!flag && (this.ownStatusText === undefined || text === this.ownStatusText)) return [];
+    const records = (await this.touchedRecords()).length > 0;
+    if (!flag && !records && (this.ownStatusText === undefined || text === this.ownStatusText)) return [];
     return withLease(this.lease, () => this.reclaimOwnedFiles(), this.options);
   }
 
-  /** Inside the lock: restores status.json and removes a foreign finish.flag; reports each. */
+  /** Inside the lock: restores status.json and the records, removes a foreign finish.flag; reports each. */
   private async reclaimOwnedFiles(): Promise<ForeignWrite[]> {
-    const found: ForeignWrite[] = [];
+    const found: ForeignWrite[] = await this.reclaimRecords();
     const text = await readFile(this.paths.status, "utf8").catch(() => undefined);
     if (this.ownStatusText !== undefined && text !== this.ownStatusText) {
       const parsed = text === undefined ? undefined : parseRunStatus(text, this.paths.status);
@@ -122,6 +212,7 @@ export class ResultDirWriter {
     }
     for (const write of found) {
       await appendEvent(this.paths.events, "result-dir.foreign-write", { file: write.file, found: write.found, action: write.action }, this.now());
+      await this.rememberRecord("events.jsonl", true);
       this.options.onForeignWrite?.(write);
     }
     return found;
@@ -189,15 +280,29 @@ export class ResultDirWriter {
   }
 
   appendMetrics(input: MetricsRecordInput): Promise<MetricsRecord> {
-    return withLease(this.lease, () => appendMetrics(this.paths.metrics, input, this.now()), this.options);
+    return this.appendRecord("metrics.jsonl", () => appendMetrics(this.paths.metrics, input, this.now()));
   }
 
   appendEvent(kind: string, evidence: EventEvidence = {}): Promise<CampaignEvent> {
-    return withLease(this.lease, () => appendEvent(this.paths.events, kind, evidence, this.now()), this.options);
+    return this.appendRecord("events.jsonl", () => appendEvent(this.paths.events, kind, evidence, this.now()));
   }
 
   appendAttempt(entry: AttemptEntry): Promise<void> {
-    return withLease(this.lease, () => appendAttempt(this.paths.attempts, { time: this.now(), ...entry }), this.options);
+    return this.appendRecord("attempts.md", () => appendAttempt(this.paths.attempts, { time: this.now(), ...entry }));
+  }
+
+  /** An append to one of the records: what someone else wrote there is undone first, and the new bytes are remembered as ours. */
+  private appendRecord<T>(file: OwnedRecordFile, append: () => Promise<T>): Promise<T> {
+    return withLease(
+      this.lease,
+      async () => {
+        if ((await this.touchedRecords()).includes(file)) await this.reclaimOwnedFiles();
+        const result = await append();
+        await this.rememberRecord(file, true);
+        return result;
+      },
+      this.options,
+    );
   }
 
   /**
@@ -209,7 +314,14 @@ export class ResultDirWriter {
   }
 
   writeResult(markdown: string): Promise<void> {
-    return this.writeFileFenced(this.paths.result, printable(redactSecrets(markdown)));
+    return withLease(
+      this.lease,
+      async () => {
+        await writeFileAtomic(this.paths.result, printable(redactSecrets(markdown)));
+        await this.rememberRecord("result.md", false);
+      },
+      this.options,
+    );
   }
 
   writeCurves(svg: string): Promise<void> {

@@ -112,20 +112,30 @@ export async function terminateGroup(pgid: number, graceMs: number): Promise<"te
 export interface ExitStatus {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
+  /**
+   * Set when how it ended cannot be known: no exit file (the wrapper died with the group, or
+   * the run removed the file or its folder) or an empty one. Never guessed as a SIGKILL.
+   */
+  unknown?: string;
 }
 
 const signalNames: Record<number, NodeJS.Signals> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM", 11: "SIGSEGV" };
 
-/** How a finished group ended: from the exit file, or SIGKILL when the wrapper itself died. */
+/**
+ * How a finished group ended, from its exit file. Without one (the wrapper was killed with
+ * its group, or the run deleted the file or its folder) or with an unreadable one, the end
+ * is unknown: not a SIGKILL, which nobody may have sent.
+ */
 export async function readExitStatus(exitFile: string): Promise<ExitStatus> {
   let text: string;
   try {
     text = (await readFile(exitFile, "utf8")).trim();
   } catch {
-    return { exitCode: null, signal: "SIGKILL" };
+    return { exitCode: null, signal: null, unknown: "no exit file: the wrapper was killed with its group, or the run removed the file or its folder" };
   }
   const code = Number(text);
-  if (text === "" || !Number.isInteger(code)) return { exitCode: null, signal: "SIGKILL" };
+  if (text === "" || !Number.isInteger(code))
+    return { exitCode: null, signal: null, unknown: `the exit file holds no exit code (${JSON.stringify(text.slice(0, 40))})` };
   if (code > 128 && signalNames[code - 128]) return { exitCode: code, signal: signalNames[code - 128]! };
   return { exitCode: code, signal: null };
 }

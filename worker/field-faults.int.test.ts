@@ -88,3 +88,49 @@ describe("classification through a real run", () => {
     expect(String(classified?.evidence)).toMatch(/python3\.99: not found \(exit 127\)/);
   });
 });
+
+describe("the worker's own records are guarded", () => {
+  it("a run appending to metrics.jsonl, events.jsonl, attempts.md and writing result.md is undone and reported; result.md holds no forged step", async () => {
+    const { path, resultDir } = await folder.write({
+      id: "forged-records",
+      command: "node trainer.mjs --steps 3 && node forge-records.mjs && sleep 0.5",
+    });
+    await runWorker({ blueprintPath: path, progress: silentProgress });
+    const run = await ended(resultDir, "succeeded");
+    expect(run.metrics.map((record) => record.step)).toEqual([1, 2, 3]);
+    expect(run.result).not.toContain("999");
+    expect(run.result).not.toContain("0.99");
+    expect(run.attempts).not.toContain("succeeded brilliantly");
+    const foreign = run.events.filter((event) => event.kind === "result-dir.foreign-write");
+    expect(foreign.map((event) => event.file).sort()).toEqual(["attempts.md", "events.jsonl", "metrics.jsonl", "result.md"]);
+    expect(foreign.find((event) => event.file === "metrics.jsonl")).toMatchObject({ action: "cut them off" });
+    expect(String(foreign.find((event) => event.file === "metrics.jsonl")?.found)).toContain('"step":999');
+    expect(run.events.filter((event) => event.kind === "run.finished")).toHaveLength(1);
+  });
+});
+
+describe("edges of how a run ended", () => {
+  it("a trainer that deletes logs/ and exits 0 leaves no exit file: its end is unknown, never a guessed SIGKILL", async () => {
+    const { path, resultDir } = await folder.write({ id: "no-exit-file", command: 'node trainer.mjs --steps 2 && rm -rf "$A3R_RESULT_DIR/logs"' });
+    const outcome = await runWorker({ blueprintPath: path, progress: silentProgress });
+    const run = await ended(resultDir, "failed");
+    const classified = run.events.filter((event) => event.kind === "failure.classified");
+    expect(classified.length).toBe(outcome.attempts);
+    for (const event of classified) {
+      expect(event.failureClass).toBe("unknown");
+      expect(JSON.stringify(event)).not.toContain("SIGKILL");
+    }
+    expect(run.attempts).toContain("how is unknown (no exit file");
+    expect(run.attempts).not.toContain("killed by SIGKILL");
+  });
+
+  it("an empty .worker-failure.json beside the run (a write the full disk cut off) is not a record: the run runs and it is removed", async () => {
+    const { path, resultDir } = await folder.write({ id: "empty-failure-record", command: "node trainer.mjs --steps 2" });
+    const { mkdir, access } = await import("node:fs/promises");
+    await mkdir(join(folder.dir, "results"), { recursive: true });
+    await writeFile(`${resultDir}.worker-failure.json`, "");
+    await runWorker({ blueprintPath: path, progress: silentProgress });
+    await ended(resultDir, "succeeded");
+    await expect(access(`${resultDir}.worker-failure.json`)).rejects.toThrow();
+  });
+});

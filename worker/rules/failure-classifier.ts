@@ -301,6 +301,8 @@ export function classifyFailure(facts: FailureFacts, rules: FailureRule[] = defa
   return {
     failureClass: "unknown",
     ruleId: "none",
-    evidence: lastLine ? `${lastLine} (exit ${facts.exitCode ?? facts.signal})` : `exit ${facts.exitCode ?? facts.signal} with no output`,
+    evidence: lastLine
+      ? `${lastLine} (exit ${facts.exitCode ?? facts.signal ?? "unknown"})`
+      : `exit ${facts.exitCode ?? facts.signal ?? "unknown"} with no output`,
   };
 }

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
@@ -83,15 +83,22 @@ export function storageFailureRecord(
   };
 }
 
-/** Writes the record where it can; returns the path, or null when no location took it. */
+/**
+ * Writes the record where it can; returns the path, or null when no location took it. Each
+ * write goes to a temporary file renamed into place, so a disk that fills up mid-write
+ * leaves no empty or torn record beside the run (the temporary file is removed).
+ */
 export async function saveStorageFailureRecord(record: StorageFailureRecord): Promise<string | null> {
   const text = `${JSON.stringify(record, null, 2)}\n`;
   for (const path of storageFailureRecordPaths(record.resultDir)) {
+    const partial = `${path}.${process.pid}.partial`;
     try {
       await mkdir(dirname(path), { recursive: true });
-      await writeFile(path, text);
+      await writeFile(partial, text);
+      await rename(partial, path);
       return path;
     } catch {
+      await rm(partial, { force: true }).catch(() => undefined);
       // The next location, or only stderr and the exit code are left.
     }
   }
@@ -103,6 +110,11 @@ export async function findStorageFailureRecord(resultDir: string): Promise<{ pat
   for (const path of storageFailureRecordPaths(resultDir)) {
     const text = await readFile(path, "utf8").catch(() => undefined);
     if (text === undefined) continue;
+    if (text.trim() === "") {
+      // An empty record (an older worker's write that the full disk cut off) says nothing: not left beside the run.
+      await rm(path, { force: true }).catch(() => undefined);
+      continue;
+    }
     try {
       const parsed = storageFailureRecordSchema.safeParse(JSON.parse(text));
       if (parsed.success && parsed.data.resultDir === resultDir) return { path, record: parsed.data };

@@ -22,7 +22,11 @@ export const mainExitCheck: SupervisionCheck = {
       const facts: FailureFacts = { logTail: watch.tailOf(watch.mainLog), ...watch.exitFacts(exit) };
       return {
         kind: "failed",
-        detail: exit.signal ? `the command was killed by ${exit.signal}` : `the command exited ${exit.exitCode}`,
+        detail: exit.signal
+          ? `the command was killed by ${exit.signal}`
+          : exit.unknown
+            ? `the command ended, how is unknown (${exit.unknown})`
+            : `the command exited ${exit.exitCode}`,
         facts,
         lastStep: merger.lastStep,
       };

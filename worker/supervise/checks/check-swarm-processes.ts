@@ -40,7 +40,7 @@ async function serverEnd(watch: AttemptWatch): Promise<AttemptEnd | undefined> {
       ...watch.exitFacts(exit),
       ...(exit.signal === null && exit.exitCode === 0 ? { signal: "SIGTERM" as const } : {}),
     };
-    return { kind: "failed", detail: `the swarm server stopped (${exit.signal ?? `exit ${exit.exitCode}`})`, facts, lastStep: merger.lastStep };
+    return { kind: "failed", detail: `the swarm server stopped (${exit.signal ?? exit.unknown ?? `exit ${exit.exitCode}`})`, facts, lastStep: merger.lastStep };
   }
   const engine = await swarm.status().catch(() => undefined);
   if (engine?.engine_status === "ENGINE.OFFLINE" && engine.engine_status_detail.startsWith("finished")) {
