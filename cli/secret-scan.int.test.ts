@@ -8,9 +8,10 @@ import { trainerTopicText } from "../test-support/fixture-topic.ts";
 /**
  * The secret scan: secrets of a dozen shapes planted where a person or a program puts them
  * (the topic's question and its command, the environment, the training log), a campaign
- * run through the CLI, and then every file a3r wrote under the campaign folder (the
- * checkpoint database included, read as bytes) searched for any 8 characters of any of
- * them. The raw training logs are the one documented exception (README, Security): they
+ * run through the CLI, and then every file a3r wrote under the runs folder (the campaign
+ * folder, its checkpoint database included, read as bytes, and the local host's run
+ * folders with their blueprint copies and worker logs) searched for any 8 characters of
+ * any of them. The raw training logs are the one documented exception (README, Security): they
  * are the program's own output, written by it straight into logs/attempt-N.log.
  */
 const codebase = join(import.meta.dirname, "../worker/__fixtures__");
@@ -39,9 +40,10 @@ const inEnvironment = {
   A3R_TEST_SERVICE_TOKEN: "q8Zr!tv0-Lm3pW_xY",
   A3R_TEST_DB_PASSWORD: "Corr3ct-H0rse-Battery",
 };
-/** Printed by the training program: a key wrapped over two lines, an unlabeled AWS key, a bearer token. */
+/** Printed by the training program: a key wrapped over two lines, AWS keys (the secret unlabeled), a bearer token. */
 const inLog = {
   wrapped: "sk-proj-Ab3Cd5Ef7Gh9Jk2Lm4Np6Qr8St1Uv3Wx5Yz7",
+  awsKeyId: "AKIAQ7Z3K9L2M8N4P6R1",
   aws: "wJa1rXUtnFEMI/K7MDENG/bPxRfiCYz9Q3Lk8Tq2",
   bearer: "Yt6Re4Wq2Az8Sx1Dc9Fv7Gb5",
 };
@@ -49,7 +51,7 @@ const inLog = {
 const logText = [
   `error: invalid key ${inLog.wrapped.slice(0, 30)}`,
   `${inLog.wrapped.slice(30)} was refused`,
-  `aws credentials: AKIAQ7Z3K9L2M8N4P6R1 ${inLog.aws}`,
+  `aws credentials: ${inLog.awsKeyId} ${inLog.aws}`,
   `Authorization: Bearer ${inLog.bearer}`,
 ].join("\n");
 
@@ -69,7 +71,7 @@ const secrets: Record<string, string> = { ...inQuestion, ...inCommand, ...inEnvi
 
 /** Every 8-character piece of every secret; the prefixes every key of a kind shares are not secret. */
 function fragments(): { name: string; fragment: string }[] {
-  const publicPrefixes = ["eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.", "github_pat_", "AIzaSy", "sk_live_", "sk-proj-", "xoxb-"];
+  const publicPrefixes = ["AKIA", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.", "github_pat_", "AIzaSy", "sk_live_", "sk-proj-", "xoxb-"];
   return Object.entries(secrets).flatMap(([name, secret]) => {
     const prefix = publicPrefixes.find((candidate) => secret.startsWith(candidate)) ?? "";
     const value = secret.slice(prefix.length);
@@ -131,12 +133,17 @@ describe("a campaign's files hold no planted secret", () => {
     const files = (await filesUnder(campaign)).map((file) => relative(campaign, file));
     expect(files).toEqual(expect.arrayContaining(["report.md", "report.html", "leader.sqlite", "topic.md", "events.jsonl"]));
     expect(files.filter((file) => file.startsWith("stages/1/blueprints/"))).toHaveLength(2);
+    // The command keeps its secrets as references, which the worker's shell expands.
+    expect(stderr).toMatch(/secrets: the topic's command held 2 literal secret\(s\)/);
+    expect(await readFile(join(campaign, "stages/1/blueprints/s1-baseline-seed1.md"), "utf8")).toContain(
+      '--api-key "${A3R_SECRET_API_KEY}" --say "${A3R_SECRET_SAY}"',
+    );
     // The runs ran the command with the key: the program printed what it was given.
     const log = await readFile(join(campaign, "results/s1-baseline-seed1/logs/attempt-1.log"), "utf8");
     expect(log).toContain(inCommand.slackBot);
     expect(log).toContain(`a3r_test_db_password is ${inEnvironment.A3R_TEST_DB_PASSWORD}`);
     expect(log).toMatch(/training finished/);
-    expect(await scan(campaign)).toEqual([]);
+    expect(await scan(runsDir)).toEqual([]);
   }, 180_000);
 
   it("after runs that fail on what they printed: the failure is on record, and still no secret", async () => {
@@ -144,6 +151,6 @@ describe("a campaign's files hold no planted secret", () => {
     const status = JSON.parse(await readFile(join(campaign, "results/s1-baseline-seed1/status.json"), "utf8")) as { state: string };
     expect(status.state, stderr).toBe("failed");
     expect(await readFile(join(campaign, "results/s1-baseline-seed1/attempts.md"), "utf8")).toMatch(/401/);
-    expect(await scan(campaign)).toEqual([]);
+    expect(await scan(runsDir)).toEqual([]);
   }, 180_000);
 });
