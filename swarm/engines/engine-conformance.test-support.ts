@@ -51,14 +51,15 @@ async function sampledBatch(engine: Engine, seedBase: number): Promise<TrainingS
   return batch;
 }
 
-export function describeEngineConformance(name: string, setup: () => Promise<ConformanceSubject>): void {
+/** `setupTimeoutMs`: for an engine whose load starts processes (the vllm engine's server and trainer). */
+export function describeEngineConformance(name: string, setup: () => Promise<ConformanceSubject>, options: { setupTimeoutMs?: number } = {}): void {
   describe(`engine conformance: ${name}`, () => {
     let subject: ConformanceSubject;
     let directory: string;
     beforeAll(async () => {
       subject = await setup();
       directory = await mkdtemp(join(tmpdir(), "a3r-engine-conformance-"));
-    });
+    }, options.setupTimeoutMs);
     afterAll(async () => {
       await subject?.cleanup();
       if (directory) await rm(directory, { recursive: true, force: true });

@@ -20,34 +20,40 @@ if (torchMissing) {
     it(`needs ${python} with torch (apt-get install python3-torch)`, () => undefined);
   });
 } else {
-  describeEngineConformance("vllm (reference server + tiny model + persistent trainer, CPU)", async () => {
-    const directory = await temporaryDirectory("vllm-conformance");
-    const tinyModel = join(directory.path, "tiny");
-    const made = spawnSync(python, ["-m", "a3r_swarm.tiny", "init", "--out", tinyModel, "--seed", "0"], {
-      env: pythonEnvironment(process.env),
-      encoding: "utf8",
-    });
-    if (made.status !== 0) throw new Error(`tiny model: ${made.stderr}`);
-    const engine = new VllmEngine(
-      vllmEngineConfigSchema.parse({
-        kind: "vllm",
-        model: tinyModel,
-        python,
-        seed: 1,
-        optimizer: { lr: 0.02, kl_coef: 0.05, clip: 0.2 },
-        experiment_dir: join(directory.path, "experiment"),
-        inference: { server: "reference", start_timeout_ms: 60_000 },
-        trainer: { device: "cpu" },
-        lora: { rank: 16, alpha: 64, target_modules: ["lm_head"] },
-      }),
-    );
-    await engine.load();
-    return {
-      engine,
-      cleanup: async () => {
-        await engine.close();
-        await directory.remove();
-      },
-    };
-  });
+  describeEngineConformance(
+    "vllm (reference server + tiny model + persistent trainer, CPU)",
+    async () => {
+      const directory = await temporaryDirectory("vllm-conformance");
+      const tinyModel = join(directory.path, "tiny");
+      const made = spawnSync(python, ["-m", "a3r_swarm.tiny", "init", "--out", tinyModel, "--seed", "0"], {
+        env: pythonEnvironment(process.env),
+        encoding: "utf8",
+      });
+      if (made.status !== 0) throw new Error(`tiny model: ${made.stderr}`);
+      const engine = new VllmEngine(
+        vllmEngineConfigSchema.parse({
+          kind: "vllm",
+          model: tinyModel,
+          python,
+          seed: 1,
+          optimizer: { lr: 0.02, kl_coef: 0.05, clip: 0.2 },
+          experiment_dir: join(directory.path, "experiment"),
+          inference: { server: "reference", start_timeout_ms: 240_000 },
+          trainer: { device: "cpu" },
+          lora: { rank: 16, alpha: 64, target_modules: ["lm_head"] },
+        }),
+      );
+      await engine.load();
+      return {
+        engine,
+        cleanup: async () => {
+          await engine.close();
+          await directory.remove();
+        },
+      };
+    },
+    // Loading starts two Python processes that import torch: about 10 s alone, minutes on a
+    // machine busy with the rest of the suite.
+    { setupTimeoutMs: 300_000 },
+  );
 }
