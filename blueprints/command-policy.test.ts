@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { auditBlueprint } from "./audit-blueprint.ts";
 import { isA3rError } from "../core/errors.ts";
-import { blueprintCommandRules, checkCommand, defaultCommandRules, maxCheckedLineLength, mergeCommandPolicy } from "./command-policy.ts";
+import { blueprintCommandRules, campaignRuleLimits, checkCommand, defaultCommandRules, maxCheckedLineLength, mergeCommandPolicy } from "./command-policy.ts";
 import type { CommandRule } from "./command-policy.ts";
 import { linearPieces } from "./command-policy/pattern-pieces.ts";
 import { lineUnits, unitLimits } from "./command-policy/shell-units.ts";
@@ -321,6 +321,42 @@ describe("mergeCommandPolicy", () => {
     const merged = mergeCommandPolicy(defaultCommandRules, [rule]);
     expect(checkCommand("cd repo && sudo -u me bash -c 'git push origin'", merged).map((violation) => violation.ruleId)).toContain("no-push");
     expect(checkCommand("echo git push", merged).map((violation) => violation.ruleId)).toEqual([]);
+  });
+
+  it("caps a campaign's rules in count, pattern length and states, naming the rule past the cap", () => {
+    const rule = (id: string, pattern = String.raw`^git push\b`): CommandRule => ({ id, pattern, reason: "x", severity: "error", scope: "command" });
+    const many = Array.from({ length: campaignRuleLimits.maxRules + 1 }, (_, i) => rule(`r${i}`));
+    expect(() => mergeCommandPolicy(defaultCommandRules, many.slice(0, -1))).not.toThrow();
+    expect(() => mergeCommandPolicy(defaultCommandRules, many)).toThrow(/33 rules, over the cap of 32 \(rule "r32" is past it\)/);
+    // A topic's rules already in the base count too, under a blueprint's own.
+    const topic = mergeCommandPolicy(defaultCommandRules, many.slice(0, 20));
+    expect(() => blueprintCommandRules({ command_rules: many.slice(20) }, topic)).toThrow(/over the cap of 32/);
+    const long = rule("long", `^(?:${"x".repeat(campaignRuleLimits.maxPatternLength)})`);
+    expect(() => mergeCommandPolicy(defaultCommandRules, [long])).toThrow(/rule "long" has a pattern of 2005 characters, over the cap of 2000/);
+    // Each under the engine's 2000 states, together over the campaign's 4000.
+    const big = (id: string) => rule(id, "[a-z]{0,100}".repeat(9));
+    expect(() => mergeCommandPolicy(defaultCommandRules, [big("b1"), big("b2")])).not.toThrow();
+    expect(() => mergeCommandPolicy(defaultCommandRules, [big("b1"), big("b2"), big("b3")])).toThrow(
+      /rule "b3" brings the campaign's rules to \d+ NFA states, over the cap of 4000/,
+    );
+  });
+
+  it("refuses a check whose campaign rules would read more states x characters than the cap, naming the rule", () => {
+    const big = (id: string): CommandRule => ({ id, pattern: `${"[a-z]{0,100}".repeat(6)}!`, reason: "x", severity: "warning" });
+    const merged = mergeCommandPolicy(defaultCommandRules, [big("b1"), big("b2"), big("b3")]);
+    const short = checkCommand("python train.py && rm -rf /", merged).map((violation) => violation.ruleId);
+    expect(short).toEqual(["rm-recursive-root"]);
+    const lines = Array.from({ length: 40 }, (_, i) => `python train.py --seed ${i} ${"--flag ".repeat(150)}`).join("\n");
+    const started = performance.now();
+    const violations = checkCommand(`${lines}\nrm -rf /`, merged);
+    // The cap bounds the work; this tripwire only catches a check that reads on past it.
+    expect(performance.now() - started).toBeLessThan(15_000);
+    const costly = violations.filter((violation) => violation.ruleId === "campaign-rules-too-costly");
+    expect(costly).toHaveLength(1);
+    expect(costly[0]).toMatchObject({ severity: "error", match: expect.stringMatching(/^b[123]$/) });
+    expect(costly[0]!.reason).toMatch(/more than the cap of 67108864 NFA states x characters in one check; rule "b\d" \(\d+ states\)/);
+    // The defaults still run on every line.
+    expect(violations.map((violation) => violation.ruleId)).toContain("rm-recursive-root");
   });
 
   it("accepts a rule identical to a default, so merging twice gives the same policy", () => {

@@ -62,7 +62,23 @@ function normalizeAbsolutePath(path: string): string {
 /** Something that finds a rule's match in a text: V8's engine for the defaults, the linear one for the rest. */
 interface Matcher {
   exec(text: string): { index: number; 0?: string; text?: string } | null | undefined;
+  /** The linear engine's NFA size (a campaign rule): its cost per character of text. */
+  states?: number;
 }
+
+/**
+ * Caps on a campaign's own rules (a topic's `commands.rules`, a blueprint's
+ * `command_rules`), which run on the linear engine at (NFA states) x (text length):
+ * how many rules, how long a pattern, how many states they have in all (checked when they
+ * are loaded), and how many states x characters one `checkCommand` may spend on them (a
+ * long command against many big rules is refused as an error rather than read for seconds).
+ */
+export const campaignRuleLimits = {
+  maxRules: 32,
+  maxPatternLength: 2000,
+  maxStates: 4000,
+  maxWork: 2 ** 26,
+};
 
 const compiled = new Map<string, Matcher>();
 const defaultKeys = new Set(defaultCommandRules.map((rule) => ruleKey(rule)));
@@ -86,7 +102,7 @@ function compile(rule: CommandRule): Matcher {
       // Syntax errors are reported as JavaScript would, before the linear engine's own refusals.
       new RegExp(rule.pattern, flags);
       const linear = new LinearRegex(rule.pattern, flags);
-      matcher = { exec: (text) => linear.exec(text) };
+      matcher = { exec: (text) => linear.exec(text), states: linear.stateCount };
     }
     compiled.set(key, matcher);
   }
@@ -104,7 +120,7 @@ export function checkCommand(command: string, rules: readonly CommandRule[] = de
   const violations: CommandViolation[] = [];
   const state: ShellState = { downloaded: new Set() };
   // Units as the defaults read them (with protected-paths.ts's marks) and as written.
-  const checked: { text: string; units: string[]; plainUnits: string[]; line: number }[] = [];
+  const checked: { text: string; units: string[]; plainUnits: string[]; unitLength: number; line: number }[] = [];
   for (const { text, line } of logicalLines(command)) {
     if (text.length > maxCheckedLineLength) {
       violations.push({
@@ -126,17 +142,42 @@ export function checkCommand(command: string, rules: readonly CommandRule[] = de
         line,
       });
     }
-    checked.push({ text: lineText(text), units: units.texts, plainUnits: units.texts.map((unit) => unit.replace(anyMark, "")), line });
+    const plainUnits = units.texts.map((unit) => unit.replace(anyMark, ""));
+    const unitLength = plainUnits.reduce((sum, unit) => sum + unit.length + 1, 0);
+    checked.push({ text: lineText(text), units: units.texts, plainUnits, unitLength, line });
   }
+  // States x characters the campaign's rules have read; past the cap they stop, with an error.
+  let work = 0;
+  let exhausted = false;
   for (const rule of rules) {
     const pattern = compile(rule);
     const marked = defaultKeys.has(ruleKey(rule));
-    for (const { text, units, plainUnits, line } of checked) {
+    for (const { text, units, plainUnits, unitLength, line } of checked) {
+      if (pattern.states !== undefined) {
+        if (exhausted) break;
+        const length = rule.scope === "command" ? unitLength : text.length;
+        work += pattern.states * length;
+        if (work > campaignRuleLimits.maxWork) {
+          exhausted = true;
+          violations.push(tooCostly(rule, pattern.states, length, line));
+          break;
+        }
+      }
       const match = rule.scope === "command" ? firstUnitMatch(pattern, marked ? units : plainUnits) : matchedText(pattern, text);
       if (match !== undefined) violations.push({ ruleId: rule.id, reason: rule.reason, severity: rule.severity, match, line });
     }
   }
   return violations;
+}
+
+function tooCostly(rule: CommandRule, states: number, length: number, line: number): CommandViolation {
+  return {
+    ruleId: "campaign-rules-too-costly",
+    reason: `the campaign's rules would cost more than the cap of ${campaignRuleLimits.maxWork} NFA states x characters in one check; rule "${rule.id}" (${states} states) reached it on ${length} characters of this line: shorten the command (a script file) or simplify the campaign's rules`,
+    severity: "error",
+    match: rule.id,
+    line,
+  };
 }
 
 function matchedText(pattern: Matcher, text: string): string | undefined {
@@ -170,6 +211,14 @@ export const commandRuleSchema = z
   // are fine without it, and a rule that compiles here must never throw in an audit. A
   // campaign's rule must also fit the linear-time engine, so no pattern can hang a check.
   .superRefine((rule, context) => {
+    if (rule.pattern.length > campaignRuleLimits.maxPatternLength && !defaultKeys.has(ruleKey(rule))) {
+      context.addIssue({
+        code: "custom",
+        path: ["pattern"],
+        message: `rule "${rule.id}" has a pattern of ${rule.pattern.length} characters, over the cap of ${campaignRuleLimits.maxPatternLength}`,
+      });
+      return;
+    }
     try {
       compile(rule);
     } catch (error) {
@@ -215,7 +264,36 @@ export function mergeCommandPolicy(defaults: readonly CommandRule[], extra: unkn
     seen.add(rule.id);
     merged.push({ ...rule });
   }
+  // The campaign's rules in all, those `defaults` already held included (a topic's, under a blueprint's).
+  refuseOverCaps(merged.filter((rule) => !defaultKeys.has(ruleKey(rule))));
   return merged;
+}
+
+/** Throws when a campaign's own rules pass `campaignRuleLimits`' count or total states, naming the rule that does. */
+function refuseOverCaps(campaignRules: readonly CommandRule[]): void {
+  const hint = "a campaign's rules are a few short patterns: merge rules that name the same thing, or drop the least useful";
+  if (campaignRules.length > campaignRuleLimits.maxRules) {
+    const rule = campaignRules[campaignRuleLimits.maxRules]!;
+    throw new A3rError(
+      "CONFIG_INVALID",
+      `command policy extension has ${campaignRules.length} rules, over the cap of ${campaignRuleLimits.maxRules} (rule "${rule.id}" is past it)`,
+      {
+        where: rule.id,
+        hint,
+      },
+    );
+  }
+  let states = 0;
+  for (const rule of campaignRules) {
+    states += compile(rule).states ?? 0;
+    if (states > campaignRuleLimits.maxStates) {
+      throw new A3rError(
+        "CONFIG_INVALID",
+        `command policy extension: rule "${rule.id}" brings the campaign's rules to ${states} NFA states, over the cap of ${campaignRuleLimits.maxStates} (a check costs states x text length)`,
+        { where: rule.id, hint },
+      );
+    }
+  }
 }
 
 function sameRule(a: CommandRule, b: CommandRule): boolean {

@@ -1,5 +1,5 @@
 import type { CommandRule } from "./command-rule.ts";
-import { end, etc, readsProgramFromStdin, redirectTo, shells } from "./rule-pieces.ts";
+import { end, etc, readsProgramFromStdin, redirectTo, shells, startupFile } from "./rule-pieces.ts";
 
 /*
  * Default rules against a way in or a way to stay: a shell handed to the network, a
@@ -9,10 +9,6 @@ import { end, etc, readsProgramFromStdin, redirectTo, shells } from "./rule-piec
  * default-rules-redos.int.test.ts).
  */
 
-// A home's shell startup file (`~/.bashrc`, `/root/.profile`). The system's
-// (`/etc/profile.d/x.sh`) are under /etc, which write-etc guards. Kept short: recheck's
-// automaton for a longer list takes minutes.
-const startupFile = String.raw`(?:~|\$HOME|/root|/home/[^ /]+)/\.(?:bash(?:rc|_profile|_login)|profile|z(?:shrc|profile|shenv|login)|k?shrc|t?cshrc)`;
 // A flag cluster with an `i` in it (`-i`, `-li`), written so that it splits one way only.
 const interactive = String.raw`-[a-hj-zA-Z]*i[a-zA-Z]*`;
 // A socket as a shell redirect target (`>& /dev/tcp/host/port`, `5<> /dev/udp/...`).
@@ -44,7 +40,9 @@ export const accessCommandRules: readonly CommandRule[] = [
   },
   {
     id: "git-force-push",
-    pattern: String.raw`^git(?= )(?=.* push${end})(?=.* (?:-[a-eg-zA-Z]*f[a-zA-Z]*|--force(?:-with-lease|-if-includes)?(?:=[^ ]*)?|--mirror|\+[^ ]+)${end})`,
+    pattern: [String.raw`-[a-eg-zA-Z]*f[a-zA-Z]*${end}`, String.raw`--(?:force|mirror)[^ ]*${end}`, String.raw`\+[^ ]`]
+      .map((option) => String.raw`^git(?= )(?=.* push${end})(?=.* ${option})`)
+      .join("|"),
     reason: "a forced push rewrites a shared branch's history and can destroy others' commits",
     severity: "error",
     scope: "command",
@@ -52,11 +50,11 @@ export const accessCommandRules: readonly CommandRule[] = [
   {
     id: "shell-startup-write",
     pattern: [
-      `^${redirectTo(`${startupFile}${end}`)}`,
-      String.raw`^(?:tee|truncate)(?= )(?=.* ${startupFile}${end})`,
-      String.raw`^(?:cp|mv|install|ln|rsync|scp)(?= )(?=.* ${startupFile}$)`,
-      String.raw`^dd(?= )(?=.* of=${startupFile}${end})`,
-      String.raw`^(?:sed|perl)(?= )(?=.* (?:-[a-hj-zA-Z]*i\S*|--in-place\S*)${end})(?=.* ${startupFile}${end})`,
+      `^${redirectTo(startupFile)}`,
+      String.raw`^(?:tee|truncate)(?= )(?=.* ${startupFile})`,
+      String.raw`^(?:cp|mv|install|ln|rsync|scp)(?= )(?=.* ${startupFile}[^ ]*$)`,
+      String.raw`^dd(?= )(?=.* of=${startupFile})`,
+      String.raw`^(?:sed|perl)(?= )(?=.* (?:-[a-hj-zA-Z]*i\S*|--in-place\S*)${end})(?=.* ${startupFile})`,
     ].join("|"),
     reason: "writes a shell startup file (~/.bashrc, ~/.profile): it runs in every later login, long after the run",
     severity: "error",

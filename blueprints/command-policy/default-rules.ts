@@ -70,7 +70,7 @@ export const defaultCommandRules: readonly CommandRule[] = [
   },
   {
     id: "delete-credentials",
-    pattern: String.raw`^(?:rm|shred|unlink|srm)(?= )(?=.* ${credentials})|^find(?= )(?=.* ${credentials})(?=.* (?:-delete|-exec(?:dir)? (?:\S*/)?(?:rm|shred|unlink))${end})`,
+    pattern: String.raw`^(?:rm|shred|unlink|srm)(?= )(?=.* ${credentials})|^find(?= )(?=.* ${credentials})(?=.* (?:-delete|-exec(?:dir)? (?:\S*/)?(?:rm|shred|unlink|(?:ba|da|z)?sh))${end})`,
     reason: "deletes credentials or keys (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube...): someone loses access to a machine or an account",
     severity: "error",
     scope: "command",

@@ -103,4 +103,12 @@ describe("wholeLinePattern (commands.allow)", () => {
     expect(nested.test(`${"a".repeat(30_000)}!`)).toBe(false);
     expect(() => wholeLinePattern(String.raw`(a)\1`)).toThrow();
   });
+  it("caps the patterns' count and length, naming the pattern past the cap", async () => {
+    const { allowPatternLimits, allowPatterns, wholeLinePattern } = await import("./line-pattern.ts");
+    expect(() => wholeLinePattern("a".repeat(allowPatternLimits.maxPatternLength + 1))).toThrow(/over the cap of 2000/);
+    const many = Array.from({ length: allowPatternLimits.maxPatterns + 1 }, (_, i) => `python eval${i}\\.py`);
+    expect(() => allowPatterns(many)).toThrow(/65 allow patterns, over the cap of 64 \(pattern 65, "python eval64/);
+    expect(allowPatterns(many.slice(0, 3)).map((pattern) => pattern.test("python eval1.py"))).toEqual([false, true, false]);
+    expect(() => allowPatterns(["ok", String.raw`(a)\1`])).toThrow(/allow pattern "\(a\)\\1": a backreference/);
+  });
 });

@@ -100,6 +100,11 @@ export class LinearRegex {
     return this.exec(text) !== undefined;
   }
 
+  /** The NFA's size: a match costs at most this many steps per character of text. */
+  get stateCount(): number {
+    return this.states.length;
+  }
+
   private charAt(text: string, position: number): string {
     if (!this.unicode) return text[position]!;
     const code = text.codePointAt(position)!;

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { credentialsStart, dataFolderMark, globMatches, isDataFolder, isProtectedPath, markWord, protectedMark } from "./protected-paths.ts";
+import {
+  credentialsStart,
+  dataFolderMark,
+  globMatches,
+  isDataFolder,
+  isProtectedPath,
+  markWord,
+  protectedMark,
+  startupFileMark,
+  startupFileStart,
+} from "./protected-paths.ts";
 
 describe("protected paths", () => {
   it.each([
@@ -86,6 +96,15 @@ describe("protected paths", () => {
     expect(markWord("/data")).toBe(`${dataFolderMark}/data`);
     expect(markWord("/data:/data")).toBe("/data:/data");
     expect(markWord("--out=/data")).toBe("--out=/data");
+  });
+
+  it("finds a home's shell startup file at a word's start or after =", () => {
+    expect(startupFileStart("~/.bashrc")).toBe(0);
+    expect(startupFileStart("/home/alice/.zshrc")).toBe(0);
+    expect(startupFileStart("of=$HOME/.profile")).toBe(3);
+    expect(startupFileStart("~/.bashrc.bak")).toBe(-1);
+    expect(startupFileStart("./.bashrc")).toBe(-1);
+    expect(markWord("/root/.bash_profile")).toBe(`${startupFileMark}/root/.bash_profile`);
   });
 
   it("matches globs as a shell does, without backtracking", () => {

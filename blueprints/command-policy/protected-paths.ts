@@ -19,8 +19,10 @@ export const sshMark = "\x04";
  * deletion rules protect it, the container and permission rules do not (`-v /data:/data`).
  */
 export const dataFolderMark = "\x05";
+/** Put before a home's shell startup file (`~/.bashrc`, `/root/.profile`), at the word's start or after `=`. */
+export const startupFileMark = "\x06";
 /** The marks, removed from input first so that a command cannot forge one. */
-export const anyMark = /[\x01-\x05]/g;
+export const anyMark = /[\x01-\x06]/g;
 
 // Top-level folders: deleting, moving or opening one to everyone breaks the machine.
 const topLevel = [
@@ -111,6 +113,32 @@ export function isDataFolder(path: string): boolean {
   return parts.length === 3 && first === "var" && second === "lib";
 }
 
+const startupFiles = new Set([
+  ".bashrc",
+  ".bash_profile",
+  ".bash_login",
+  ".profile",
+  ".zshrc",
+  ".zprofile",
+  ".zshenv",
+  ".zlogin",
+  ".kshrc",
+  ".mkshrc",
+  ".cshrc",
+  ".tcshrc",
+  ".login",
+]);
+
+/** Where in `word` a home's shell startup file starts (at the word's start or after `=`, as in `of=~/.bashrc`), or -1. */
+export function startupFileStart(word: string): number {
+  const equals = word.indexOf("=");
+  for (const start of equals === -1 ? [0] : [0, equals + 1]) {
+    const home = /^(?:~(?:[a-z_][\w-]{0,31})?|\$HOME|\/root|\/home\/[^/]+)\//.exec(word.slice(start, start + 256));
+    if (home && startupFiles.has(word.slice(start + home[0].length))) return start;
+  }
+  return -1;
+}
+
 /** Where in `word` a credentials path starts (at the word's start or after `=`, `@`, `:`, `,`), or -1. */
 export function credentialsStart(word: string): number {
   for (let i = 0; i < word.length; i += 1) {
@@ -180,12 +208,14 @@ function matchOne(glob: string, g: number, char: string): number | undefined {
 /**
  * The word with its marks: a protected path (the whole word, a `SRC:DST` volume's source,
  * an option's `=value` or `-vVALUE`, a mount's `source=`) gets `protectedMark` before it,
- * a whole data folder (the whole word only) `dataFolderMark`, a credentials path
- * `credentialsMark`.
+ * a whole data folder (the whole word only) `dataFolderMark`, a home's shell startup file
+ * `startupFileMark`, a credentials path `credentialsMark`.
  */
 export function markWord(word: string): string {
   if (isProtectedPath(word)) return `${protectedMark}${word}`;
   if (isDataFolder(word)) return `${dataFolderMark}${word}`;
+  const startupAt = startupFileStart(word);
+  if (startupAt !== -1) return `${word.slice(0, startupAt)}${startupFileMark}${word.slice(startupAt)}`;
   let marked = word;
   const protectedAt = protectedPartStart(word);
   if (protectedAt !== -1) marked = `${word.slice(0, protectedAt)}${protectedMark}${word.slice(protectedAt)}`;

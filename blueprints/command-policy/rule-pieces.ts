@@ -9,11 +9,13 @@ export const end = "(?: |$)";
 // A word the command units marked as naming the root, a home, a top-level folder or
 // anything under the folders the system runs from, globs (`/*/`, `/???/`) included; a
 // word holding a credentials path; a file the command downloaded; a whole data folder or
-// mount (`/data`, `/var/lib`, `~/.config`; see protected-paths.ts).
+// mount (`/data`, `/var/lib`, `~/.config`); a home's shell startup file (`~/.bashrc`; see
+// protected-paths.ts).
 export const precious = String.raw`\x01`;
 export const credentials = String.raw`[\x03\x04]`;
 export const downloaded = String.raw`\x02`;
 export const dataFolder = String.raw`\x05`;
+export const startupFile = String.raw`\x06`;
 export const recursiveFlag = String.raw`(?:-[a-qs-zA-QS-Z]*[rR][a-zA-Z]*|--recursive)`;
 export const capitalRecursiveFlag = String.raw`(?:-[a-zA-QS-Z]*R[a-zA-Z]*|--recursive)`;
 export const disk = String.raw`/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|dm-|md|loop|nbd|rbd|zd|mapper/|sr|root)`;
