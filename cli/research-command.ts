@@ -286,7 +286,10 @@ async function draftedTopicFile(question: string, flags: ResearchCommandFlags): 
   await mkdir(folder, { recursive: true });
   const file = join(folder, `${slugifyCampaignId(question).slice(0, 48).replace(/-+$/, "") || "topic"}.md`);
   const draft = await draftFromFile(flags.base!, question, file, flags);
-  await writeFile(file, draft.text);
+  // The draft is a3r's file too: the base command's secrets become references here already.
+  const lifted = liftTopicSecrets(draft.text);
+  await writeFile(file, lifted.text);
+  passLiftedSecrets(lifted.secrets, file);
   for (const line of draft.assumptions) process.stderr.write(`assumed ${line}\n`);
   process.stderr.write(`topic: ${file}\n`);
   return file;
@@ -343,7 +346,7 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
     throw error;
   }
   process.stderr.write(`campaign ${campaignId} in ${runsDir}\n`);
-  passLiftedSecrets(lifted.secrets, join(runsDir, campaignId, "topic.md"), campaignId);
+  passLiftedSecrets(lifted.secrets, join(runsDir, campaignId, "topic.md"));
   await lead(runsDir, campaignId, { json: flags.json, runsDirFlag: runsDirFlag(flags.runsDir) });
 }
 
@@ -352,13 +355,13 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
  * reach this leader's workers through its environment (a local host's workers inherit it);
  * a resume, or a host elsewhere, needs them set by the person. Names only are printed.
  */
-function passLiftedSecrets(secrets: Record<string, string>, topicCopy: string, campaignId: string): void {
+function passLiftedSecrets(secrets: Record<string, string>, topicCopy: string): void {
   const names = Object.keys(secrets);
   if (names.length === 0) return;
   for (const [name, value] of Object.entries(secrets)) process.env[name] = value;
   process.stderr.write(
     `secrets: the topic's command held ${names.length} literal secret(s); ${topicCopy} and every blueprint keep them as ${names.map((name) => `\${${name}}`).join(", ")}, ` +
-      `passed to this machine's workers through the environment. Before a3r resume ${campaignId}, or for hosts elsewhere, set ${names.join(", ")} where the workers run.\n`,
+      `passed to this machine's workers through the environment. Before a3r resume, or for hosts elsewhere, set ${names.join(", ")} where the workers run.\n`,
   );
 }
 
