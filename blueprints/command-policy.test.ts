@@ -205,6 +205,8 @@ describe("the default command policy", () => {
     longest("git push +"),
     longest("nc -e "),
     longest(" >& /dev/tcp/"),
+    longest("echo 'x' > a.sh; bash a.sh; "),
+    `${"echo 'bash a.sh' > a.sh; ".repeat(300)}bash a.sh`,
   ];
 
   it("judges every adversarial line with bounded work, and quickly", () => {

@@ -33,6 +33,8 @@ export interface ShellState {
   downloaded: Set<string>;
   /** The working directory a `cd` set, when it is known. */
   cwd?: string;
+  /** What an `echo` or `printf` wrote into a file (`echo '...' > x.sh`), by base name, until a shell runs it. */
+  written?: Map<string, string>;
 }
 
 export const unitLimits = {
@@ -421,6 +423,7 @@ function emitCommands(commands: SimpleCommand[], depth: number, context: Context
     echoedPrevious = echoedText === undefined ? undefined : { text: echoedText, read: false };
     echoedFirst ??= echoedPrevious;
     trackState(innermost, context.state);
+    runWrittenScript(raw, depth, context);
   }
 }
 
@@ -492,6 +495,29 @@ function payloadOf(name: string, words: string[]): string | undefined {
   return undefined;
 }
 
+/**
+ * `echo '...' > x.sh` keeps the text for x.sh; a later `bash x.sh`, `. ./x.sh` or `./x.sh`
+ * reads it as a line, once.
+ */
+function runWrittenScript(words: string[], depth: number, context: Context): void {
+  if (words.length === 0) return;
+  const name = baseName(words[0]!);
+  const redirect = words.findIndex((word) => /^\d?>>?$/.test(word));
+  if ((name === "echo" || name === "printf") && redirect > 0 && words[redirect + 1] !== undefined) {
+    const text = echoedTextOf(words.slice(0, redirect));
+    context.state.written ??= new Map();
+    if (text !== undefined) context.state.written.set(baseName(words[redirect + 1]!), text);
+    return;
+  }
+  const written = context.state.written;
+  if (written === undefined || written.size === 0) return;
+  const operand = shells.has(name) || name === "source" || name === "." ? words.find((word, index) => index > 0 && !word.startsWith("-")) : words[0];
+  const script = operand === undefined || !operand.includes(".") ? undefined : written.get(baseName(operand));
+  if (script === undefined) return;
+  written.delete(baseName(operand!));
+  parseList(script, depth + 1, context);
+}
+
 /** Whether the command is a shell that reads its program from standard input (`bash`, `sh -s x`, `bash -`, `sh 2>&1`). */
 function readsProgramFromStdin(words: string[]): boolean {
   if (words.length === 0 || !shells.has(baseName(words[0]!))) return false;
@@ -507,7 +533,7 @@ function readsProgramFromStdin(words: string[]): boolean {
 /** What an `echo` or `printf` writes, with `\n` as a line break; undefined for any other command. */
 function echoedTextOf(words: string[]): string | undefined {
   const name = words.length === 0 ? undefined : baseName(words[0]!);
-  if (name !== "echo" && name !== "printf") return undefined;
+  if (name !== "echo" && name !== "printf" && name !== "yes") return undefined;
   let first = 1;
   while (name === "echo" && first < words.length && /^-[neE]+$/.test(words[first]!)) first += 1;
   return words.slice(first).join(" ").replaceAll("\\n", "\n");
