@@ -88,7 +88,7 @@ describe("redactSecrets on keys without a label or split over lines", () => {
 });
 
 describe("redactSecrets on the shapes an attacker found missing", () => {
-  const planted: Record<string, string> = {
+  const planted = {
     jwt: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
     stripe: "sk_live_51HqLyjWDarjtT1zdp7dcXYZ",
     restricted: "rk_live_51HqLyjWDarjtT1zdp7dcXYZ",
@@ -189,5 +189,12 @@ describe("liftCommandSecrets on settings named like secrets", () => {
     expect(liftCommandSecrets(command, []).command).toBe(
       `python -m verl.trainer data.prompt_key=prompt reward_fn_key=data_source --api-key "\${A3R_SECRET_API_KEY}" --sort-key "\${A3R_SECRET_SORT_KEY}"`,
     );
+  });
+});
+
+describe("redactSecrets on ids and words that hold a key prefix", () => {
+  it("leaves a blueprint id or a word in which a key prefix starts mid-word", () => {
+    const text = "s1-task-difficulty-hard-seed1 risk-adjusted-learning-rate disk-usage-threshold-high\ns1-task-difficulty-\nhard-seed1 done";
+    expect(redactSecrets(text, [])).toBe(text);
   });
 });

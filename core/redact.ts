@@ -21,19 +21,20 @@ interface SecretRule {
 }
 
 const shapeRules: SecretRule[] = [
-  { pattern: /(?<secret>sk-ant-[A-Za-z0-9_-]{10,256})/g },
-  { pattern: /(?<secret>sk-(?:proj-)?[A-Za-z0-9_-]{16,256})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>sk-ant-[A-Za-z0-9_-]{10,256})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>sk-(?:proj-)?[A-Za-z0-9_-]{16,256})/g },
   // Stripe secret and restricted keys.
-  { pattern: /(?<secret>[sr]k_(?:live|test)_[A-Za-z0-9]{16,256})/g },
-  { pattern: /(?<secret>github_pat_[A-Za-z0-9_]{22,256})/g },
-  { pattern: /(?<secret>gh[pousr]_[A-Za-z0-9]{20,256})/g },
-  { pattern: /(?<secret>hf_[A-Za-z0-9]{20,256})/g },
-  { pattern: /(?<secret>AKIA[0-9A-Z]{16})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>[sr]k_(?:live|test)_[A-Za-z0-9]{16,256})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>github_pat_[A-Za-z0-9_]{22,256})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>gh[pousr]_[A-Za-z0-9]{20,256})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>hf_[A-Za-z0-9]{20,256})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>AKIA[0-9A-Z]{16})/g },
   // Google API keys.
-  { pattern: /(?<secret>AIza[0-9A-Za-z_-]{35})/g },
-  { pattern: /(?<secret>xox[abeprs]-[A-Za-z0-9-]{10,256})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>AIza[0-9A-Za-z_-]{35})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>xox[abeprs]-[A-Za-z0-9-]{10,256})/g },
   // A JSON Web Token: base64url header and payload (both JSON objects, so `eyJ`), then the signature.
-  { pattern: /(?<secret>eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{4,8192}\.[A-Za-z0-9_-]{0,4096})/g },
+  { pattern: /(?<![A-Za-z0-9_-])(?<secret>eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{4,8192}\.[A-Za-z0-9_-]{0,4096})/g },
+  // Each starts a word: "task-difficulty-hard-seed1" holds no OpenAI key.
 ].map((rule) => ({ ...rule, shape: true }));
 
 const contextRules: SecretRule[] = [
@@ -264,6 +265,7 @@ function isSplitKey(tail: string, head: string): boolean {
   const isKey = (value: string): boolean => keyShapes.some((shape) => shape.test(value));
   for (const prefix of keyPrefixes) {
     for (let start = run.indexOf(prefix); start >= 0; start = run.indexOf(prefix, start + 1)) {
+      if (start > 0 && /[A-Za-z0-9_-]/.test(run[start - 1]!)) continue;
       const begun = run.slice(start);
       if (isKey(begun) ? rest.length >= 8 && /[0-9]/.test(rest) && /[A-Za-z]/.test(rest) : isKey(begun + rest)) return true;
     }
