@@ -14,6 +14,7 @@ import { hostname, userInfo } from "node:os";
 import { registerWorkerDaemonCommand } from "./worker-daemon-command.ts";
 import { swarmConfigSchema } from "../swarm/schema.ts";
 import { exitCode } from "./exit-codes.ts";
+import { isA3rError } from "../core/errors.ts";
 
 interface RunFlags {
   resultDir?: string;
@@ -79,8 +80,8 @@ export function registerWorkerCommands(program: Command): void {
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .option("--quiet", "no progress output")
-    .option("--json", "print the outcome as JSON on stdout")
-    .action(runBlueprint);
+    .option("--json", 'print the outcome as JSON on stdout (an error too: {"error": {code, message, ...}})')
+    .action((blueprintPath: string, flags: RunFlags) => withJsonErrors(flags.json === true, () => runBlueprint(blueprintPath, flags)));
 
   worker
     .command("demo")
@@ -92,7 +93,9 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (flags: { mode: DemoMode; runsDir: string; quiet?: boolean; json?: boolean }) => {
       const blueprintPath = await prepareDemoBlueprint(flags.mode, { runsDir: flags.runsDir });
       if (!flags.quiet) process.stderr.write(`demo blueprint for this machine: ${blueprintPath}\n`);
-      await runBlueprint(blueprintPath, { llm: false, ...(flags.quiet ? { quiet: true } : {}), ...(flags.json ? { json: true } : {}) });
+      await withJsonErrors(flags.json === true, () =>
+        runBlueprint(blueprintPath, { llm: false, ...(flags.quiet ? { quiet: true } : {}), ...(flags.json ? { json: true } : {}) }),
+      );
     });
 
   worker
@@ -132,6 +135,23 @@ function safeUser(): string {
 }
 
 /** Runs one blueprint to a complete result directory and sets the exit code from its outcome. */
+/**
+ * Under --json, stdout is for machines whatever happens: an error (RESULT_DIR_UNWRITABLE,
+ * BLUEPRINT_INVALID, ...) is printed there as `{"error": {code, message, where, hint, details}}`
+ * too, and still goes to stderr and sets the exit code as without --json.
+ */
+async function withJsonErrors(json: boolean, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (error) {
+    if (json) {
+      const body = isA3rError(error) ? error.toJSON() : { code: "INTERNAL", message: error instanceof Error ? error.message : String(error) };
+      process.stdout.write(`${JSON.stringify({ error: body })}\n`);
+    }
+    throw error;
+  }
+}
+
 async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<void> {
   // A blueprint the command policy refuses leaves a `refused` result directory (not on --dry-run).
   const refusal = flags.dryRun ? {} : { recordRefusal: flags.resultDir === undefined ? {} : { resultDir: flags.resultDir } };

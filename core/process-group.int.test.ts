@@ -95,3 +95,15 @@ describe("terminateGroup and the exit record", () => {
     expect(await readFile(run.logFile, "utf8")).toContain("saved");
   });
 });
+
+describe("a group of zombies", () => {
+  it("is not alive: a member that ended unreaped (its parent gone, an init that does not reap) does not hold a stop for the grace period", async () => {
+    // The background sleep's parent (the exec'd sleep) dies on TERM with it: where init does
+    // not reap orphans it stays a zombie of the group. TERM ends everything: "terminated", never "killed".
+    const run = await start("sleep 60 & exec sleep 61");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(isGroupAlive(run.pgid)).toBe(true);
+    expect(await terminateGroup(run.pgid, 30_000)).toBe("terminated");
+    expect(isGroupAlive(run.pgid)).toBe(false);
+  });
+});

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { shellQuote } from "./shell-quote.ts";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { open, readFile, readdir } from "node:fs/promises";
 
 /**
@@ -76,10 +76,38 @@ export function isProcessGone(pid: number): boolean {
 export function isGroupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+  // kill(0) also answers for zombies: members that ended but that nobody reaped (a container
+  // whose init does not reap orphans). A group of zombies runs nothing; waiting on it would
+  // spend the whole grace period (and the wait after KILL) on every stop.
+  return hasLiveMember(pgid);
+}
+
+/** Whether a process of the group is not a zombie (/proc/<pid>/stat); true where /proc cannot say. */
+function hasLiveMember(pgid: number): boolean {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return true;
+  }
+  let sawAny = false;
+  for (const entry of entries) {
+    if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    sawAny = true;
+    // After the command name's last ')': state, ppid, pgrp, ...
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") return true;
+  }
+  return !sawAny;
 }
 
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {

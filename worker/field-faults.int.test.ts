@@ -134,3 +134,23 @@ describe("edges of how a run ended", () => {
     await expect(access(`${resultDir}.worker-failure.json`)).rejects.toThrow();
   });
 });
+
+describe("the time budget is held within one grace period", () => {
+  it("a trainer that ends on TERM is stopped by TERM (no grace period spent waiting on its unreaped zombies); one that ignores TERM is KILLed after one", async () => {
+    const plain = await folder.write({
+      id: "budget-term",
+      command: "node trainer.mjs --steps 1000 --step-ms 100",
+      budget: "1s",
+      worker: { grace_period: "20s" },
+    });
+    await runWorker({ blueprintPath: plain.path, progress: silentProgress });
+    const run = await ended(plain.resultDir, "timed_out");
+    expect(run.events.find((event) => event.kind === "budget.hit")?.stopped).toEqual([expect.objectContaining({ role: "main", outcome: "terminated" })]);
+    expect(run.attempts).toMatch(/main \(pid \d+\) terminated/);
+
+    const stubborn = await folder.write({ id: "budget-kill", command: "node trainer.mjs --steps 1000 --step-ms 100 --children 1", budget: "1s" });
+    await runWorker({ blueprintPath: stubborn.path, progress: silentProgress });
+    const killed = await ended(stubborn.resultDir, "timed_out");
+    expect(killed.events.find((event) => event.kind === "budget.hit")?.stopped).toEqual([expect.objectContaining({ outcome: "killed" })]);
+  });
+});

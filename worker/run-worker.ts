@@ -727,12 +727,18 @@ async function loop(context: RunContext, end: AttemptEnd | undefined): Promise<{
     if (ended.kind === "timed_out") {
       const reason = `${ended.detail} at step ${ended.lastStep ?? "none"} (attempt ${context.attempt}); partial results kept`;
       context.memory.history.push({ attempt: context.attempt, ending: `timed out (${ended.detail})` });
+      const took = ended.stopped?.map((stop) => `${stop.role} (pid ${stop.pid}) ${stop.outcome}`).join(", ");
       await context.writer.appendAttempt({
         attempt: context.attempt,
         title: "stopped by the time budget",
-        body: `${reason}. The process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left.`,
+        body: `${reason}. The process group got TERM, then KILL after ${formatDuration(context.settings.gracePeriodMs)} if anything was left${took ? `: ${took}` : ""}.`,
       });
-      await context.writer.appendEvent("budget.hit", { attempt: context.attempt, budgetMs: context.blueprint.timeBudgetMs, step: ended.lastStep });
+      await context.writer.appendEvent("budget.hit", {
+        attempt: context.attempt,
+        budgetMs: context.blueprint.timeBudgetMs,
+        step: ended.lastStep,
+        ...(ended.stopped ? { stopped: ended.stopped } : {}),
+      });
       await finalizeRun(context, "timed_out", reason);
       return { state: "timed_out", reason };
     }

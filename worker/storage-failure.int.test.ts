@@ -37,14 +37,18 @@ afterAll(async () => {
 
 const quote = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`;
 
-function startWorker(blueprint: string, setup: string): { pid: number; done: Promise<{ code: number | null; stderr: string }> } {
-  const worker = [process.execPath, cli, "worker", "run", blueprint, "--no-llm", "--quiet"].map(quote).join(" ");
+function startWorker(blueprint: string, setup: string): { pid: number; done: Promise<{ code: number | null; stderr: string; stdout: string }> } {
+  const worker = [process.execPath, cli, "worker", "run", blueprint, "--no-llm", "--quiet", "--json"].map(quote).join(" ");
   const child = privateMounts
-    ? spawn("unshare", ["-m", "--propagation", "private", "sh", "-c", `${setup}exec ${worker}`], { stdio: ["ignore", "ignore", "pipe"] })
-    : spawn("sh", ["-c", `exec ${worker}`], { stdio: ["ignore", "ignore", "pipe"] });
+    ? spawn("unshare", ["-m", "--propagation", "private", "sh", "-c", `${setup}exec ${worker}`], { stdio: ["ignore", "pipe", "pipe"] })
+    : spawn("sh", ["-c", `exec ${worker}`], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
+  let stdout = "";
   child.stderr!.on("data", (chunk) => (stderr += chunk));
-  const done = new Promise<{ code: number | null; stderr: string }>((resolve) => child.once("exit", (code) => resolve({ code, stderr })));
+  child.stdout!.on("data", (chunk) => (stdout += chunk));
+  const done = new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) =>
+    child.once("close", (code) => resolve({ code, stderr, stdout })),
+  );
   return { pid: child.pid!, done };
 }
 
@@ -129,6 +133,8 @@ describe.skipIf(isRoot && !privateMounts)("worker: its result directory fails mi
     expect(run.ended.code).toBe(1);
     expect(run.ended.stderr).toContain("[RESULT_DIR_UNWRITABLE]");
     expect(run.ended.stderr).toContain(code);
+    // --json: stdout carries the error as JSON too.
+    expect(JSON.parse(run.ended.stdout.trim().split("\n").pop()!)).toMatchObject({ error: { code: "RESULT_DIR_UNWRITABLE", details: { code } } });
     expect(alive(run.trainer)).toBe(false);
     // The folder itself could not take the truth: it still says running.
     if (!privateMounts) spawnSync("chmod", ["-R", "u+w", run.resultDir]);

@@ -49,7 +49,8 @@ export interface SuperviseOptions {
 export type AttemptEnd =
   | { kind: "succeeded"; detail: string; lastStep: number | null }
   | { kind: "failed"; detail: string; facts: FailureFacts; lastStep: number | null }
-  | { kind: "timed_out"; detail: string; lastStep: number | null }
+  /** `stopped`: what stopping each process group took (stopRecord's outcome), when the budget stopped them. */
+  | { kind: "timed_out"; detail: string; lastStep: number | null; stopped?: Array<{ role: string; pid: number; outcome: string }> }
   | { kind: "cancelled"; detail: string; lastStep: number | null }
   /** A stop request (`stop-request.json`, campaign/stop-request.ts) ended it; `evidence` is the requester's. */
   | { kind: "stopped_early"; detail: string; evidence: Record<string, unknown>; lastStep: number | null };

@@ -1,4 +1,5 @@
 import { formatDuration } from "../../../core/duration.ts";
+import { stopRecord } from "../../launch/launched-process.ts";
 import type { SupervisionCheck } from "../supervision-check.ts";
 
 /**
@@ -12,8 +13,13 @@ export const timeBudgetCheck: SupervisionCheck = {
     const { options } = watch;
     const usedUp = watch.now() - options.runStartedAtMs >= options.budgetMs;
     if (!usedUp) return undefined;
-    await watch.stopAll();
+    // As AttemptWatch.stopAll (clients first), keeping what each stop took: TERM that ended
+    // it within the grace period, or KILL after it (the run ends at most one grace period late).
+    const stopped = [];
+    for (const record of [...options.processes].reverse()) {
+      stopped.unshift({ role: record.role, pid: record.pid, outcome: await stopRecord(record, options.settings.gracePeriodMs) });
+    }
     await watch.readMetrics();
-    return { kind: "timed_out", detail: `time budget ${formatDuration(options.budgetMs)} used up`, lastStep: watch.merger.lastStep };
+    return { kind: "timed_out", detail: `time budget ${formatDuration(options.budgetMs)} used up`, lastStep: watch.merger.lastStep, stopped };
   },
 };
