@@ -185,9 +185,10 @@ describe("liftCommandSecrets", () => {
 
 describe("liftCommandSecrets on settings named like secrets", () => {
   it("leaves a plain word after a *_key setting, and lifts whatever follows a credential's name", () => {
-    const command = "python -m verl.trainer data.prompt_key=prompt reward_fn_key=data_source --api-key sunshine --sort-key x9Fq2ab7";
+    const command =
+      "GOOGLE_APPLICATION_CREDENTIALS=/etc/gcp/key.json python -m verl.trainer data.prompt_key=prompt reward_fn_key=data_source --ssh-key ~/.ssh/id_ed25519 --api-key sunshine --sort-key x9Fq2ab7";
     expect(liftCommandSecrets(command, []).command).toBe(
-      `python -m verl.trainer data.prompt_key=prompt reward_fn_key=data_source --api-key "\${A3R_SECRET_API_KEY}" --sort-key "\${A3R_SECRET_SORT_KEY}"`,
+      `GOOGLE_APPLICATION_CREDENTIALS=/etc/gcp/key.json python -m verl.trainer data.prompt_key=prompt reward_fn_key=data_source --ssh-key ~/.ssh/id_ed25519 --api-key "\${A3R_SECRET_API_KEY}" --sort-key "\${A3R_SECRET_SORT_KEY}"`,
     );
   });
 });

@@ -95,7 +95,7 @@ export const secretPatternSources: readonly string[] = secretRules.map((rule) =>
 
 export function secretValuesFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   return Object.entries(env)
-    .filter(([name, value]) => value && value.length >= 8 && /KEY|TOKEN|SECRET|PASSWORD|PASSWD|(?:^|_)PASS(?:$|_)|CREDENTIAL/i.test(name))
+    .filter(([name, value]) => value && value.length >= 8 && /KEY|TOKEN|SECRET|PASSWORD|PASSWD|(?:^|_)PASS(?:$|_)/i.test(name))
     .map(([, value]) => value as string);
 }
 
@@ -181,10 +181,13 @@ export function liftCommandSecrets(
 /**
  * Whether a value found by its name alone is a credential to lift out of a command: the
  * name says so (token, secret, password, api, auth, access, private), or the value is not a
- * plain word. So `data.prompt_key=prompt` or `reward_fn_key=data_source` stay as written
- * (they are settings), while `--api-key anything` or `sort_key=x9Fq2...` are lifted.
+ * plain word, and it is no path. So `data.prompt_key=prompt`, `reward_fn_key=data_source`
+ * or `--ssh-key ~/.ssh/id_ed25519` stay as written (settings and paths), while
+ * `--api-key anything` or `sort_key=x9Fq2...` are lifted.
  */
 function isCredential(name: string, value: string): boolean {
+  // A path names where a credential is (GOOGLE_APPLICATION_CREDENTIALS=/etc/key.json), not the credential.
+  if (/^(?:\/|~\/|\.\.?\/)/.test(value)) return false;
   return /TOKEN|SECRET|PASS|API|AUTH|ACCESS|PRIVATE|CREDENTIAL/i.test(name) || !/^[A-Za-z_.-]{1,512}$/.test(value);
 }
 
