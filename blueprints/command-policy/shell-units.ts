@@ -506,7 +506,10 @@ function runWrittenScript(words: string[], depth: number, context: Context): voi
   if ((name === "echo" || name === "printf") && redirect > 0 && words[redirect + 1] !== undefined) {
     const text = echoedTextOf(words.slice(0, redirect));
     context.state.written ??= new Map();
-    if (text !== undefined) context.state.written.set(baseName(words[redirect + 1]!), text);
+    const file = baseName(words[redirect + 1]!);
+    // `>>` appends: every line echoed into the script is read when it runs.
+    const before = words[redirect]!.endsWith(">>") ? context.state.written.get(file) : undefined;
+    if (text !== undefined) context.state.written.set(file, before === undefined ? text : `${before}\n${text}`);
     return;
   }
   const written = context.state.written;
