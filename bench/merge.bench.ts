@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../swarm/engines/engine.ts";
+import type { ChatMessage } from "../swarm/engines/port/engine.ts";
 import { defaultVocabulary } from "../swarm/engines/embedded/default-vocabulary.ts";
 import { createWordTokenizer } from "../swarm/engines/embedded/tokenizer.ts";
 import { buildTrainingSamples, type CompareLevel, type RecordedCall } from "../swarm/tracking/index.ts";

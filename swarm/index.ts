@@ -9,6 +9,6 @@ export { engineStates, legalTransitions, type EngineState } from "./server/engin
 export { decideBatch, type StrategyDecision, type PoolProgress } from "./server/batching-strategies.ts";
 export type { StepMetrics } from "./server/step-metrics.ts";
 export { createSwarmLogger, silentLogger, type SwarmLogger } from "./server/logger.ts";
-export { loadSwarmConfig, parseSwarmConfig, swarmConfigSchema, sampleCollectionMethods, SwarmConfigError } from "./config.ts";
-export type { SwarmConfig, SwarmConfigInput, SampleCollectionMethod } from "./config.ts";
+export { loadSwarmConfig, parseSwarmConfig, swarmConfigSchema, sampleCollectionMethods, SwarmConfigError } from "./config/config.ts";
+export type { SwarmConfig, SwarmConfigInput, SampleCollectionMethod } from "./config/config.ts";
 export * from "./client/index.ts";

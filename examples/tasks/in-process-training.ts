@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { OptimizerConfig } from "../../swarm/engines/engine-config.ts";
-import type { TrainingSample } from "../../swarm/engines/engine.ts";
+import type { OptimizerConfig } from "../../swarm/engines/port/engine-config.ts";
+import type { TrainingSample } from "../../swarm/engines/port/engine.ts";
 import { EmbeddedEngine } from "../../swarm/engines/embedded/embedded-engine.ts";
 import { buildTrainingSamples, type RecordedCall } from "../../swarm/tracking/index.ts";
 import type { AskPolicy, SwarmTask, TaskInstance } from "./task-types.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { silentLogger } from "../server/logger.ts";
 import { temporaryDirectory, waitFor } from "../server/server-process.test-support.ts";
 import { startSwarmServer, type SwarmServer } from "../server/swarm-server.ts";

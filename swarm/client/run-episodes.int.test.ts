@@ -1,6 +1,6 @@
 import type OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { temporaryDirectory, waitForState } from "../server/server-process.test-support.ts";
 import { silentLogger } from "../server/logger.ts";
 import { startSwarmServer, type SwarmServer } from "../server/swarm-server.ts";

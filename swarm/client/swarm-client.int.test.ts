@@ -1,7 +1,7 @@
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { temporaryDirectory } from "../server/server-process.test-support.ts";
 import { silentLogger } from "../server/logger.ts";
 import { startSwarmServer, type SwarmServer } from "../server/swarm-server.ts";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTrainingSamples, type RecordedCall } from "../tracking/index.ts";
-import type { ChatMessage, Engine, TrainingSample } from "./engine.ts";
+import type { ChatMessage, Engine, TrainingSample } from "./port/engine.ts";
 
 /**
  * The one test suite every engine kind passes (embedded, openai-compatible, vllm). `setup` returns a

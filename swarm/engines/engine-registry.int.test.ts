@@ -1,14 +1,14 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { SwarmClient } from "../client/swarm-client.ts";
-import { parseSwarmConfig, SwarmConfigError } from "../config.ts";
+import { parseSwarmConfig, SwarmConfigError } from "../config/config.ts";
 import { defaultEngineFactory } from "../server/engine-factory.ts";
 import { silentLogger } from "../server/logger.ts";
 import { temporaryDirectory, waitFor, waitForState } from "../server/server-process.test-support.ts";
 import { startSwarmServer } from "../server/swarm-server.ts";
-import type { ChatMessage, EncodedChat, Engine, GenerateResult } from "./engine.ts";
-import { optimizerConfigSchema } from "./engine-config.ts";
-import { defineEngineKind } from "./engine-kind.ts";
+import type { ChatMessage, EncodedChat, Engine, GenerateResult } from "./port/engine.ts";
+import { optimizerConfigSchema } from "./port/engine-config.ts";
+import { defineEngineKind } from "./port/engine-kind.ts";
 import { engineKindNames, registerEngineKind } from "./engine-registry.ts";
 
 /**

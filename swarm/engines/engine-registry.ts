@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { embeddedEngineKind } from "./embedded/embedded-kind.ts";
-import type { Engine } from "./engine.ts";
-import type { EngineConfig } from "./engine-config.ts";
-import { type EngineKind, serverOwnedKeys } from "./engine-kind.ts";
+import type { Engine } from "./port/engine.ts";
+import type { EngineConfig } from "./port/engine-config.ts";
+import { type EngineKind, serverOwnedKeys } from "./port/engine-kind.ts";
 import { openAiCompatibleEngineKind } from "./openai-compatible/openai-compatible-kind.ts";
 import { vllmEngineKind } from "./vllm/vllm-kind.ts";
 

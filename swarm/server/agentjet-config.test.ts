@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { AgentJetConfigError, applyAgentJetConfig, isAgentJetConfig } from "./agentjet-config.ts";
 
 const current = parseSwarmConfig("port: 0\ntrain_batch_size: 8\n", { baseDirectory: "/srv" });

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { swarmConfigSchema, type SwarmConfig } from "../config-schema.ts";
+import { swarmConfigSchema, type SwarmConfig } from "../config/config-schema.ts";
 import { engineKind, engineKindNames } from "../engines/engine-registry.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { HttpError, sendJson } from "./http-tools.ts";
+import { HttpError, sendJson } from "./wire/http-tools.ts";
 import type { RouteGroupContext } from "./route-types.ts";
 import { pushVerboseLogSchema } from "./protocol-schemas.ts";
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { silentLogger } from "./logger.ts";
 import { rawRequest, temporaryDirectory, waitFor } from "./server-process.test-support.ts";
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";

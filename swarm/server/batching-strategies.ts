@@ -1,4 +1,4 @@
-import type { SampleCollectionMethod } from "../config-schema.ts";
+import type { SampleCollectionMethod } from "../config/config-schema.ts";
 
 /**
  * The five batching strategies (`swarm_mode_sample_collection_method`), as pure functions

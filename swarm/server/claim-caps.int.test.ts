@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SwarmClient } from "../client/index.ts";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { silentLogger } from "./logger.ts";
 import { rawRequest, temporaryDirectory, waitFor, waitForState } from "./server-process.test-support.ts";
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";

@@ -1,7 +1,7 @@
 import { parse as parseYaml } from "yaml";
-import { parseSwarmConfig, SwarmConfigError } from "../config.ts";
+import { parseSwarmConfig, SwarmConfigError } from "../config/config.ts";
 import { AgentJetConfigError, applyAgentJetConfig, isAgentJetConfig } from "./agentjet-config.ts";
-import { HttpError, sendJson } from "./http-tools.ts";
+import { HttpError, sendJson } from "./wire/http-tools.ts";
 import { resumeSchema, syncTrainConfigSchema } from "./protocol-schemas.ts";
 import type { RouteGroupContext } from "./route-types.ts";
 import { RequestRefused } from "./training-coordinator.ts";

@@ -1,6 +1,6 @@
-import type { SwarmConfig } from "../config-schema.ts";
-import type { EngineConfig } from "../engines/engine-config.ts";
-import type { Engine } from "../engines/engine.ts";
+import type { SwarmConfig } from "../config/config-schema.ts";
+import type { EngineConfig } from "../engines/port/engine-config.ts";
+import type { Engine } from "../engines/port/engine.ts";
 import { takesOptimizer } from "../engines/engine-registry.ts";
 
 /** Makes the engine a configuration asks for; the server calls it on every boot. */

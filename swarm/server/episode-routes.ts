@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { agentJetStatus, type IdNames, pseudonyms, showIds } from "./episode-names.ts";
 import type { Episode } from "./episode-registry.ts";
-import { HttpError, bearerToken, sendJson } from "./http-tools.ts";
+import { HttpError, bearerToken, sendJson } from "./wire/http-tools.ts";
 import { abortEpisodeSchema, claimEpisodeSchema, clientRefSchema, endEpisodeSchema, episodeBufferSchema, episodeRefSchema } from "./protocol-schemas.ts";
 import type { RouteContext, RouteGroupContext } from "./route-types.ts";
 

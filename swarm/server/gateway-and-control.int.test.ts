@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SwarmClient, SwarmRequestError } from "../client/index.ts";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { rawRequest, temporaryDirectory, waitForState } from "./server-process.test-support.ts";
 import { silentLogger } from "./logger.ts";
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";

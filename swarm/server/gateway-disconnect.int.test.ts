@@ -2,7 +2,7 @@ import { Agent, createServer, request as httpRequest, type IncomingMessage, type
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SwarmClient } from "../client/index.ts";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { silentLogger } from "./logger.ts";
 import { temporaryDirectory, waitForState } from "./server-process.test-support.ts";
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";

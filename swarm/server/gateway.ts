@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { z } from "zod";
-import type { GenerateResult } from "../engines/engine.ts";
+import type { GenerateResult } from "../engines/port/engine.ts";
 import { engineKind } from "../engines/engine-registry.ts";
 import type { Episode } from "./episode-registry.ts";
-import { HttpError, bearerToken, parseBody, readBody, sendJson } from "./http-tools.ts";
+import { HttpError, bearerToken, parseBody, readBody, sendJson } from "./wire/http-tools.ts";
 import type { SwarmLogger } from "./logger.ts";
 import { RequestRefused, type TrainingCoordinator } from "./training-coordinator.ts";
 import {

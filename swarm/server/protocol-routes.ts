@@ -2,7 +2,7 @@ import { addAgentJetRoutes } from "./agentjet-routes.ts";
 import { addControlRoutes } from "./control-routes.ts";
 import { addEpisodeRoutes } from "./episode-routes.ts";
 import type { Gateway } from "./gateway.ts";
-import { parseBody, readBody } from "./http-tools.ts";
+import { parseBody, readBody } from "./wire/http-tools.ts";
 import type { SwarmLogger } from "./logger.ts";
 import type { AddRoute, ReadBody, Route, RouteGroupContext } from "./route-types.ts";
 import { addStatusRoutes } from "./status-routes.ts";

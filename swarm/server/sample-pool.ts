@@ -1,4 +1,4 @@
-import type { TrainingSample } from "../engines/engine.ts";
+import type { TrainingSample } from "../engines/port/engine.ts";
 import type { PoolEpisode } from "./batching-strategies.ts";
 
 /** One finished train episode waiting in the pool, with its merged samples. */

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { itemColorOverAnthropic, itemColorOverResponses } from "../../examples/tasks/item-color/sdk-variants.ts";
 import { runEpisodes, SwarmClient } from "../client/index.ts";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { silentLogger } from "./logger.ts";
 import { temporaryDirectory, waitFor, waitForState } from "./server-process.test-support.ts";
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";

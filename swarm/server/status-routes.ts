@@ -1,6 +1,6 @@
 import { engineStates } from "./engine-state.ts";
 import { agentJetStatus, type IdNames, pseudonyms, showIds } from "./episode-names.ts";
-import { sendJson, sendText } from "./http-tools.ts";
+import { sendJson, sendText } from "./wire/http-tools.ts";
 import type { RouteGroupContext } from "./route-types.ts";
 import { renderPrometheus } from "./step-metrics.ts";
 import type { TrainingCoordinator } from "./training-coordinator.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { SwarmClient, SwarmRequestError } from "../client/index.ts";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { temporaryDirectory, waitFor, waitForState } from "./server-process.test-support.ts";
 import { silentLogger } from "./logger.ts";
 import { startSwarmServer, type SwarmServer } from "./swarm-server.ts";

@@ -1,10 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { SwarmConfig } from "../config-schema.ts";
+import type { SwarmConfig } from "../config/config-schema.ts";
 import type { EngineFactory } from "./engine-factory.ts";
 import { Gateway } from "./gateway.ts";
-import { HttpError, bearerToken, sendJson } from "./http-tools.ts";
+import { HttpError, bearerToken, sendJson } from "./wire/http-tools.ts";
 import { createSwarmLogger, type SwarmLogger } from "./logger.ts";
 import { isLoopbackHost, protocolRoutes, type Route } from "./protocol-routes.ts";
 import { RequestRefused, TrainingCoordinator } from "./training-coordinator.ts";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { temporaryDirectory, waitFor } from "./server-process.test-support.ts";
 import { silentLogger } from "./logger.ts";
 import { TrainingCoordinator } from "./training-coordinator.ts";

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
-import type { Engine } from "../engines/engine.ts";
-import type { SwarmConfig } from "../config-schema.ts";
+import type { Engine } from "../engines/port/engine.ts";
+import type { SwarmConfig } from "../config/config-schema.ts";
 import { buildTrainingSamples } from "../tracking/index.ts";
 import { decideBatch, type StrategyDecision } from "./batching-strategies.ts";
 import { CheckpointStore } from "./checkpoint-store.ts";

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SwarmClient, type EpisodeHandle } from "../client/index.ts";
-import { parseSwarmConfig } from "../config.ts";
+import { parseSwarmConfig } from "../config/config.ts";
 import { mergeTimelines } from "../tracking/index.ts";
 import { silentLogger } from "./logger.ts";
 import { rawRequest, temporaryDirectory, waitForState } from "./server-process.test-support.ts";

@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../engines/engine.ts";
+import type { ChatMessage } from "../engines/port/engine.ts";
 import type { RecordedCall } from "./recorded-call.ts";
 
 /** Exact comparisons of the parts of a recorded call, cheap on the common shapes. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage } from "../engines/engine.ts";
+import type { ChatMessage } from "../engines/port/engine.ts";
 import { createWordTokenizer } from "../engines/embedded/tokenizer.ts";
 import {
   buildTrainingSamples,

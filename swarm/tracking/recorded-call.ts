@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../engines/engine.ts";
+import type { ChatMessage } from "../engines/port/engine.ts";
 
 /** One chat completion of an episode as the server saw it: a timeline. */
 export interface RecordedCall {

@@ -1,4 +1,4 @@
-import type { Engine, TrainingSample } from "../engines/engine.ts";
+import type { Engine, TrainingSample } from "../engines/port/engine.ts";
 import type { CompareLevel, RecordedCall } from "./recorded-call.ts";
 import { startsWith } from "./call-keys.ts";
 import { mergeTimelines, type Timeline } from "./timeline-merge.ts";

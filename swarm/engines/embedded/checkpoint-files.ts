@@ -1,7 +1,7 @@
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { EngineError } from "../engine-error.ts";
+import { EngineError } from "../port/engine-error.ts";
 
 /**
  * The embedded engine's checkpoint: a folder `checkpoint-<step>` with meta.json and one raw

@@ -1,7 +1,7 @@
 import { join } from "node:path";
-import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../engine.ts";
-import type { EmbeddedEngineConfig } from "./embedded-kind.ts";
-import { EngineError } from "../engine-error.ts";
+import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../port/engine.ts";
+import type { EmbeddedEngineConfig } from "./embedded-config.ts";
+import { EngineError } from "../port/engine-error.ts";
 import { readCheckpoint, writeCheckpoint } from "./checkpoint-files.ts";
 import { defaultVocabulary } from "./default-vocabulary.ts";
 import { grpoStep, type PolicyState } from "./grpo-step.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TrainingSample } from "../engine.ts";
+import type { TrainingSample } from "../port/engine.ts";
 import { groupAdvantages, grpoGradient, grpoStep } from "./grpo-step.ts";
 import { createWordTokenizer } from "./tokenizer.ts";
 

@@ -1,4 +1,4 @@
-import type { TrainingSample } from "../engine.ts";
+import type { TrainingSample } from "../port/engine.ts";
 import { activeFeatures, computeLogits, forEachAssistantToken, logSoftmax, type ActiveFeatures } from "./policy-features.ts";
 import type { WordTokenizer } from "./tokenizer.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage } from "../engine.ts";
+import type { ChatMessage } from "../port/engine.ts";
 import { buildTrainingSamples, type RecordedCall } from "../../tracking/index.ts";
 import { defaultVocabulary } from "./default-vocabulary.ts";
 import { activeFeatures, computeLogits, forEachAssistantToken, logSoftmax } from "./policy-features.ts";

@@ -1,4 +1,4 @@
-import type { ChatMessage, ChatRole, EncodedChat } from "../engine.ts";
+import type { ChatMessage, ChatRole, EncodedChat } from "../port/engine.ts";
 
 /**
  * A word-level tokenizer over a small fixed output vocabulary.

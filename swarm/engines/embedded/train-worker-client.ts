@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { EngineError } from "../engine-error.ts";
+import { EngineError } from "../port/engine-error.ts";
 import type { TrainRequest, TrainResponse } from "./train-worker.ts";
 
 /** Starts the training worker lazily and matches answers to requests. */

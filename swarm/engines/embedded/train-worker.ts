@@ -1,5 +1,5 @@
 import { parentPort } from "node:worker_threads";
-import type { TrainingSample } from "../engine.ts";
+import type { TrainingSample } from "../port/engine.ts";
 import { grpoStep, type GrpoOptions } from "./grpo-step.ts";
 import { createWordTokenizer } from "./tokenizer.ts";
 

@@ -5,8 +5,8 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeEngineConformance } from "../engine-conformance.test-support.ts";
-import type { TrainingSample } from "../engine.ts";
-import { EngineError } from "../engine-error.ts";
+import type { TrainingSample } from "../port/engine.ts";
+import { EngineError } from "../port/engine-error.ts";
 import { OpenAiCompatibleEngine } from "./openai-compatible-engine.ts";
 
 const repositoryRoot = resolve(import.meta.dirname, "../../..");

@@ -1,20 +1,5 @@
-import { z } from "zod";
-import { defineEngineKind } from "../engine-kind.ts";
-
-export const openAiCompatibleEngineConfigSchema = z.strictObject({
-  kind: z.literal("openai-compatible"),
-  /** Base URL of the upstream including /v1, e.g. http://127.0.0.1:8000/v1. */
-  base_url: z.string().url(),
-  api_key: z.string().optional(),
-  model: z.string().min(1),
-  /** Shell command run once per optimizer step; see openai-compatible/README.md. */
-  trainer_command: z.string().min(1).optional(),
-  /** Path on the upstream's origin that loads a LoRA adapter (default /v1/load_lora_adapter). */
-  load_adapter_path: z.string().startsWith("/").optional(),
-  experiment_dir: z.string().min(1),
-});
-
-export type OpenAiCompatibleEngineConfig = z.infer<typeof openAiCompatibleEngineConfigSchema>;
+import { defineEngineKind } from "../port/engine-kind.ts";
+import { openAiCompatibleEngineConfigSchema } from "./openai-compatible-config.ts";
 
 /** Inference from an upstream `/v1/chat/completions`, the step from an external trainer command. */
 export const openAiCompatibleEngineKind = defineEngineKind({

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { EngineError } from "../engine-error.ts";
+import { EngineError } from "../port/engine-error.ts";
 import { UpstreamHttp } from "./upstream-http.ts";
 
 /** A real node:http upstream on a free port; `handle` decides each answer. */

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { EngineError } from "../engine-error.ts";
+import { EngineError } from "../port/engine-error.ts";
 import { Http1Pool } from "./http1-pool.ts";
 
 /** What the engine reads of an upstream answer; the body is already fully received. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isFiniteNumber, isIntegerArray, isNullish, isRecord } from "../json-shape.ts";
+import { isFiniteNumber, isIntegerArray, isNullish, isRecord } from "../port/json-shape.ts";
 
 /**
  * The parts of an OpenAI-compatible chat completion response the engine reads. vLLM adds
@@ -25,7 +25,7 @@ export const chatCompletionResponseSchema = z.looseObject({
 export type ChatCompletionResponse = z.infer<typeof chatCompletionResponseSchema>;
 
 /**
- * chatCompletionResponseSchema by hand, for the hot path (see ../json-shape.ts): true only
+ * chatCompletionResponseSchema by hand, for the hot path (see ../port/json-shape.ts): true only
  * for an answer the schema accepts as it is; anything else goes to zod, which names what is
  * wrong. Keep the two in step: upstream-response.test.ts compares them.
  */

@@ -1,4 +1,4 @@
-import { EngineError } from "../engine-error.ts";
+import { EngineError } from "../port/engine-error.ts";
 
 /**
  * Fills `{name}` placeholders in a command template, one argv entry at a time (no shell:

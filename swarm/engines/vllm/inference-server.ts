@@ -1,8 +1,8 @@
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { VllmEngineConfig } from "./vllm-kind.ts";
-import { EngineError } from "../engine-error.ts";
+import type { VllmEngineConfig } from "./vllm-config.ts";
+import { EngineError } from "../port/engine-error.ts";
 import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
 import { fillTemplate, referenceServerTemplate, vllmServeTemplate } from "./command-template.ts";
 import { ManagedProcess } from "./managed-process.ts";

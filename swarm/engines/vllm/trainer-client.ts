@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import type { VllmEngineConfig } from "./vllm-kind.ts";
-import { EngineError } from "../engine-error.ts";
+import type { VllmEngineConfig } from "./vllm-config.ts";
+import { EngineError } from "../port/engine-error.ts";
 import { fillTemplate, trainerTemplate } from "./command-template.ts";
 import { ManagedProcess } from "./managed-process.ts";
 import { pythonEnvironment } from "./python-path.ts";

@@ -5,7 +5,7 @@ import { temporaryDirectory } from "../../server/server-process.test-support.ts"
 import { describeEngineConformance } from "../engine-conformance.test-support.ts";
 import { pythonEnvironment } from "./python-path.ts";
 import { VllmEngine } from "./vllm-engine.ts";
-import { vllmEngineConfigSchema } from "./vllm-kind.ts";
+import { vllmEngineConfigSchema } from "./vllm-config.ts";
 
 /**
  * The vllm engine through the engine conformance suite, on CPU: a3r's reference inference

@@ -8,13 +8,13 @@ import { runEpisodes } from "../../client/run-episodes.ts";
 import { referenceServerTemplate } from "./command-template.ts";
 import { slowTests } from "../../../test-support/slow-tests.ts";
 import { SwarmClient } from "../../client/swarm-client.ts";
-import { loadSwarmConfig, parseSwarmConfig } from "../../config.ts";
+import { loadSwarmConfig, parseSwarmConfig } from "../../config/config.ts";
 import { engineConfigOf } from "../../server/engine-factory.ts";
 import { silentLogger } from "../../server/logger.ts";
 import { temporaryDirectory, waitForState } from "../../server/server-process.test-support.ts";
 import { startSwarmServer, type SwarmServer } from "../../server/swarm-server.ts";
-import { vllmEngineConfigSchema } from "./vllm-kind.ts";
-import { EngineError } from "../engine-error.ts";
+import { vllmEngineConfigSchema } from "./vllm-config.ts";
+import { EngineError } from "../port/engine-error.ts";
 import { pythonEnvironment } from "./python-path.ts";
 import { VllmEngine } from "./vllm-engine.ts";
 

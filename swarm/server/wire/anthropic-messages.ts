@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ChatMessage } from "../../engines/engine.ts";
+import type { ChatMessage } from "../../engines/port/engine.ts";
 import type { ToolCallReplays } from "./tool-calls.ts";
 import { functionTool, namedEvent, textPieces, type GatewayAnswer, type TranslatedRequest } from "./wire-types.ts";
 

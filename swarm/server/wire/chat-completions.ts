@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { ChatMessage } from "../../engines/engine.ts";
-import { isFiniteNumber, isInteger, isNullish, isRecord } from "../../engines/json-shape.ts";
+import type { ChatMessage } from "../../engines/port/engine.ts";
+import { isFiniteNumber, isInteger, isNullish, isRecord } from "../../engines/port/json-shape.ts";
 import type { ToolCallReplays } from "./tool-calls.ts";
 import { textPieces, type GatewayAnswer, type TranslatedRequest } from "./wire-types.ts";
 
@@ -44,7 +44,7 @@ export const chatRequestSchema = z.looseObject({
 export type ChatRequest = z.output<typeof chatRequestSchema>;
 
 /**
- * chatRequestSchema by hand, for the hot path (see engines/json-shape.ts): true only for a
+ * chatRequestSchema by hand, for the hot path (see engines/port/json-shape.ts): true only for a
  * body the schema accepts as it is; anything else (an error, an unusual shape) goes to zod.
  * Keep the two in step: chat-request-check.test.ts compares them.
  */

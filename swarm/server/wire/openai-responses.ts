@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { ChatMessage } from "../../engines/engine.ts";
-import { HttpError } from "../http-tools.ts";
+import type { ChatMessage } from "../../engines/port/engine.ts";
+import { HttpError } from "./http-tools.ts";
 import type { ReplayedToolCall, ToolCallReplays } from "./tool-calls.ts";
 import { functionTool, namedEvent, textPieces, type GatewayAnswer, type TranslatedRequest } from "./wire-types.ts";
 

@@ -1,4 +1,4 @@
-import type { ChatMessage, GenerateRequest, GenerateResult } from "../../engines/engine.ts";
+import type { ChatMessage, GenerateRequest, GenerateResult } from "../../engines/port/engine.ts";
 import type { ParsedAnswer, ToolCallReplays } from "./tool-calls.ts";
 
 /**

@@ -61,7 +61,7 @@ export function readBody(request: IncomingMessage, limitBytes: number): Promise<
 
 /**
  * Parses a JSON body and validates it; 400 naming the field on failure. `accepts`, a hand
- * check of the same schema (engines/json-shape.ts), lets a body it vouches for skip zod.
+ * check of the same schema (engines/port/json-shape.ts), lets a body it vouches for skip zod.
  */
 export function parseBody<T extends z.ZodType>(text: string, schema: T, endpoint: string, accepts?: (value: unknown) => value is z.output<T>): z.output<T> {
   let value: unknown;

@@ -1,1 +1,0 @@
-export { modelConfigSchema, type ModelConfig } from "./engines/engine-registry.ts";

@@ -1,0 +1,1 @@
+export { modelConfigSchema, type ModelConfig } from "../engines/engine-registry.ts";

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { optimizerConfigSchema } from "../port/engine-config.ts";
+
+/** argv of a process, with `{placeholder}`s the engine fills in (see vllm/README.md). */
+const commandTemplate = z.array(z.string().min(1)).min(1);
+
+export const vllmEngineConfigSchema = z.strictObject({
+  kind: z.literal("vllm"),
+  /** The base model: a Hugging Face id or folder for vLLM/transformers, or a tiny-model folder (swarm/python). */
+  model: z.string().min(1),
+  seed: z.number().int().optional(),
+  optimizer: optimizerConfigSchema,
+  experiment_dir: z.string().min(1),
+  /** The Python the reference server and trainer run with (default python3; /usr/bin/python3 on Debian). */
+  python: z.string().min(1).default("python3"),
+  lora: z
+    .strictObject({
+      rank: z.number().int().positive().default(8),
+      alpha: z.number().positive().default(16),
+      dropout: z.number().min(0).max(1).default(0),
+      target_modules: z.array(z.string().min(1)).optional(),
+    })
+    .default({ rank: 8, alpha: 16, dropout: 0 }),
+  inference: z
+    .strictObject({
+      /** `vllm` (vllm serve) or `reference` (a3r's Python server: no vLLM needed); `command` overrides either. */
+      server: z.enum(["vllm", "reference"]).default("vllm"),
+      command: commandTemplate.optional(),
+      extra_args: z.array(z.string()).default([]),
+      host: z.string().min(1).default("127.0.0.1"),
+      /** 0 picks a free port at every start. */
+      port: z.number().int().min(0).max(65535).default(0),
+      /** CUDA devices of the inference server (CUDA_VISIBLE_DEVICES); omitted = inherited. */
+      gpus: z.array(z.number().int().min(0)).optional(),
+      /** vLLM's --gpu-memory-utilization; lower it when the trainer shares the GPU (colocated). */
+      gpu_memory_utilization: z.number().positive().max(1).default(0.85),
+      start_timeout_ms: z.number().int().positive().default(600_000),
+      env: z.record(z.string(), z.string()).default({}),
+    })
+    .default({ server: "vllm", extra_args: [], host: "127.0.0.1", port: 0, gpu_memory_utilization: 0.85, start_timeout_ms: 600_000, env: {} }),
+  trainer: z
+    .strictObject({
+      command: commandTemplate.optional(),
+      device: z.enum(["auto", "cpu", "cuda"]).default("auto"),
+      gpus: z.array(z.number().int().min(0)).optional(),
+      micro_batch_tokens: z.number().int().positive().default(4096),
+      gradient_checkpointing: z.boolean().default(false),
+      max_grad_norm: z.number().positive().default(1),
+      weight_decay: z.number().min(0).default(0),
+      env: z.record(z.string(), z.string()).default({}),
+    })
+    .default({ device: "auto", micro_batch_tokens: 4096, gradient_checkpointing: false, max_grad_norm: 1, weight_decay: 0, env: {} }),
+  /** Restarts of a dead inference server or trainer before the engine gives up. */
+  max_restarts: z.number().int().min(0).default(5),
+});
+
+export type VllmEngineConfig = z.output<typeof vllmEngineConfigSchema>;
+export type VllmEngineConfigInput = z.input<typeof vllmEngineConfigSchema>;
