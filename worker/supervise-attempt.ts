@@ -58,7 +58,8 @@ export async function superviseAttempt(options: SuperviseOptions): Promise<Attem
     const verdict = await pollOnce(polls);
     if (verdict === "poll-again") continue;
     if (verdict !== undefined) return watch.end(verdict);
-    await sleep(options.settings.pollIntervalMs);
+    // A log with unread output is read on at once (pollBudget slices), not a poll interval later.
+    if (!watch.readingBehind) await sleep(options.settings.pollIntervalMs);
   }
 }
 

@@ -40,3 +40,28 @@ describe("parseMetricLine", () => {
     expect(parseMetricLine("Iter 9: acc 0.75", compiled)).toEqual({ step: 9, values: { acc: 0.75 } });
   });
 });
+
+describe("parseMetricLine after a progress bar", () => {
+  it("reads a step printed right after tqdm's text (stderr's bar, stdout's metric, one line)", () => {
+    expect(parseMetricLine(" 30%|███       | 3/10 [00:00<00:01,  9.52it/s]step:3 - reward_mean:0.45 - loss:0.25")).toEqual({
+      step: 3,
+      values: { reward_mean: 0.45, loss: 0.25 },
+    });
+    expect(parseMetricLine("100%|██████████| 10/10 [00:01<00:00, 9.5it/s, loss=0.4]step=7 loss=0.31")).toEqual({ step: 7, values: { loss: 0.31 } });
+    expect(parseMetricLine('12/40 [00:03, 4.1it/s]{"step": 12, "reward": 0.5}')).toEqual({ step: 12, values: { reward: 0.5 } });
+  });
+
+  it("still needs the step to stand alone: not inside another name", () => {
+    expect(parseMetricLine("mystep:3 - loss:0.1")).toBeUndefined();
+    expect(parseMetricLine("warmup_step=3 loss=0.1")).toBeUndefined();
+    expect(parseMetricLine("global_step=4 loss=0.1")).toEqual({ step: 4, values: { loss: 0.1 } });
+  });
+
+  it("reads a metric at the end of a cut line (start … end) and ignores the junk before it", () => {
+    const dump = "[0.125, 0.25, 0.5]".repeat(2_000);
+    expect(parseMetricLine(`${dump} … ${dump}step:9 - reward_mean:0.75 - loss:0.1`)).toEqual({
+      step: 9,
+      values: { reward_mean: 0.75, loss: 0.1 },
+    });
+  });
+});

@@ -7,6 +7,13 @@
  * - verl / AgentJet lines: `step:12 - reward_mean:0.41 - actor/kl:0.002`
  * - key=value pairs with a step: `step=12 loss=0.31 lr=3e-6`
  * - JSON lines with a numeric `step` (or `global_step`) field
+ *
+ * Each may follow a progress bar's text on the same line (`… 9.5it/s]step:1 - loss:0.3`: tqdm
+ * on stderr rewrites its line with `\r` and a metric printed on stdout lands after it): a
+ * step or key only needs no name character right before it. Every default pattern is linear
+ * in the line's length (no nested quantifiers, a lookbehind instead of scanning inside a
+ * word, a number without ambiguous repeats), and the lines are cut to a bounded length first
+ * (worker/supervise/line-splitter.ts).
  */
 export interface MetricPoint {
   step: number;
@@ -24,18 +31,20 @@ export interface LogMetricPattern {
   pair: string;
 }
 
-const number = String.raw`[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)`;
+const number = String.raw`[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)`;
+/** Not inside a name: what may precede a step or a key (a space, `]`, `|`, the line's start...). */
+const notInName = String.raw`(?<![\w/.@-])`;
 
 export const defaultLogMetricPatterns: LogMetricPattern[] = [
   {
     name: "verl",
-    line: String.raw`(?:^|\s)step:\s*(?<step>\d+)\s+-\s+`,
-    pair: String.raw`(?<key>[A-Za-z_][\w/.@-]*):\s*(?<value>${number})(?=\s+-\s+|\s*$)`,
+    line: String.raw`${notInName}step:\s*(?<step>\d+)\s+-\s+`,
+    pair: String.raw`${notInName}(?<key>[A-Za-z_][\w/.@-]*):\s*(?<value>${number})(?=\s+-\s+|\s*$)`,
   },
   {
     name: "key-value",
-    line: String.raw`(?:^|[\s,|])(?:global_)?step\s*=\s*(?<step>\d+)\b`,
-    pair: String.raw`(?<key>[A-Za-z_][\w/.@-]*)\s*=\s*(?<value>${number})(?=[\s,|]|$)`,
+    line: String.raw`${notInName}(?:global_)?step\s*=\s*(?<step>\d+)\b`,
+    pair: String.raw`${notInName}(?<key>[A-Za-z_][\w/.@-]*)\s*=\s*(?<value>${number})(?=[\s,|]|$)`,
   },
 ];
 
@@ -48,8 +57,11 @@ function toNumber(text: string): number {
 }
 
 function parseJsonLine(line: string): MetricPoint | undefined {
-  const trimmed = line.trim();
-  if (!trimmed.startsWith("{") || !trimmed.endsWith("}")) return undefined;
+  let trimmed = line.trim();
+  if (!trimmed.endsWith("}")) return undefined;
+  // After a progress bar's text: the object starts at its first `{"`.
+  if (!trimmed.startsWith("{")) trimmed = trimmed.slice(Math.max(0, trimmed.indexOf('{"')));
+  if (!trimmed.startsWith("{")) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(trimmed);

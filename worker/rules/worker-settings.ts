@@ -27,6 +27,7 @@ import type { FailureClass } from "./failure-classifier.ts";
  *   api_backoff: [30s, 2m, 8m]        # waits before retrying after an external API rate limit or auth error
  *   log_metric_patterns: [{ name, line, pair }]   # added before the defaults
  *   require_training_signal: true    # exit 0 with no step and no metric at all is `failed`; false for a run that trains nothing
+ *   log_cap: 64MiB                   # each attempt's log file is kept under this: once read, its middle is cut (worker/supervise/log-cap.ts)
  * ```
  *
  * Left out: the recovery playbook (worker/rules/recovery-playbook.ts) and the LLM (environment).
@@ -49,6 +50,10 @@ export interface WorkerSettings {
   overrides: Overrides;
   /** Success needs at least one recorded step or metric (front matter `worker.require_training_signal`, default true). */
   requireTrainingSignal: boolean;
+  /** Each attempt's log file is kept under this many bytes (front matter `worker.log_cap`, default 64 MiB). */
+  logCapBytes: number;
+  /** The cap as written (`64MiB`), for the marker line and the events. */
+  logCap: string;
   /** The recovery playbook, with `api_backoff` applied to the external-API entries. */
   playbook: Record<FailureClass, PlaybookEntry>;
 }
@@ -77,7 +82,24 @@ const workerBlockSchema = z.strictObject({
   api_backoff: z.array(duration).min(1).optional(),
   log_metric_patterns: z.array(z.strictObject({ name: z.string().min(1), line: z.string().min(1), pair: z.string().min(1) })).optional(),
   require_training_signal: z.boolean().optional(),
+  log_cap: z
+    .union([z.string(), z.number()])
+    .refine((value) => (parseByteSize(value) ?? 0) >= minLogCapBytes, "a size of at least 64KiB, such as 64MiB, 512KiB or 1GiB")
+    .optional(),
 });
+
+/** The smallest cap: a quarter of it (the kept head) must hold a few filesystem blocks. */
+const minLogCapBytes = 64 * 1024;
+const defaultLogCap = "64MiB";
+const byteUnits: Record<string, number> = { "": 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3 };
+
+/** `64MiB`, `512 KiB`, `1GB`, `4096` (bytes) → bytes; undefined when it is not a size. */
+export function parseByteSize(value: string | number): number | undefined {
+  if (typeof value === "number") return Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]{0,3})\s*$/i.exec(value);
+  const unit = match ? byteUnits[match[2]!.toLowerCase()] : undefined;
+  return match && unit !== undefined ? Math.floor(Number(match[1]) * unit) : undefined;
+}
 
 const overrideValue = z.union([z.string(), z.number(), z.boolean()]);
 
@@ -146,6 +168,8 @@ export function workerSettingsOf(blueprint: Blueprint, resultDir: string): Worke
     env: Object.fromEntries(Object.entries(front.env ?? {}).map(([key, value]) => [key, String(value)])),
     overrides: { ...(front.overrides ?? {}) },
     requireTrainingSignal: worker.require_training_signal ?? true,
+    logCapBytes: parseByteSize(worker.log_cap ?? defaultLogCap)!,
+    logCap: String(worker.log_cap ?? defaultLogCap),
     playbook: withApiBackoff(worker.api_backoff?.map((value) => parseDuration(value)!)),
   };
 }

@@ -4,6 +4,7 @@ import { stopEscapedProcesses } from "../launch/run-tag.ts";
 import { nonFiniteMetrics } from "../rules/loss-metrics.ts";
 import type { MetricPoint } from "../rules/log-metrics.ts";
 import { JsonlMetricSource, LogMetricSource, MetricMerger, SwarmMetricSource, type MetricSource } from "./metric-sources.ts";
+import { LogNotices } from "./log-notices.ts";
 import { oomKillerFact, readOomKillCount } from "./oom-kill-counter.ts";
 import type { AttemptEnd, SuperviseOptions } from "./supervise-options.ts";
 
@@ -43,7 +44,11 @@ export class AttemptWatch {
     this.options = options;
     this.now = options.now ?? Date.now;
     this.main = options.processes[0]!;
-    this.mainLog = new LogMetricSource(this.main.role, this.main.logFile, options.settings.logMetricPatterns, { parseMetrics: options.mode === "classic" });
+    this.mainLog = new LogMetricSource(this.main.role, this.main.logFile, options.settings.logMetricPatterns, {
+      parseMetrics: options.mode === "classic",
+      ...this.capOf(),
+    });
+    this.logNotices = new LogNotices(options.attempt, options.settings.logCap);
     this.sources = [this.mainLog, new JsonlMetricSource("metrics file", options.settings.metricsFile, options.metricsFileOffset ?? 0)];
     if (options.swarm) this.sources.push(new SwarmMetricSource(options.swarm.metrics));
     this.merger = new MetricMerger(options.lastStep);
@@ -54,8 +59,17 @@ export class AttemptWatch {
   /** The log source of a swarm client (its tail, for a failure report), one per log file. */
   clientLog(record: LaunchedProcessRecord): LogMetricSource {
     const key = record.logFile;
-    if (!this.clientLogs.has(key)) this.clientLogs.set(key, new LogMetricSource(record.role, record.logFile, [], { parseMetrics: false }));
+    if (!this.clientLogs.has(key)) this.clientLogs.set(key, new LogMetricSource(record.role, record.logFile, [], { parseMetrics: false, ...this.capOf() }));
     return this.clientLogs.get(key)!;
+  }
+
+  private capOf() {
+    return { capBytes: this.options.settings.logCapBytes, capLabel: this.options.settings.logCap };
+  }
+
+  /** A log still has unread output (a flood read over several polls): the next poll comes at once, and no stall is judged. */
+  get readingBehind(): boolean {
+    return this.mainLog.follower.behind || [...this.clientLogs.values()].some((source) => source.follower.behind);
   }
 
   /**
@@ -63,14 +77,18 @@ export class AttemptWatch {
    * re-attached worker found late, notes the first non-finite loss and warns once per other
    * non-finite metric. Returns the new points.
    */
-  async readMetrics(): Promise<MetricPoint[]> {
+  async readMetrics(how: { drain?: boolean } = {}): Promise<MetricPoint[]> {
     const options = this.options;
     const { writer, attempt, progress } = options;
     const points: MetricPoint[] = [];
-    const logBefore = this.mainLog.follower.position;
-    for (const source of this.sources) points.push(...(await source.poll()));
-    if (this.mainLog.follower.position !== logBefore) this.lastOutputAt = this.now();
-    for (const record of options.processes.slice(1)) await this.clientLog(record).poll();
+    const logBefore = this.mainLog.follower.bytesRead;
+    // After an exit the logs are read to their end, their last unterminated line included, before anything is judged.
+    for (const source of this.sources) points.push(...(await (how.drain && source instanceof LogMetricSource ? source.drain() : source.poll())));
+    if (this.mainLog.follower.bytesRead !== logBefore) this.lastOutputAt = this.now();
+    for (const record of options.processes.slice(1)) await (how.drain ? this.clientLog(record).drain() : this.clientLog(record).poll());
+    // A backlog being read is progress, not a hang: the stall clock waits until the reader has caught up.
+    if (this.readingBehind) this.lastProgressAt = this.now();
+    await this.noticeLogs();
     const fresh = this.merger.accept(points);
     if (this.backlogPending) {
       this.backlogPending = false;
@@ -104,6 +122,16 @@ export class AttemptWatch {
     return fresh;
   }
 
+  private readonly logNotices: LogNotices;
+
+  private async noticeLogs(): Promise<void> {
+    const sink = {
+      event: (kind: string, fields: Record<string, unknown>) => this.options.writer.appendEvent(kind, fields),
+      say: (line: string) => this.options.progress.event(line),
+    };
+    for (const source of [this.mainLog, ...this.clientLogs.values()]) await this.logNotices.afterRead(source, sink);
+  }
+
   /** Writes a heartbeat (status.json) when one is due, or at once when forced. */
   async heartbeat(force: boolean): Promise<void> {
     if (!force && this.now() - this.lastHeartbeatAt < this.options.settings.heartbeatIntervalMs) return;
@@ -130,6 +158,10 @@ export class AttemptWatch {
         );
       }
     }
+    await this.logNotices.atEnd([this.mainLog, ...this.clientLogs.values()], {
+      event: (kind, fields) => writer.appendEvent(kind, fields),
+      say: (line) => progress.event(line),
+    });
     await this.heartbeat(true);
     return result;
   }
@@ -142,7 +174,7 @@ export class AttemptWatch {
   /** What the main log showed, in words (a first-signal or stall report). */
   outputSeen(): string {
     const main = this.main;
-    const position = this.mainLog.follower.position;
+    const position = this.mainLog.follower.bytesRead;
     return position === 0
       ? `the ${main.role} log is empty`
       : `the ${main.role} log has ${position} bytes${this.lastOutputAt === null ? "" : `, last written ${formatDuration(this.now() - this.lastOutputAt)} ago`}`;

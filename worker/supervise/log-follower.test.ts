@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { appendFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LogFollower } from "./log-follower.ts";
@@ -41,5 +41,59 @@ describe("LogFollower", () => {
     expect(follower.recentText()).toBe("2\n3");
     await writeFile(path, "new\n");
     expect(await follower.poll()).toEqual(["new"]);
+  });
+
+  it("reads to the end of the file in one poll, far past a megabyte, and a budget leaves the rest for the next", async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-follow-"));
+    const path = join(folder, "run.log");
+    const lines = Array.from({ length: 60_000 }, (_, index) => `line ${index} ${"-".repeat(40)}`);
+    await writeFile(path, `${lines.join("\n")}\n`);
+    expect((await new LogFollower(path).poll()).length).toBe(60_000);
+    const budgeted = new LogFollower(path);
+    const first = await budgeted.poll({ maxBytes: 1 << 20, maxMs: 10_000 });
+    expect(budgeted.behind).toBe(true);
+    const rest = await budgeted.poll();
+    expect(budgeted.behind).toBe(false);
+    expect([...first, ...rest]).toEqual(lines);
+  });
+
+  it("gives the unterminated last line at finish, and a tail bounded in lines and bytes", async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-follow-"));
+    const path = join(folder, "run.log");
+    await writeFile(path, `${"x".repeat(300_000)}\nerror one\r\nlast words`);
+    const follower = new LogFollower(path, { tailBytes: 1024, tailLines: 3 });
+    expect(await follower.poll()).toHaveLength(2);
+    const ended: string[] = [];
+    follower.finish((line) => ended.push(line));
+    expect(ended).toEqual(["last words"]);
+    expect(follower.recentText().split("\n").slice(1)).toEqual(["error one", "last words"]);
+    expect(follower.recentText().length).toBeLessThan(1100);
+  });
+
+  it("caps the file it has read: head, a marker with the bytes cut, the newest output; nothing unread is lost", async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-follow-"));
+    const path = join(folder, "run.log");
+    const cap = 256 * 1024;
+    const follower = new LogFollower(path, { capBytes: cap, capLabel: "256KiB" });
+    let seen = 0;
+    let written = 0;
+    for (let round = 0; round < 8; round += 1) {
+      const chunk = Array.from({ length: 5000 }, (_, index) => `round ${round} line ${index} ${"=".repeat(80)}`).join("\n");
+      await appendFile(path, `${chunk}\n`);
+      written += 5000;
+      await follower.read(() => (seen += 1));
+    }
+    await appendFile(path, "the newest line\n");
+    await follower.read(() => (seen += 1));
+    expect(seen).toBe(written + 1);
+    const text = await readFile(path, "utf8");
+    expect(text.startsWith("round 0 line 0 ")).toBe(true);
+    expect(text.trimEnd().endsWith("the newest line")).toBe(true);
+    expect(text).toMatch(/\[a3r\] log capped \(worker\.log_cap = 256KiB\): \d+ bytes of output were cut here/);
+    const { blocks, size } = await stat(path);
+    // collapse (ext4, xfs): the file shrinks; punch (tmpfs): its blocks are freed.
+    expect(Math.min(size, blocks * 512)).toBeLessThanOrEqual(cap + (1 << 20));
+    expect(follower.cap?.cuts).toBeGreaterThan(0);
+    expect(follower.cap?.droppedBytes).toBeGreaterThan(3 * cap);
   });
 });

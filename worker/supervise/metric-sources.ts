@@ -1,4 +1,5 @@
-import { LogFollower } from "./log-follower.ts";
+import type { LineSink } from "./line-splitter.ts";
+import { drainBudget, LogFollower, pollBudget, type ReadBudget } from "./log-follower.ts";
 import { compileLogMetricPatterns, parseMetricLine, type CompiledPatterns, type LogMetricPattern, type MetricPoint } from "../rules/log-metrics.ts";
 import { parsePythonJson } from "../../core/python-json.ts";
 
@@ -23,24 +24,38 @@ export class LogMetricSource implements MetricSource {
     readonly name: string,
     path: string,
     patterns: LogMetricPattern[],
-    options: { parseMetrics?: boolean } = {},
+    options: { parseMetrics?: boolean; capBytes?: number; capLabel?: string } = {},
   ) {
-    this.follower = new LogFollower(path, { tailLines: 200 });
+    this.follower = new LogFollower(path, { capBytes: options.capBytes, capLabel: options.capLabel });
     this.compiled = compileLogMetricPatterns(patterns);
     this.parseMetrics = options.parseMetrics ?? true;
   }
 
   private readonly parseMetrics: boolean;
 
-  async poll(): Promise<MetricPoint[]> {
-    const lines = await this.follower.poll();
-    if (!this.parseMetrics) return [];
+  /** One poll's share of the log (pollBudget): a flood is read over several polls. */
+  async poll(budget: ReadBudget = pollBudget): Promise<MetricPoint[]> {
     const points: MetricPoint[] = [];
-    for (const line of lines) {
+    await this.follower.read(this.sink(points), budget);
+    return points;
+  }
+
+  /** Everything left, the unterminated last line included: the process has ended. */
+  async drain(): Promise<MetricPoint[]> {
+    const points: MetricPoint[] = [];
+    const sink = this.sink(points);
+    do await this.follower.read(sink, drainBudget);
+    while (this.follower.behind);
+    this.follower.finish(sink);
+    return points;
+  }
+
+  private sink(points: MetricPoint[]): LineSink {
+    if (!this.parseMetrics) return () => {};
+    return (line) => {
       const point = parseMetricLine(line, this.compiled);
       if (point) points.push(point);
-    }
-    return points;
+    };
   }
 }
 

@@ -13,7 +13,8 @@ export const firstSignalCheck: SupervisionCheck = {
     const { options, now } = watch;
     const { settings } = options;
     const signalSeen = watch.merger.lastStep !== null;
-    const overdue = !signalSeen && now() - options.attemptStartedAtMs >= settings.firstSignalTimeoutMs;
+    // Unread output may hold the signal: a flood being read is not a silent start.
+    const overdue = !signalSeen && !watch.readingBehind && now() - options.attemptStartedAtMs >= settings.firstSignalTimeoutMs;
     if (!overdue) return undefined;
     const limit = formatDuration(settings.firstSignalTimeoutMs);
     const seen = `${formatDuration(now() - options.attemptStartedAtMs)} after launch no step or metric was seen; ${watch.outputSeen()}`;

@@ -16,7 +16,7 @@ export const mainExitCheck: SupervisionCheck = {
       const { main, merger } = watch;
       if (await isRecordRunning(main)) return undefined;
       const exit = await collectExit(main, watch.options.settings.gracePeriodMs);
-      await watch.readMetrics();
+      await watch.readMetrics({ drain: true });
       if (watch.nonFinite) return "poll-again";
       if (exit.exitCode === 0) return { kind: "succeeded", detail: "the command exited 0", lastStep: merger.lastStep };
       const facts: FailureFacts = { logTail: watch.tailOf(watch.mainLog), ...watch.exitFacts(exit) };

@@ -35,6 +35,7 @@ async function serverEnd(watch: AttemptWatch): Promise<AttemptEnd | undefined> {
   if (!(await isRecordRunning(main))) {
     const exit = await collectExit(main, watch.options.settings.gracePeriodMs);
     await watch.stopAll();
+    await watch.readMetrics({ drain: true });
     const facts: FailureFacts = {
       logTail: watch.tailOf(watch.mainLog),
       ...watch.exitFacts(exit),
@@ -44,7 +45,7 @@ async function serverEnd(watch: AttemptWatch): Promise<AttemptEnd | undefined> {
   }
   const engine = await swarm.status().catch(() => undefined);
   if (engine?.engine_status === "ENGINE.OFFLINE" && engine.engine_status_detail.startsWith("finished")) {
-    await watch.readMetrics();
+    await watch.readMetrics({ drain: true });
     await watch.stopAll();
     return { kind: "succeeded", detail: `the swarm server reports ${engine.engine_status_detail}`, lastStep: merger.lastStep };
   }
@@ -64,7 +65,7 @@ async function clientsEnd(watch: AttemptWatch, clients: ClientMemory): Promise<A
       continue;
     }
     const used = clients.restarts.get(record.role) ?? 0;
-    await watch.clientLog(record).poll();
+    await watch.clientLog(record).drain();
     const tail = watch.tailOf(watch.clientLog(record));
     if (used >= options.settings.maxClientRestarts) {
       await watch.stopAll();
@@ -81,7 +82,7 @@ async function clientsEnd(watch: AttemptWatch, clients: ClientMemory): Promise<A
   }
   const records = options.processes.slice(1);
   if (records.length > 0 && records.every((record) => clients.finished.has(record.role))) {
-    await watch.readMetrics();
+    await watch.readMetrics({ drain: true });
     await watch.stopAll();
     return { kind: "succeeded", detail: "every swarm client finished its episodes", lastStep: merger.lastStep };
   }
