@@ -117,6 +117,8 @@ describe("parseTopic", () => {
     expect(refusal(topicWith('  rules: [{ id: dash, pattern: "a\\\\-b", flags: u, reason: y, severity: error }]')).message).toMatch(
       /commands\.rules\.0\.pattern: a valid JavaScript regular expression source with the flags "u"/,
     );
+    const many = Array.from({ length: 65 }, (_, index) => `"python3 train${index}\\\\.py"`).join(", ");
+    expect(refusal(topicWith(`  allow: [${many}]`)).message).toMatch(/commands\.allow: at most 64 allow patterns/);
     const smuggled = `---\nmetric: { name: m, goal: maximize }\nbase: { codebase: /c, interpreter: /usr/bin/python, command: "python t.py", blueprint: { command_rules: [] } }\n---\nq`;
     expect(refusal(smuggled).message).toMatch(/base\.blueprint\.command_rules: the campaign's command rules belong under commands\.rules/);
   });

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import {
+  allowPatternLimits,
   commandRuleSchema,
   defaultCommandRules,
   isFileRelative,
@@ -152,7 +153,10 @@ const regexSource = z
  * of the campaign is checked against on top of the defaults, which they cannot weaken.
  */
 const commandsSchema = z.strictObject({
-  allow: z.array(regexSource).default([]),
+  allow: z
+    .array(regexSource)
+    .max(allowPatternLimits.maxPatterns, `at most ${allowPatternLimits.maxPatterns} allow patterns (each is matched against every line a planner adds)`)
+    .default([]),
   rules: z.array(commandRuleSchema).default([]),
 });
 

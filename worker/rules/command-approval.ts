@@ -1,4 +1,4 @@
-import { wholeLinePattern } from "../../blueprints/index.ts";
+import { allowPatternLimits, wholeLinePattern } from "../../blueprints/index.ts";
 
 /**
  * Whether a command a language model proposed may run without a person: the same rule the
@@ -46,7 +46,8 @@ export function commandAllowOf(frontMatter: Record<string, unknown>): string[] {
 
 function compileAllowPatterns(allow: readonly string[]): { test(line: string): boolean }[] {
   const patterns: { test(line: string): boolean }[] = [];
-  for (const source of allow) {
+  // Past the cap the rest allow nothing: the topic's own check refuses so many, naming the cap.
+  for (const source of allow.slice(0, allowPatternLimits.maxPatterns)) {
     try {
       // Linear-time: the proposed lines come from a model that read attacker-written logs.
       patterns.push(wholeLinePattern(source));
