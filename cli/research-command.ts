@@ -394,8 +394,10 @@ async function lead(
 ): Promise<void> {
   const campaign = await loadCampaign(runsDir, campaignId);
   const topic = parseTopic(campaign.topic, { file: campaign.paths.topic });
-  // A finished campaign only shows its report: it launches nothing that needs the secrets.
-  if ((await summarizeCampaign(runsDir, campaignId)).state !== "finished" || options.reopen) assertSecretsSet(topic, campaign.paths.topic);
+  // A finished campaign (not re-opened) or a paused one (not answered) is only shown: nothing launches that needs the secrets.
+  const { state } = await summarizeCampaign(runsDir, campaignId);
+  const showsOnly = (state === "finished" && !options.reopen) || (state === "waiting" && options.answer === undefined);
+  if (!showsOnly) assertSecretsSet(topic, campaign.paths.topic);
   let hosts: DispatchHost[];
   if (topic.hostsFile === undefined) {
     hosts = [localDispatchHost(runsDir)];

@@ -110,7 +110,7 @@ describe("a campaign's files hold no planted secret", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function research(title: string, extra: string): Promise<{ campaign: string; stderr: string; code: number }> {
+  async function research(title: string, extra: string, flags: string[] = []): Promise<{ campaign: string; stderr: string; code: number }> {
     const command = [
       "node trainer.mjs --steps 4 --step-ms 50",
       `--api-key ${inCommand.apiKey} --say ${inCommand.slackBot}`,
@@ -119,7 +119,7 @@ describe("a campaign's files hold no planted secret", () => {
     ].join(" ");
     const topicFile = join(dir, `${title}.md`);
     await writeFile(topicFile, trainerTopicText({ title, codebase, command, seeds: 1, stages: 3, experiments: 10, question: question() }));
-    const result = await runA3r(["research", topicFile, "--runs-dir", runsDir, "--planner", "heuristic", "--max-stages", "1"], {
+    const result = await runA3r(["research", topicFile, "--runs-dir", runsDir, "--planner", "heuristic", "--max-stages", "1", ...flags], {
       timeoutMs: 120_000,
       env: inEnvironment,
     });
@@ -151,6 +151,22 @@ describe("a campaign's files hold no planted secret", () => {
     const status = JSON.parse(await readFile(join(campaign, "results/s1-baseline-seed1/status.json"), "utf8")) as { state: string };
     expect(status.state, stderr).toBe("failed");
     expect(await readFile(join(campaign, "results/s1-baseline-seed1/attempts.md"), "utf8")).toMatch(/401/);
+    expect(await scan(runsDir)).toEqual([]);
+  }, 180_000);
+
+  it("refuses to launch a resumed campaign's runs without the secrets its command names, and goes on with them", async () => {
+    const { stderr, code } = await research("secret-scan-review", "", ["--review"]);
+    expect(code, stderr).toBe(0);
+    expect(stderr).toMatch(/leader: approve_plan \(stage 1\)\n$/);
+    const resume = ["resume", "secret-scan-review", "--runs-dir", runsDir, "--approve"];
+    const refused = await runA3r(resume, { env: inEnvironment });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("error [CONFIG_INVALID]");
+    expect(refused.stderr).toContain("the campaign's command needs A3R_SECRET_API_KEY, A3R_SECRET_SAY");
+    const secretsEnv = { A3R_SECRET_API_KEY: inCommand.apiKey, A3R_SECRET_SAY: inCommand.slackBot };
+    const resumed = await runA3r(resume, { env: { ...inEnvironment, ...secretsEnv }, timeoutMs: 60_000 });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toMatch(/leader: design \(stage 1\)/);
     expect(await scan(runsDir)).toEqual([]);
   }, 180_000);
 });
