@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { delegateOf } from "../engines/port/delegating-schema.ts";
 
 /**
  * swarm.yaml's keys are snake_case everywhere (AgentJet's names are). The camelCase
@@ -35,8 +36,10 @@ export function snakeCase(key: string): string {
     .toLowerCase();
 }
 
-/** The object schemas a value at this schema may be checked against (through defaults, optionals, unions, pipes, lazies). */
+/** The object schemas a value at this schema may be checked against (through defaults, optionals, unions, pipes, lazies, delegates). */
 export function objectsOf(schema: z.ZodType): z.ZodObject[] {
+  const delegate = delegateOf(schema);
+  if (delegate) return objectsOf(delegate);
   if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional) return objectsOf(schema.unwrap() as z.ZodType);
   if (schema instanceof z.ZodLazy) return objectsOf(schema.unwrap() as z.ZodType);
   if (schema instanceof z.ZodPipe) return objectsOf(schema.out as z.ZodType);

@@ -68,6 +68,9 @@ const echoKind = defineEngineKind({
   servedModelName: (model) => `echo-${model.reply}`,
 });
 
+// A configuration parsed before the kind is registered (as another test file may have done
+// in this process) must not keep the kinds of that moment.
+parseSwarmConfig("model:\n  kind: embedded\n", { baseDirectory: "/b" });
 const unregister = registerEngineKind(echoKind);
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { embeddedEngineKind } from "./embedded/embedded-kind.ts";
 import type { Engine } from "./port/engine.ts";
+import { delegatingSchema } from "./port/delegating-schema.ts";
 import type { EngineConfig } from "./port/engine-config.ts";
 import { type EngineKind, serverOwnedKeys } from "./port/engine-kind.ts";
 import { openAiCompatibleEngineKind } from "./openai-compatible/openai-compatible-kind.ts";
@@ -66,10 +67,10 @@ function schemas(): { model: z.ZodType; engine: z.ZodType } {
  * top-level `optimizer`). Strict: unknown keys fail. Read at parse time, so a kind
  * registered later is known.
  */
-export const modelConfigSchema: z.ZodType<ModelConfig> = z.lazy(() => schemas().model as z.ZodType<ModelConfig>);
+export const modelConfigSchema = delegatingSchema(() => schemas().model as z.ZodType<ModelConfig>);
 
 /** A whole engine configuration of any registered kind (strict). */
-export const engineConfigSchema: z.ZodType<EngineConfig> = z.lazy(() => schemas().engine as z.ZodType<EngineConfig>);
+export const engineConfigSchema = delegatingSchema(() => schemas().engine as z.ZodType<EngineConfig>);
 
 /** The only place that picks an engine implementation from configuration. */
 export async function createEngine(config: EngineConfig): Promise<Engine> {
