@@ -14,6 +14,7 @@ const fieldHints: Record<string, string> = {
   gpus: "write the number of GPUs as a whole number, e.g. gpus: 1",
   seed: "write the seed as a whole number, e.g. seed: 1",
   first_signal_timeout: "write a duration such as 20m or 1h",
+  expected_steps: "write the planned number of steps as a whole number above 0, e.g. expected_steps: 20",
   metric: "write metric: { name: reward_mean, goal: maximize } (goal is maximize or minimize)",
   prediction: "write the prediction as one quoted sentence",
   overrides: "write overrides as a mapping, e.g. overrides: { lr: 3.0e-6 }",

@@ -42,6 +42,11 @@ export const blueprintFrontMatterSchema = z.looseObject({
   gpus: z.int().nonnegative().optional(),
   seed: z.int().optional(),
   first_signal_timeout: durationText.optional(),
+  /**
+   * How many steps the run is planned to make (else a `max_steps` of the overrides or the
+   * configuration): an exit 0 before it is `failed: stopped at step N of M` (worker/rules/planned-steps.ts).
+   */
+  expected_steps: z.int().positive().optional(),
   metric: metricSchema.optional(),
   prediction: z.string().optional(),
   overrides: z

@@ -60,7 +60,12 @@ describe("launchProcessGroup", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     signalGroup(run.pgid, "SIGKILL");
     await until(() => !isGroupAlive(run.pgid));
-    expect(await readExitStatus(run.exitFile)).toMatchObject({ exitCode: null, signal: null, unknown: expect.stringContaining("no exit file") });
+    expect(await readExitStatus(run.exitFile)).toMatchObject({
+      exitCode: null,
+      signal: null,
+      groupKilled: true,
+      unknown: expect.stringContaining("no exit file"),
+    });
   });
 });
 

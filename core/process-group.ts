@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { shellQuote } from "./shell-quote.ts";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { open, readFile, readdir } from "node:fs/promises";
 
 /**
@@ -145,6 +146,12 @@ export interface ExitStatus {
    * the run removed the file or its folder) or an empty one. Never guessed as a SIGKILL.
    */
   unknown?: string;
+  /**
+   * With `unknown`: the exit file's folder is there, so the wrapper (which survives TERM, INT
+   * and HUP) would have written it had it lived: it was killed with its group. Without the
+   * folder (the run removed logs/), nothing can be said.
+   */
+  groupKilled?: boolean;
 }
 
 const signalNames: Record<number, NodeJS.Signals> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM", 11: "SIGSEGV" };
@@ -159,7 +166,14 @@ export async function readExitStatus(exitFile: string): Promise<ExitStatus> {
   try {
     text = (await readFile(exitFile, "utf8")).trim();
   } catch {
-    return { exitCode: null, signal: null, unknown: "no exit file: the wrapper was killed with its group, or the run removed the file or its folder" };
+    return existsSync(dirname(exitFile))
+      ? {
+          exitCode: null,
+          signal: null,
+          unknown: "no exit file beside the log: the process group was killed as a whole, its wrapper with it",
+          groupKilled: true,
+        }
+      : { exitCode: null, signal: null, unknown: "no exit file and no folder for it: the run removed logs/" };
   }
   const code = Number(text);
   if (text === "" || !Number.isInteger(code))

@@ -120,7 +120,7 @@ describe("edges of how a run ended", () => {
       expect(event.failureClass).toBe("unknown");
       expect(JSON.stringify(event)).not.toContain("SIGKILL");
     }
-    expect(run.attempts).toContain("how is unknown (no exit file");
+    expect(run.attempts).toContain("how is unknown (no exit file and no folder for it: the run removed logs/)");
     expect(run.attempts).not.toContain("killed by SIGKILL");
   });
 
@@ -152,5 +152,42 @@ describe("the time budget is held within one grace period", () => {
     await runWorker({ blueprintPath: stubborn.path, progress: silentProgress });
     const killed = await ended(stubborn.resultDir, "timed_out");
     expect(killed.events.find((event) => event.kind === "budget.hit")?.stopped).toEqual([expect.objectContaining({ outcome: "killed" })]);
+  });
+});
+
+describe("runs that stop before their planned steps", () => {
+  it("exit 0 after 3 of max_steps 20 (overrides) is failed: stopped at step 3 of 20, and the prediction is not judged on the partial curve", async () => {
+    const { path, resultDir } = await folder.write({
+      id: "short-overrides",
+      command: "node trainer.mjs --steps 3",
+      frontMatter: { overrides: { max_steps: 20 } },
+    });
+    const outcome = await runWorker({ blueprintPath: path, progress: silentProgress });
+    expect(outcome.reason).toContain("stopped at step 3 of 20");
+    const run = await ended(resultDir, "failed");
+    expect(run.status.reason).toMatch(/^stopped at step 3 of 20 \(the command exited 0; 20 planned by overrides max_steps\)/);
+    expect(run.result).toContain("Verdict: **inconclusive**");
+    expect(run.result).toContain("not judged on its partial curve");
+    expect(run.events.find((event) => event.kind === "run.stopped-short")).toMatchObject({ step: 3, planned: 20 });
+  });
+
+  it("front matter expected_steps and the config's max_steps plan the steps too; a run that reaches them succeeds", async () => {
+    const short = await folder.write({ id: "short-expected", command: "node trainer.mjs --steps 2", frontMatter: { expected_steps: 5 } });
+    await runWorker({ blueprintPath: short.path, progress: silentProgress });
+    expect((await ended(short.resultDir, "failed")).status.reason).toContain("stopped at step 2 of 5 (the command exited 0; 5 planned by expected_steps)");
+    const config = join(folder.dir, "planned.json");
+    await writeFile(config, JSON.stringify({ trainer: { max_steps: 4 } }));
+    const reached = await folder.write({ id: "reached-config", command: "node trainer.mjs --steps 4", config });
+    await runWorker({ blueprintPath: reached.path, progress: silentProgress });
+    expect((await ended(reached.resultDir, "succeeded")).result).toContain("Verdict: **supported**");
+    const configShort = await folder.write({ id: "short-config", command: "node trainer.mjs --steps 3", config });
+    await runWorker({ blueprintPath: configShort.path, progress: silentProgress });
+    expect((await ended(configShort.resultDir, "failed")).status.reason).toContain("4 planned by config max_steps");
+  });
+
+  it("a blueprint's expected_steps that is not a whole number above 0 fails `a3r blueprint validate`", async () => {
+    const { path } = await folder.write({ id: "bad-expected", command: "node trainer.mjs", frontMatter: { expected_steps: 0 } });
+    const { readBlueprintFile } = await import("../blueprints/index.ts");
+    await expect(readBlueprintFile(path)).rejects.toThrow(/front matter field "expected_steps" is invalid/);
   });
 });

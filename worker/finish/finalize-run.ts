@@ -1,4 +1,6 @@
-import { readMetrics, readRunStatus, resultDirPaths, type RunState } from "../../campaign/index.ts";
+import { readMetrics, readRunStatus, resultDirPaths, type MetricsRecord, type RunState } from "../../campaign/index.ts";
+import { baseValuesOf, readConfigFile } from "../../blueprints/index.ts";
+import { plannedStepsOf, stoppedShortReason, type PlannedSteps } from "../rules/planned-steps.ts";
 import { hostname } from "node:os";
 import { redactSecrets, secretValuesFromEnv } from "../../core/redact.ts";
 import { memoryFields } from "../run/run-memory.ts";
@@ -11,6 +13,18 @@ import type { RunContext } from "../run/run-context.ts";
  * that finds a run whose status is already terminal but has no finish.flag (its
  * predecessor died between the two writes).
  */
+/** The run's planned steps (worker/rules/planned-steps.ts): front matter, the overrides in force, the configuration's values. */
+export async function plannedStepsOfRun(context: RunContext): Promise<PlannedSteps | undefined> {
+  const { blueprint } = context;
+  const config = blueprint.config ? baseValuesOf(await readConfigFile(blueprint.config).catch(() => ({})), context.configSchema) : {};
+  return plannedStepsOf(blueprint.frontMatter, context.memory.overrides, config);
+}
+
+/** The highest step recorded in the whole run, or null. */
+export function lastStepOf(records: readonly MetricsRecord[]): number | null {
+  return records.length === 0 ? null : Math.max(...records.map((record) => record.step));
+}
+
 export async function finalizeRun(context: RunContext, state: RunState, reason: string | null, options: { alreadyTerminal?: boolean } = {}): Promise<void> {
   const { writer, blueprint } = context;
   const paths = resultDirPaths(context.resultDir);
@@ -19,6 +33,8 @@ export async function finalizeRun(context: RunContext, state: RunState, reason: 
   }
   const status = (await readRunStatus(paths.status)).status;
   const metrics = await readMetrics(paths.metrics);
+  // A run that did not succeed before its planned steps has a partial curve: its prediction is not judged.
+  const partial = state === "succeeded" ? undefined : stoppedShortReason(await plannedStepsOfRun(context), lastStepOf(metrics.records));
   const metric = blueprint.frontMatter.metric as { name: string; goal: "maximize" | "minimize" } | undefined;
   const input: ResultReportInput = {
     blueprintId: blueprint.id,
@@ -28,6 +44,7 @@ export async function finalizeRun(context: RunContext, state: RunState, reason: 
     ...(typeof blueprint.frontMatter.prediction === "string" ? { prediction: blueprint.frontMatter.prediction } : {}),
     ...(metric ? { metric } : {}),
     records: metrics.records,
+    ...(partial ? { partial } : {}),
     attempts: context.memory.history,
     elapsedMs: status?.startedAt ? Date.now() - Date.parse(status.startedAt) : 0,
     budgetMs: blueprint.timeBudgetMs,

@@ -23,6 +23,8 @@ export interface ResultReportInput {
   /** The blueprint's campaign and stage (front matter), to say where the leader's verdict is. */
   campaign?: string;
   stage?: number | string;
+  /** Set when the run ended before its planned steps (`stopped at step 3 of 20`): the prediction is not judged. */
+  partial?: string;
 }
 
 const bookkeeping = new Set(["step", "time", "attempt"]);
@@ -49,6 +51,10 @@ const show = (value: number | undefined): string =>
   value === undefined ? "—" : Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(5)));
 
 export function judgeResult(input: ResultReportInput): Verdict {
+  if (input.partial) {
+    // A run that stopped before its planned steps has a partial curve: its "last" or "best" is not the run's.
+    return { verdict: "inconclusive", explanation: `the run ${input.partial}, so the prediction is not judged on its partial curve` };
+  }
   return judgePrediction(input.prediction, (name) => seriesOf(input.records, name), {
     ...(input.metric ? { goal: input.metric.goal } : {}),
     finished: input.state === "succeeded",

@@ -32,6 +32,11 @@ export interface FailureFacts {
   nonFiniteMetric?: { step: number; key: string };
   /** Loss metric names the blueprint declares (`loss_metrics`), on top of the loss-like names. */
   lossMetrics?: readonly string[];
+  /**
+   * No exit file although its folder is there: the process group was killed as a whole (by
+   * whom and with which signal is unknown). Counts as `killed`, never as a named signal.
+   */
+  groupKilled?: boolean;
   /** The supervisor saw no output or step for longer than the stall limit. */
   stalled?: boolean;
   /** Which supervision rule fired for a stall, with its limit and what was seen (for the evidence). */
@@ -295,6 +300,8 @@ export function classifyFailure(facts: FailureFacts, rules: FailureRule[] = defa
       continue;
     }
     if (signalMatches) return { failureClass: rule.failureClass, ruleId: rule.id, evidence: `terminated by ${facts.signal}` };
+    if (rule.failureClass === "killed" && facts.groupKilled && facts.signal === null && facts.exitCode === null)
+      return { failureClass: rule.failureClass, ruleId: rule.id, evidence: "the process group was killed as a whole (no exit file; the signal is unknown)" };
     if (exitMatches) return { failureClass: rule.failureClass, ruleId: rule.id, evidence: `exit code ${facts.exitCode}` };
   }
   const lastLine = facts.logTail.trim().split(/\r?\n/).pop() ?? "";

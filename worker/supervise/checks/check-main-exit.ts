@@ -19,7 +19,7 @@ export const mainExitCheck: SupervisionCheck = {
       await watch.readMetrics({ drain: true });
       if (watch.nonFinite) return "poll-again";
       if (exit.exitCode === 0) return { kind: "succeeded", detail: "the command exited 0", lastStep: merger.lastStep };
-      const facts: FailureFacts = { logTail: watch.tailOf(watch.mainLog), ...watch.exitFacts(exit) };
+      const facts: FailureFacts = { logTail: watch.tailOf(watch.mainLog), ...watch.exitFacts(exit), ...(exit.groupKilled ? { groupKilled: true } : {}) };
       return {
         kind: "failed",
         detail: exit.signal

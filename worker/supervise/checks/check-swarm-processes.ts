@@ -39,6 +39,7 @@ async function serverEnd(watch: AttemptWatch): Promise<AttemptEnd | undefined> {
     const facts: FailureFacts = {
       logTail: watch.tailOf(watch.mainLog),
       ...watch.exitFacts(exit),
+      ...(exit.groupKilled ? { groupKilled: true } : {}),
       ...(exit.signal === null && exit.exitCode === 0 ? { signal: "SIGTERM" as const } : {}),
     };
     return { kind: "failed", detail: `the swarm server stopped (${exit.signal ?? exit.unknown ?? `exit ${exit.exitCode}`})`, facts, lastStep: merger.lastStep };
