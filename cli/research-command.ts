@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createCampaign, loadCampaign, slugifyCampaignId } from "../campaign/index.ts";
 import { A3rError } from "../core/errors.ts";
+import { redactSecrets } from "../core/redact.ts";
 import type { DispatchHost, DispatchRow } from "../hosts/index.ts";
 import { localDispatchHost, openDispatchHostsFile } from "./research/hosts-option.ts";
 import { closeDispatchHosts } from "../hosts/index.ts";
@@ -317,7 +318,8 @@ async function research(topicFile: string, flags: ResearchFlags): Promise<void> 
     );
   }
   const runsDir = resolve(flags.runsDir);
-  const campaignId = flags.campaign ?? campaignIdFor(topic, file);
+  // The id is a folder name in every path a3r prints: made from the title without its secrets.
+  const campaignId = flags.campaign ?? campaignIdFor({ ...topic, title: redactSecrets(topic.title) }, file);
   const hostsFile = flags.hosts === undefined ? topic.hostsFile : resolve(flags.hosts);
   if (!hasFrontMatter(text) && (flags.maxStages !== undefined || flags.maxExperiments !== undefined || flags.hosts !== undefined || flags.review)) {
     process.stderr.write("warning: the topic has no front matter; --max-stages, --max-experiments, --hosts and --review are ignored\n");
