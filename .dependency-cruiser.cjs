@@ -37,7 +37,10 @@ module.exports = {
       severity: "error",
       comment: "commands import each package's index.ts (core's helpers are shared directly; swarm/schema.ts is swarm's light entry for its config contract)",
       from: { path: "^cli/", pathNot: testCode },
-      to: { path: "^(leader|worker|hosts|campaign|llm|blueprints|swarm)/", pathNot: "^((leader|worker|hosts|campaign|llm|blueprints|swarm)/index|swarm/schema)\\.ts$" },
+      to: {
+        path: "^(leader|worker|hosts|campaign|llm|blueprints|swarm)/",
+        pathNot: "^((leader|worker|hosts|campaign|llm|blueprints|swarm)/index|swarm/schema)\\.ts$",
+      },
     },
     {
       name: "leader-entry-module",
