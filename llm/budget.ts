@@ -19,7 +19,7 @@ export interface LlmBudgetOptions {
   limit: LlmBudgetLimit;
   /**
    * What was spent so far, asked before every call. In a campaign it is read from the
-   * ledger (see `ledgerSpending` in budget-ledger.ts), so a resumed campaign and the
+   * ledger (see `ledgerSpending` in campaign/llm-spending.ts), so a resumed campaign and the
    * workers' calls count as well as this process's.
    */
   spent: () => Promise<LlmSpending> | LlmSpending;
