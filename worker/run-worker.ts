@@ -1,4 +1,4 @@
-import { mkdir, readFile, readdir, stat } from "node:fs/promises";
+import { mkdir, readdir, stat } from "node:fs/promises";
 import { createServer } from "node:net";
 import { hostname } from "node:os";
 import { dirname, resolve } from "node:path";
@@ -49,6 +49,7 @@ import { stopEscapedProcesses } from "./launch/run-tag.ts";
 import { confineResultDir } from "./launch/result-dir-confinement.ts";
 import { newSwarmAdminToken, swarmAdminTokenOf, swarmAdminTokenVariable } from "./launch/swarm-admin-token.ts";
 import { withHeartbeat } from "./supervise/keep-alive.ts";
+import { readLogTail } from "./supervise/log-follower.ts";
 import { readOomKillCount } from "./supervise/oom-kill-counter.ts";
 import { lossMetricsOf } from "./rules/loss-metrics.ts";
 import { createProgressReporter, type ProgressReporter } from "./supervise/progress-reporter.ts";
@@ -618,7 +619,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   });
   if ("failed" in launched) {
     await writer.appendEvent("run.launch-failed", { attempt, reason: launched.reason });
-    const tail = (await readFile(launched.logFile, "utf8").catch(() => "")).split("\n").slice(-200).join("\n");
+    const tail = await readLogTail(launched.logFile);
     return { kind: "failed", detail: launched.reason, facts: { logTail: tail, exitCode: null, signal: null }, lastStep: null };
   }
   memory.swarmUrl = launched.swarm?.url ?? null;

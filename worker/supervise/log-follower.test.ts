@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LogFollower } from "./log-follower.ts";
+import { classifyFailure } from "../rules/failure-classifier.ts";
+import { LogFollower, readLogTail } from "./log-follower.ts";
 
 let folder: string;
 afterEach(async () => {
@@ -95,5 +96,19 @@ describe("LogFollower", () => {
     expect(Math.min(size, blocks * 512)).toBeLessThanOrEqual(cap + (1 << 20));
     expect(follower.cap?.cuts).toBeGreaterThan(0);
     expect(follower.cap?.droppedBytes).toBeGreaterThan(3 * cap);
+  });
+
+  it("keeps an OOM in the classifier's tail after a 3 MB burst before it and 260 traceback lines after it", async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-follow-"));
+    const path = join(folder, "run.log");
+    const burst = "debug: grad stats mean=0.00012 std=0.98 (layer 17)\n".repeat(60_000);
+    const traceback = Array.from({ length: 260 }, (_, index) => `[rank${index % 7}]:   File "/opt/train/fsdp_workers.py", line ${index}, in update_actor`);
+    await writeFile(path, `${burst}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n${traceback.join("\n")}\n`);
+    const follower = new LogFollower(path);
+    await follower.read(() => {});
+    for (const logTail of [follower.recentText(), await readLogTail(path)]) {
+      expect(logTail.length).toBeLessThanOrEqual(256 * 1024);
+      expect(classifyFailure({ logTail, exitCode: 1, signal: null })).toMatchObject({ failureClass: "out_of_memory", ruleId: "cuda-oom" });
+    }
   });
 });

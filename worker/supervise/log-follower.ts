@@ -1,4 +1,4 @@
-import { open, type FileHandle } from "node:fs/promises";
+import { open, stat, type FileHandle } from "node:fs/promises";
 import { LineSplitter, type LineSink, type SplitStats } from "./line-splitter.ts";
 import { cutLogMiddle, newLogCapState, planCut, type LogCapState } from "./log-cap.ts";
 
@@ -177,4 +177,15 @@ export class LogFollower {
     if (!cut) return;
     this.offset -= await cutLogMiddle(this.path, this.cap, cut, this.capLabel);
   }
+}
+
+/** The classifier's tail of a log file, read from its end: bounded whatever the file's size (a launch that failed). */
+export async function readLogTail(path: string, tailBytes = 256 * 1024): Promise<string> {
+  const size = await stat(path).then(
+    (found) => found.size,
+    () => 0,
+  );
+  const follower = new LogFollower(path, { offset: Math.max(0, size - tailBytes), tailBytes });
+  await follower.read(() => {}, drainBudget);
+  return follower.recentText();
 }
