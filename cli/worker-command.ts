@@ -197,7 +197,8 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
   const cancel = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     progress.event(`${signal}: cancelling the run (TERM, then KILL to its process groups)`);
-    cancel.abort(signal);
+    // The run's cause, as its reason will say it: a stop (a3r stop, the host's cancel), not a failure.
+    cancel.abort(`stopped: the worker got ${signal} (a3r stop or the host's cancel)`);
   };
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);

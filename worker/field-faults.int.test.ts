@@ -191,3 +191,34 @@ describe("runs that stop before their planned steps", () => {
     await expect(readBlueprintFile(path)).rejects.toThrow(/front matter field "expected_steps" is invalid/);
   });
 });
+
+describe("a stop through a launcher ends cancelled, never a failure", () => {
+  it("the local launcher's cancel waits the blueprint's grace period (and the worker's writes): the run ends cancelled with the stop as its cause", async () => {
+    const { LocalLauncher } = await import("../hosts/index.ts");
+    const { blueprintGraceMs, cancelWaitMs } = await import("../hosts/port/cancel-wait.ts");
+    const { checkoutA3rCommand } = await import("../test-support/fixture-blueprint.ts");
+    // A blueprint's 10 s grace: the launcher waits at least that before KILL (it killed at 5 s).
+    expect(cancelWaitMs(blueprintGraceMs("---\na3r: blueprint/v1\nworker: { grace_period: 10s }\n---\n"))).toBeGreaterThanOrEqual(10_000 + 10_000);
+    expect(cancelWaitMs(blueprintGraceMs(undefined))).toBeGreaterThanOrEqual(30_000);
+    // A trainer whose child ignores TERM: the worker needs its whole grace period to stop it.
+    const { path } = await folder.write({
+      id: "stopped-by-launcher",
+      command: "node trainer.mjs --steps 1000 --step-ms 100 --children 1",
+      worker: { grace_period: "1500ms" },
+    });
+    const launcher = new LocalLauncher({ host: "here", workdir: join(folder.dir, "host"), a3r: checkoutA3rCommand });
+    const ref = { campaign: "stops", blueprintId: "stopped-by-launcher" };
+    const resultDir = join(folder.dir, "host-results", "stopped-by-launcher");
+    await launcher.launch({ ...ref, blueprintFile: path, gpuIndices: [], resultDir });
+    const deadline = Date.now() + 45_000;
+    while ((await readMetrics(join(resultDir, "metrics.jsonl"))).records.length < 2) {
+      if (Date.now() > deadline) throw new Error("no metrics in time");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await launcher.cancel(ref)).toBe(true);
+    const run = await ended(resultDir, "cancelled");
+    expect(run.status.reason).toContain("stopped: the worker got SIGTERM (a3r stop or the host's cancel)");
+    expect(run.events.some((event) => event.kind === "run.cancelled")).toBe(true);
+    expect(run.events.some((event) => event.kind === "failure.classified")).toBe(false);
+  });
+});

@@ -79,7 +79,7 @@ describe("a3r worker run (CLI)", () => {
     expect(JSON.parse(stdout.trim())).toMatchObject({ state: "cancelled" });
     const status = (await readRunStatus(join(resultDir, "status.json"))).status!;
     expect(status.state).toBe("cancelled");
-    expect(status.reason).toContain("cancelled (SIGTERM)");
+    expect(status.reason).toContain("cancelled (stopped: the worker got SIGTERM (a3r stop or the host's cancel))");
     expect(isGroupAlive(status.pgid!)).toBe(false);
     expect((await readFile(join(resultDir, "finish.flag"), "utf8")).trim()).toBe("cancelled");
     expect((await auditResultDir(resultDir)).filter((finding) => finding.severity === "error")).toEqual([]);

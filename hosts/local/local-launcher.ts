@@ -12,6 +12,7 @@ import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, t
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../port/run-progress.ts";
 import { workerRunCommand } from "../port/worker-command-line.ts";
 import { isGroupAlive, terminateGroup } from "../../core/process-group.ts";
+import { cancelWaitOfBlueprintFile } from "../port/cancel-wait.ts";
 
 /**
  * Runs blueprints on this machine: `a3r worker run` in its own session (setsid, through
@@ -29,7 +30,7 @@ export interface LocalLauncherOptions {
   workdir: string;
   /** How to call a3r here, e.g. "node /opt/a3r/bin/a3r.js". */
   a3r: string;
-  /** Seconds between TERM and KILL on cancel. */
+  /** Milliseconds between TERM and KILL on cancel; default: the blueprint's grace period, twice, plus the worker's writes (port/cancel-wait.ts). */
   cancelGraceMs?: number;
   /** Extra environment for the run (tests, daemons). */
   environment?: Record<string, string>;
@@ -188,7 +189,9 @@ export class LocalLauncher implements Launcher {
   async cancel(ref: RunRef): Promise<boolean> {
     const marker = await this.readMarker(ref);
     if (!marker?.pgid || !isGroupAlive(marker.pgid)) return false;
-    return (await terminateGroup(marker.pgid, this.options.cancelGraceMs ?? 5000)) !== "gone";
+    // The worker stops the run within the blueprint's grace period and records `cancelled`: KILL only after that.
+    const waitMs = this.options.cancelGraceMs ?? (await cancelWaitOfBlueprintFile(join(this.runDir(ref), "blueprint.md")));
+    return (await terminateGroup(marker.pgid, waitMs)) !== "gone";
   }
 
   async setAside(ref: RunRef): Promise<boolean> {

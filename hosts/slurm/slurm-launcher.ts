@@ -1,3 +1,4 @@
+import { blueprintGraceMs, cancelWaitMs } from "../port/cancel-wait.ts";
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -218,7 +219,11 @@ export class SlurmLauncher implements Launcher {
 
   async cancel(ref: RunRef): Promise<boolean> {
     const q = shellQuote(await this.runDir(ref));
-    const graceMs = this.options.host.cancel_grace === undefined ? 10_000 : parseDuration(this.options.host.cancel_grace)!;
+    // The worker stops the run within the blueprint's grace period and records `cancelled`: the
+    // plain scancel (KILL) comes only after that, however short the host's cancel_grace.
+    const blueprint = (await this.exec(`cat ${q}/blueprint.md 2>/dev/null; true`, true)).stdout;
+    const blueprintWaitMs = cancelWaitMs(blueprintGraceMs(blueprint.trim() === "" ? undefined : blueprint));
+    const graceMs = Math.max(blueprintWaitMs, this.options.host.cancel_grace === undefined ? 10_000 : parseDuration(this.options.host.cancel_grace)!);
     const rounds = Math.max(1, Math.ceil(graceMs / 200));
     const script = [
       `cd ${q} 2>/dev/null || { echo none; exit 0; }`,

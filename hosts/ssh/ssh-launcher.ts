@@ -1,3 +1,4 @@
+import { blueprintGraceMs, cancelWaitMs } from "../port/cancel-wait.ts";
 import { mkdir } from "node:fs/promises";
 import { blueprintTextForCopy } from "../../blueprints/index.ts";
 import { join } from "node:path";
@@ -230,14 +231,17 @@ export class SshLauncher implements Launcher {
 
   async cancel(ref: RunRef): Promise<boolean> {
     const q = shellQuote(await this.runDir(ref));
+    // The worker stops the run within the blueprint's grace period and records `cancelled`: KILL only after that.
+    const blueprint = (await this.exec(`cat ${q}/blueprint.md 2>/dev/null; true`, true)).stdout;
+    const waitMs = cancelWaitMs(blueprintGraceMs(blueprint.trim() === "" ? undefined : blueprint));
     const script = [
       `pg=$(cat ${q}/pgid 2>/dev/null)`,
       `[ -n "$pg" ] || { echo none; exit 0; }`,
       `kill -TERM -- "-$pg" 2>/dev/null || { echo none; exit 0; }`,
-      `i=0; while kill -0 -- "-$pg" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done`,
+      `i=0; while kill -0 -- "-$pg" 2>/dev/null && [ $i -lt ${Math.ceil(waitMs / 50)} ]; do sleep 0.05; i=$((i+1)); done`,
       `kill -KILL -- "-$pg" 2>/dev/null; echo signalled`,
     ].join("; ");
-    const result = await this.exec(script, true);
+    const result = await this.exec(script, true, waitMs + 30_000);
     return result.stdout.trim().endsWith("signalled");
   }
 
