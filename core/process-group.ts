@@ -54,7 +54,6 @@ export async function launchProcessGroup(options: LaunchOptions): Promise<Launch
   }
 }
 
-/** True while any process of the group is alive (signal 0 probes without killing). */
 /**
  * True when no running process of this machine has `pid`: it does not exist, or it is a
  * zombie (ended, not yet reaped by whoever inherited it, as after its parent was killed
@@ -74,6 +73,7 @@ export function isProcessGone(pid: number): boolean {
   }
 }
 
+/** True while any process of the group is alive (signal 0 probes without killing; zombies do not count). */
 export function isGroupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);

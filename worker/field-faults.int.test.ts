@@ -222,3 +222,103 @@ describe("a stop through a launcher ends cancelled, never a failure", () => {
     expect(run.events.some((event) => event.kind === "failure.classified")).toBe(false);
   });
 });
+
+describe("a worker killed in the launch window (between starting the trainer and writing status.json)", () => {
+  it("is restarted and never starts a second trainer beside the live one: at each kill point the stray is stopped and recorded, or re-attached", async () => {
+    const { spawn } = await import("node:child_process");
+    const { existsSync, readFileSync } = await import("node:fs");
+    const { fileURLToPath } = await import("node:url");
+    const cli = fileURLToPath(new URL("../bin/a3r.js", import.meta.url));
+    const config = join(folder.dir, "window.json");
+    await writeFile(config, JSON.stringify({ lr: 0.001 }));
+    const alive = (pid: number) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2));
+      } catch {
+        return false;
+      }
+    };
+    // Kill points: by a file watcher (config copy written, 20 ms later, log opened, trainer
+    // started), and the one a watcher cannot hit reliably, by the worker itself
+    // (A3R_WORKER_CRASH_AT=after-spawn: the group started, status.json not yet written).
+    const points: Array<{ name: string; file?: (dir: string, pids: string) => string; delayMs: number; crashAt?: string }> = [
+      { name: "config written", file: (dir) => join(dir, "config", "attempt-1.json"), delayMs: 0 },
+      { name: "20 ms after the config", file: (dir) => join(dir, "config", "attempt-1.json"), delayMs: 20 },
+      { name: "log opened", file: (dir) => join(dir, "logs", "attempt-1.log"), delayMs: 0 },
+      { name: "group started, status not written", delayMs: 0, crashAt: "after-spawn" },
+      { name: "trainer started", file: (_dir, pids) => pids, delayMs: 0 },
+    ];
+    for (const [index, point] of points.entries()) {
+      const pidFile = join(folder.dir, `window-${index}.pids`);
+      // Every trainer holds after step 1 until the gate opens, which is once the restarted
+      // worker has launched (or re-attached): a stray of the dead worker is still alive then.
+      const gate = join(folder.dir, `window-${index}.gate`);
+      const { path, resultDir } = await folder.write({
+        id: `launch-window-${index}`,
+        command: `node trainer.mjs --steps 3 --step-ms 50 --pause-after 1 --until-file ${gate} --pid-file ${pidFile}`,
+        config,
+        worker: { lease_ttl: "1s" },
+      });
+      const env = { ...process.env, ...(point.crashAt ? { A3R_WORKER_CRASH_AT: point.crashAt } : {}) };
+      const first = spawn(process.execPath, [cli, "worker", "run", path, "--quiet", "--no-llm"], { stdio: "ignore", env });
+      const trigger = point.file?.(resultDir, pidFile);
+      await new Promise<void>((resolve, reject) => {
+        if (trigger === undefined) return resolve();
+        const started = Date.now();
+        const timer = setInterval(() => {
+          if (existsSync(trigger)) {
+            clearInterval(timer);
+            setTimeout(() => {
+              first.kill("SIGKILL");
+              resolve();
+            }, point.delayMs);
+          } else if (Date.now() - started > 30_000) {
+            clearInterval(timer);
+            reject(new Error(`${point.name}: ${trigger} never appeared`));
+          }
+        }, 2);
+      });
+      await new Promise((resolve) => first.once("exit", resolve));
+      const restartedAt = Date.now();
+      const opener = setInterval(async () => {
+        const events = (await readEvents(join(resultDir, "events.jsonl")).catch(() => ({ events: [] }))).events;
+        const started = events.some(
+          (event) => (event.kind === "run.launched" || event.kind === "worker.reattached") && Date.parse(event.time) >= restartedAt - 5,
+        );
+        if (started) await writeFile(gate, "open\n");
+      }, 20);
+      const outcome = await runWorker({ blueprintPath: path, progress: silentProgress }).finally(() => clearInterval(opener));
+      expect(outcome.state, `${point.name}: ${outcome.reason}`).toBe("succeeded");
+      const run = await ended(resultDir, "succeeded");
+      expect(run.status.attempt, point.name).toBe(1);
+      const pids = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim().split("\n").filter(Boolean).map(Number) : [];
+      for (const pid of pids) expect(alive(pid), `${point.name}: pid ${pid}`).toBe(false);
+      if (point.crashAt) {
+        // Deterministic: the dead worker's group was alive and in no record; it was stopped and recorded before the launch.
+        expect(
+          run.events.find((event) => event.kind === "run.strays-stopped"),
+          point.name,
+        ).toBeDefined();
+        expect(
+          run.events.some((event) => event.kind === "worker.reattached"),
+          point.name,
+        ).toBe(false);
+      }
+      if (pids.length > 1) {
+        // Two trainers were started: the first (the dead worker's) was stopped before the second launched.
+        const stopped = run.events.find((event) => event.kind === "run.strays-stopped");
+        expect(stopped, point.name).toBeDefined();
+        expect(
+          (stopped!.processes as Array<{ pid: number }>).map((process) => process.pid),
+          point.name,
+        ).toContain(pids[0]);
+        const launches = run.events.filter((event) => event.kind === "run.launched");
+        expect(Date.parse(stopped!.time) <= Date.parse(launches[launches.length - 1]!.time), point.name).toBe(true);
+      } else if (pids.length === 1 && !run.events.some((event) => event.kind === "worker.reattached")) {
+        // One trainer: the dead worker's was stopped before it wrote its pid, or it was the only one launched.
+        expect(run.events.filter((event) => event.kind === "run.launched").length, point.name).toBeGreaterThanOrEqual(1);
+      }
+    }
+  }, 120_000);
+});

@@ -46,6 +46,7 @@ import { stoppedShortReason } from "./rules/planned-steps.ts";
 import { recordRefusal } from "./finish/refusal.ts";
 import { isRecordRunning, stopRecord } from "./launch/launched-process.ts";
 import { stopEscapedProcesses } from "./launch/run-tag.ts";
+import { crashPoint } from "./launch/fault-point.ts";
 import { confineResultDir } from "./launch/result-dir-confinement.ts";
 import { newSwarmAdminToken, swarmAdminTokenOf, swarmAdminTokenVariable } from "./launch/swarm-admin-token.ts";
 import { withHeartbeat } from "./supervise/keep-alive.ts";
@@ -536,6 +537,26 @@ async function supervise(
   });
 }
 
+/**
+ * Before a launch: processes of this run still alive that no record names (a worker killed
+ * between starting a trainer and writing status.json, or a helper that outlived its group)
+ * are found by the run's tag (/proc/<pid>/environ, launch/run-tag.ts), stopped (TERM, grace,
+ * KILL) and recorded (`run.strays-stopped`), so two trainers never share the run's log and
+ * checkpoints.
+ */
+async function stopStrays(context: RunContext, attempt: number): Promise<void> {
+  const strays = await stopEscapedProcesses(context.resultDir, context.settings.gracePeriodMs);
+  if (strays.length === 0) return;
+  await context.writer.appendEvent("run.strays-stopped", {
+    attempt,
+    processes: strays,
+    why: "alive with the run's tag but in no record (a worker died between starting them and writing status.json); stopped before launching",
+  });
+  context.progress.event(
+    `${context.blueprint.id}: before attempt ${attempt}, stopped ${strays.length} process(es) of this run that no record named: ${strays.map((stray) => `pid ${stray.pid} (${stray.command}) ${stray.outcome}`).join(", ")}`,
+  );
+}
+
 /** Launches the next attempt; returns how it ended (a swarm server that never got ready is a failed attempt). */
 async function launchNext(context: RunContext, resume: boolean): Promise<AttemptEnd> {
   const { blueprint, writer, memory } = context;
@@ -548,6 +569,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   memory.attemptStartedAt = new Date().toISOString();
   memory.processes = [];
   memory.swarmUrl = null;
+  await stopStrays(context, attempt);
   // The run's metrics file is shared by the attempts: this one's lines start at its size now.
   memory.metricsFileOffset = await stat(context.settings.metricsFile).then(
     (info) => info.size,
@@ -575,6 +597,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
         ...(context.configSchema ? { configSchema: context.configSchema } : {}),
         ...(context.commandRules ? { commandRules: context.commandRules } : {}),
         onProcesses: async (records) => {
+          crashPoint("after-spawn");
           memory.processes = records;
           const main = records[0]!;
           await writer.writeStatus({

@@ -1,4 +1,4 @@
-import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify as stringifyYaml } from "yaml";
@@ -133,6 +133,12 @@ export async function launchAttempt(
   const planInput = { ...input, a3rBin, nodeExecutable: process.execPath };
   const logFile = join(logs, `attempt-${attempt}.log`);
   const exitFile = join(logs, `attempt-${attempt}.exit`);
+  // An exit file of this attempt already there is a stray's (a worker killed between
+  // starting this attempt and recording it, whose process was stopped since): it would
+  // make the new group look ended at once.
+  for (const name of await readdir(logs).catch(() => [] as string[]))
+    if (name.startsWith(`attempt-${attempt}.`) || name.startsWith(`attempt-${attempt}-`))
+      if (name.endsWith(".exit")) await rm(join(logs, name), { force: true });
 
   // The plan fills the placeholders; what it would run is judged before anything starts.
   const refusal = attemptPlanRefusal(planInput, options.commandRules);
