@@ -28,8 +28,6 @@ export class LineSplitter {
   private line = "";
   /** Once cut: its first part, the rolling last part, and what was dropped between them. */
   private cut: { head: string; tail: string; dropped: number } | null = null;
-  /** The last chunk ended with `\r`: a `\n` starting the next one belongs to it. */
-  private afterCr = false;
   readonly stats: SplitStats = { longLines: 0, longestLine: 0, droppedChars: 0 };
 
   constructor(readonly maxLineChars = 64 * 1024) {
@@ -47,7 +45,6 @@ export class LineSplitter {
     this.decoder = new StringDecoder("utf8");
     this.line = "";
     this.cut = null;
-    this.afterCr = false;
   }
 
   /** The stream ended: the unterminated last line, if any, is a line too. */
@@ -57,30 +54,18 @@ export class LineSplitter {
   }
 
   private feed(text: string, sink: LineSink): void {
+    // One pass over the characters: `\r\n` is two line ends with an empty line between, and
+    // empty lines are never given, so runs of line ends (a `\r`-only flood) cost nothing more.
     const length = text.length;
-    let index = 0;
-    if (this.afterCr && length > 0 && text.charCodeAt(0) === 10) index = 1;
-    this.afterCr = false;
-    // Both next positions are remembered, so each search runs once over the text (linear).
-    let nextLf = text.indexOf("\n", index);
-    let nextCr = text.indexOf("\r", index);
-    while (index < length) {
-      if (nextLf !== -1 && nextLf < index) nextLf = text.indexOf("\n", index);
-      if (nextCr !== -1 && nextCr < index) nextCr = text.indexOf("\r", index);
-      const end = nextLf === -1 ? nextCr : nextCr === -1 ? nextLf : Math.min(nextLf, nextCr);
-      if (end === -1) {
-        this.append(text, index, length);
-        return;
-      }
-      this.append(text, index, end);
+    let start = 0;
+    for (let index = 0; index < length; index += 1) {
+      const code = text.charCodeAt(index);
+      if (code !== 10 && code !== 13) continue;
+      if (index > start) this.append(text, start, index);
       this.emit(sink);
-      if (text.charCodeAt(end) === 13) {
-        if (end + 1 === length) this.afterCr = true;
-        index = end + 1 < length && text.charCodeAt(end + 1) === 10 ? end + 2 : end + 1;
-      } else {
-        index = end + 1;
-      }
+      start = index + 1;
     }
+    if (start < length) this.append(text, start, length);
   }
 
   private append(text: string, from: number, to: number): void {
