@@ -16,7 +16,7 @@ beforeAll(async () => {
   folder = await fixtureFolder();
 });
 afterAll(async () => {
-  if (!process.env.KEEP) await folder.cleanup();
+  await folder.cleanup();
 });
 
 async function ended(resultDir: string, state: string) {
