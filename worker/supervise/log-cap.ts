@@ -24,6 +24,10 @@ import { open } from "node:fs/promises";
  *   zeros there (a sparse file).
  * - where neither works, the log is not capped; the caller reports it once.
  *
+ * A trainer that writes faster than the worker reads (a `yes`-speed flood) would still fill
+ * the disk: once the unread output is more than twice the cap, the cut takes unread bytes
+ * too (counted apart: `unreadBytes`), and the reader goes on from the kept newest output.
+ *
  * Limit: while no worker watches (between a crash and the re-attach) nobody cuts.
  */
 export type CapMethod = "collapse" | "punch";
@@ -37,6 +41,8 @@ export interface LogCapState {
   holeEnd: number;
   /** Bytes cut so far (the marker's overwritten bytes included). */
   droppedBytes: number;
+  /** Of those, bytes cut before the worker read them (a writer faster than the reader). */
+  unreadBytes: number;
   cuts: number;
 }
 
@@ -44,19 +50,21 @@ const markerWidth = 160;
 
 export function newLogCapState(capBytes: number, blockBytes = 4096): LogCapState {
   const head = Math.max(blockBytes, Math.floor(capBytes / 4 / blockBytes) * blockBytes);
-  return { headBytes: head, method: null, holeEnd: head, droppedBytes: 0, cuts: 0 };
+  return { headBytes: head, method: null, holeEnd: head, droppedBytes: 0, unreadBytes: 0, cuts: 0 };
 }
 
 /**
  * Where to cut a file of `size` bytes read up to `readTo`: from the end of the head (or of
  * the hole) to a block-aligned point that is read already and leaves at least half the cap
- * after it; undefined while the file holds less than the cap or too little can be cut.
+ * after it; undefined while the file holds less than the cap or too little can be cut. With
+ * more than twice the cap unread, the point may be beyond what was read.
  */
 export function planCut(state: LogCapState, capBytes: number, size: number, readTo: number, blockBytes = 4096): { from: number; to: number } | undefined {
   const punched = state.method === "punch" ? state.holeEnd - state.headBytes : 0;
   if (size - punched <= capBytes) return undefined;
   const from = state.method === "punch" ? state.holeEnd : state.headBytes;
-  const to = Math.floor(Math.min(readTo, size - Math.floor(capBytes / 2)) / blockBytes) * blockBytes;
+  const keepFrom = size - Math.floor(capBytes / 2);
+  const to = Math.floor((size - readTo > 2 * capBytes ? keepFrom : Math.min(readTo, keepFrom)) / blockBytes) * blockBytes;
   if (to - from < blockBytes) return undefined;
   return { from, to };
 }

@@ -111,4 +111,19 @@ describe("LogFollower", () => {
       expect(classifyFailure({ logTail, exitCode: 1, signal: null })).toMatchObject({ failureClass: "out_of_memory", ruleId: "cuda-oom" });
     }
   });
+
+  it("cuts unread output too when the writer outruns the reader by more than twice the cap, and reads on from the newest", async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-follow-"));
+    const path = join(folder, "run.log");
+    const cap = 256 * 1024;
+    await writeFile(path, `${"flood line of a fast writer\n".repeat(60_000)}the newest line\n`);
+    const follower = new LogFollower(path, { capBytes: cap });
+    const seen: string[] = [];
+    await follower.read((line) => seen.push(line), { maxBytes: 1, maxMs: 10_000 });
+    expect(follower.cap?.unreadBytes).toBeGreaterThan(cap);
+    const { blocks, size } = await stat(path);
+    expect(Math.min(size, blocks * 512)).toBeLessThanOrEqual(cap + (1 << 20));
+    while (seen.at(-1) !== "the newest line") await follower.read((line) => seen.push(line));
+    expect(seen.length).toBeLessThan(60_000);
+  });
 });

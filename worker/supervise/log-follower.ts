@@ -175,7 +175,17 @@ export class LogFollower {
     if (this.cap.method === "none") return;
     const cut = planCut(this.cap, capBytes, size, this.offset, blockBytes);
     if (!cut) return;
-    this.offset -= await cutLogMiddle(this.path, this.cap, cut, this.capLabel);
+    const moved = await cutLogMiddle(this.path, this.cap, cut, this.capLabel);
+    // cutLogMiddle records the method that worked: none means nothing was cut.
+    if ((this.cap.method as LogCapState["method"]) === "none") return;
+    if (this.offset >= cut.to) {
+      this.offset -= moved;
+      return;
+    }
+    // Unread output was cut (the writer outran the reader): read on from the newest output kept.
+    this.cap.unreadBytes += cut.to - this.offset;
+    this.offset = this.cap.method === "collapse" ? cut.from : cut.to;
+    this.splitter.reset();
   }
 }
 

@@ -43,6 +43,18 @@ export class LogNotices {
       });
       sink.say(`warning: attempt ${this.attempt}: the ${log} log cannot be capped on this filesystem (worker.log_cap = ${this.capLabel})`);
     }
+    if (cap && cap.unreadBytes > 0 && this.once(`unread:${log}`)) {
+      await sink.event("log.unread-cut", {
+        attempt: this.attempt,
+        log,
+        cap: this.capLabel,
+        unreadBytes: cap.unreadBytes,
+        note: "the run wrote faster than the worker reads; output it had not read was cut to keep the disk bounded",
+      });
+      sink.say(
+        `warning: attempt ${this.attempt}: the ${log} log grows faster than it can be read; unread output was cut to keep it under worker.log_cap = ${this.capLabel}`,
+      );
+    }
     if (cap && cap.cuts > 0 && this.once(`capped:${log}`)) {
       await sink.event("log.capped", { attempt: this.attempt, log, cap: this.capLabel, method: cap.method, droppedBytes: cap.droppedBytes });
       sink.say(
@@ -66,6 +78,7 @@ export class LogNotices {
         longestLine: stats.longestLine,
         droppedChars: stats.droppedChars,
         cappedBytes: cap?.droppedBytes ?? 0,
+        unreadCutBytes: cap?.unreadBytes ?? 0,
         capMethod: cap?.method ?? null,
       });
     }
