@@ -3,7 +3,10 @@ import { parsePythonJson, stringifyPythonJson } from "./python-json.ts";
 
 describe("Python's JSON (NaN, Infinity, -Infinity)", () => {
   it("reads the bare tokens json.dumps writes, and leaves strings alone", () => {
-    const parsed = parsePythonJson('{"step": 3, "loss": NaN, "up": Infinity, "down": -Infinity, "note": "NaN and Infinity \\" stay text"}') as Record<string, unknown>;
+    const parsed = parsePythonJson('{"step": 3, "loss": NaN, "up": Infinity, "down": -Infinity, "note": "NaN and Infinity \\" stay text"}') as Record<
+      string,
+      unknown
+    >;
     expect(parsed.step).toBe(3);
     expect(parsed.loss).toBeNaN();
     expect(parsed.up).toBe(Number.POSITIVE_INFINITY);
