@@ -51,6 +51,13 @@ describe("parseMetricLine after a progress bar", () => {
     expect(parseMetricLine('12/40 [00:03, 4.1it/s]{"step": 12, "reward": 0.5}')).toEqual({ step: 12, values: { reward: 0.5 } });
   });
 
+  it("reads a step behind a progress bar's terminal sequences (erase line, cursor up, colours)", () => {
+    expect(parseMetricLine("\u001b[A\u001b[2K 40%|\u001b[32m████\u001b[0m| 4/10 [00:00<00:01]\u001b[Kstep:4 - loss:0.2")).toEqual({
+      step: 4,
+      values: { loss: 0.2 },
+    });
+  });
+
   it("still needs the step to stand alone: not inside another name", () => {
     expect(parseMetricLine("mystep:3 - loss:0.1")).toBeUndefined();
     expect(parseMetricLine("warmup_step=3 loss=0.1")).toBeUndefined();

@@ -96,8 +96,12 @@ export function compileLogMetricPatterns(patterns: LogMetricPattern[] = defaultL
 
 const defaultCompiled = compileLogMetricPatterns();
 
+/** Terminal control sequences (colours, cursor moves, erase line) a progress bar writes around its text. */
+const ansiSequence = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-Z\\-_]/g;
+
 /** Returns the metrics on one log line, or undefined when it carries none. */
-export function parseMetricLine(line: string, compiled: CompiledPatterns = defaultCompiled): MetricPoint | undefined {
+export function parseMetricLine(rawLine: string, compiled: CompiledPatterns = defaultCompiled): MetricPoint | undefined {
+  const line = rawLine.includes("\u001b") ? rawLine.replace(ansiSequence, "") : rawLine;
   const fromJson = parseJsonLine(line);
   if (fromJson) return fromJson;
   for (const pattern of compiled.patterns) {
