@@ -158,6 +158,7 @@ export class AttemptWatch {
         );
       }
     }
+    for (const source of [this.mainLog, ...this.clientLogs.values()]) await source.follower.compact();
     await this.logNotices.atEnd([this.mainLog, ...this.clientLogs.values()], {
       event: (kind, fields) => writer.appendEvent(kind, fields),
       say: (line) => progress.event(line),

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { open } from "node:fs/promises";
+import { open, rename, rm } from "node:fs/promises";
 
 /**
  * Keeps a run's log file under a cap while the run writes it (`worker.log_cap`): once the
@@ -23,6 +23,9 @@ import { open } from "node:fs/promises";
  *   blocks are freed, so the disk is bounded, but the file keeps its length and reads
  *   zeros there (a sparse file).
  * - where neither works, the log is not capped; the caller reports it once.
+ *
+ * A punched log is written again without its hole when the attempt has ended (every
+ * process of it stopped, so nobody writes it any more): `compactPunchedLog`.
  *
  * A trainer that writes faster than the worker reads (a `yes`-speed flood) would still fill
  * the disk: once the unread output is more than twice the cap, the cut takes unread bytes
@@ -105,4 +108,39 @@ async function writeMarker(path: string, state: LogCapState, capLabel: string): 
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * After the attempt (nobody writes the file any more): a punched log is written again as its
+ * head and what follows the hole, and replaces the sparse one, so readers and copies get the
+ * capped size, not the zeros. Nothing to do for a collapsed log.
+ */
+export async function compactPunchedLog(path: string, state: LogCapState): Promise<void> {
+  if (state.method !== "punch") return;
+  const source = await open(path, "r");
+  const partial = `${path}.compact`;
+  const target = await open(partial, "w");
+  try {
+    const { size } = await source.stat();
+    const buffer = Buffer.allocUnsafe(1 << 20);
+    for (const [from, to] of [
+      [0, state.headBytes],
+      [state.holeEnd, size],
+    ] as const) {
+      for (let position = from; position < to; ) {
+        const { bytesRead } = await source.read(buffer, 0, Math.min(buffer.length, to - position), position);
+        if (bytesRead === 0) break;
+        await target.write(buffer, 0, bytesRead);
+        position += bytesRead;
+      }
+    }
+  } finally {
+    await source.close();
+    await target.close();
+  }
+  await rename(partial, path).catch(async () => {
+    await rm(partial, { force: true });
+  });
+  state.method = "collapse";
+  state.holeEnd = state.headBytes;
 }

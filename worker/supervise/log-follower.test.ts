@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { existsSync } from "node:fs";
 import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -126,4 +127,29 @@ describe("LogFollower", () => {
     while (seen.at(-1) !== "the newest line") await follower.read((line) => seen.push(line));
     expect(seen.length).toBeLessThan(60_000);
   });
+
+  it.skipIf(!existsSync("/dev/shm"))(
+    "on tmpfs (no collapse) punches the read middle, then writes the log again without its hole once the attempt ended",
+    async () => {
+      folder = await mkdtemp(join("/dev/shm", "a3r-follow-"));
+      const path = join(folder, "run.log");
+      const cap = 256 * 1024;
+      const follower = new LogFollower(path, { capBytes: cap, capLabel: "256KiB" });
+      let seen = 0;
+      for (let round = 0; round < 4; round += 1) {
+        await appendFile(path, `${Array.from({ length: 5000 }, (_, index) => `round ${round} line ${index} ${"=".repeat(80)}`).join("\n")}\n`);
+        await follower.read(() => (seen += 1));
+      }
+      expect(seen).toBe(20_000);
+      expect(follower.cap?.method).toBe("punch");
+      expect((await stat(path)).blocks * 512).toBeLessThanOrEqual(cap + (1 << 20));
+      await follower.compact();
+      const text = await readFile(path, "utf8");
+      expect(text.length).toBeLessThanOrEqual(cap + 4096);
+      expect(text).not.toContain("\u0000");
+      expect(text).toMatch(/^round 0 line 0 [^]*\[a3r\] log capped [^]*round 3 line 4999 =+\n$/);
+      await appendFile(path, "after\n");
+      expect(await follower.poll()).toEqual(["after"]);
+    },
+  );
 });

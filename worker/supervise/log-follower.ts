@@ -1,6 +1,6 @@
 import { open, stat, type FileHandle } from "node:fs/promises";
 import { LineSplitter, type LineSink, type SplitStats } from "./line-splitter.ts";
-import { cutLogMiddle, newLogCapState, planCut, type LogCapState } from "./log-cap.ts";
+import { compactPunchedLog, cutLogMiddle, newLogCapState, planCut, type LogCapState } from "./log-cap.ts";
 
 /** How much one poll may read before it yields (the rest is read by the next poll, at once). */
 export interface ReadBudget {
@@ -134,6 +134,21 @@ export class LogFollower {
   /** The process ended: the unterminated last line, if any, is a line too. */
   finish(sink: LineSink): void {
     this.splitter.end(sink);
+  }
+
+  /** The attempt ended (nobody writes the file any more): a punched (sparse) log is written again without its hole. */
+  async compact(): Promise<void> {
+    const cap = this.cap;
+    if (cap?.method !== "punch") return;
+    const hole = cap.holeEnd - cap.headBytes;
+    // The hole was read before it was punched: what follows it moves down by its length.
+    if (
+      await compactPunchedLog(this.path, cap).then(
+        () => true,
+        () => false,
+      )
+    )
+      this.offset = Math.max(0, this.offset - hole);
   }
 
   private async readChunks(handle: FileHandle, knownSize: number, sink: LineSink, budget: ReadBudget): Promise<{ read: number; size: number }> {
