@@ -1,3 +1,4 @@
+import { slowTests, slowTierNote } from "../test-support/slow-tests.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -52,7 +53,8 @@ describe("the worker's log reader under hostile output", () => {
     expectTrueSteps(result, 10);
   });
 
-  it("a trainer writing megabytes a second (200 KB of debug lines before each of 40 steps): 40 of 40", async () => {
+  // The slow tier repeats covered paths at more cost: a steady stream, garbage bytes, a \r-only flood.
+  it.skipIf(!slowTests)(`a trainer writing megabytes a second (200 KB of debug lines before each of 40 steps): 40 of 40${slowTierNote}`, async () => {
     const result = await run("noise", "--steps 40 --step-ms 10 --noise-kb 200");
     expect(result.outcome.state).toBe("succeeded");
     expectTrueSteps(result, 40);
@@ -66,7 +68,7 @@ describe("the worker's log reader under hostile output", () => {
     expect(result.events.find((event) => event.kind === "log.summary")).toMatchObject({ longLines: 10 });
   });
 
-  it("5 MB of binary garbage after step 1: steps 2-10 are still read", async () => {
+  it.skipIf(!slowTests)(`5 MB of binary garbage after step 1: steps 2-10 are still read${slowTierNote}`, async () => {
     const result = await run("garbage", "--steps 10 --garbage-mb 5");
     expect(result.outcome.state).toBe("succeeded");
     expectTrueSteps(result, 10);
@@ -79,7 +81,7 @@ describe("the worker's log reader under hostile output", () => {
     expect(await readFile(join(result.resultDir, "logs", "attempt-1.log"), "utf8")).toMatch(/9\.52it\/s\]step:3 - /);
   });
 
-  it("30 MB of `\\r` and nothing else after step 1: steps 2-10 are read (empty lines cost no memory)", async () => {
+  it.skipIf(!slowTests)(`30 MB of \`\\r\` and nothing else after step 1: steps 2-10 are read (empty lines cost no memory)${slowTierNote}`, async () => {
     const result = await run("carriage-returns", "--steps 10 --cr-mb 30");
     expect(result.outcome.state).toBe("succeeded");
     expectTrueSteps(result, 10);
