@@ -436,7 +436,7 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   } else if (blueprint.mode === "swarm") {
     problems.push("a swarm blueprint needs a Configuration (the swarm.yaml of the server)");
   }
-  const planRefusal = attemptPlanRefusal(firstAttemptInput(context), context.commandRules);
+  const planRefusal = attemptPlanRefusal(attemptPlanInput(context, 1, false), context.commandRules);
   if (planRefusal) problems.push(planRefusal.message);
   if (problems.length === 0) return true;
   const reason = `preparation failed: ${problems.join("; ")}`;
@@ -450,17 +450,17 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   return false;
 }
 
-/** Attempt 1 as launchNext will plan it, for judging it before anything starts. */
-function firstAttemptInput(context: RunContext) {
+/** The plan input of one attempt of this run (without the swarm URL, known once its server is up). */
+function attemptPlanInput(context: RunContext, attempt: number, resume: boolean) {
   return {
     blueprint: context.blueprint,
     resultDir: context.resultDir,
     settings: context.settings,
-    attempt: 1,
+    attempt,
     overrides: context.memory.overrides,
     command: context.memory.command ?? context.blueprint.command,
-    resume: false,
-    configCopy: configCopyPath(context.resultDir, 1, context.blueprint.config),
+    resume,
+    configCopy: configCopyPath(context.resultDir, attempt, context.blueprint.config),
     ...(context.gpus === undefined ? {} : { gpus: context.gpus }),
     a3rBin,
     nodeExecutable: process.execPath,
@@ -473,20 +473,7 @@ async function reattachSwarm(context: RunContext): Promise<SwarmHooks | undefine
   const server = context.memory.processes[0];
   const url = context.memory.swarmUrl ?? (server ? await readyUrlOf(server) : undefined);
   if (!url) return undefined;
-  const plan = planAttempt({
-    blueprint: context.blueprint,
-    resultDir: context.resultDir,
-    settings: context.settings,
-    attempt: context.attempt,
-    overrides: context.memory.overrides,
-    command: context.memory.command ?? context.blueprint.command,
-    resume: false,
-    configCopy: configCopyPath(context.resultDir, context.attempt, context.blueprint.config),
-    ...(context.gpus === undefined ? {} : { gpus: context.gpus }),
-    swarmUrl: url,
-    a3rBin,
-    nodeExecutable: process.execPath,
-  });
+  const plan = planAttempt({ ...attemptPlanInput(context, context.attempt, false), swarmUrl: url });
   // The live server's token, read back from its environment: restarted clients need it.
   const token = server ? swarmAdminTokenOf(server.pid) : undefined;
   if (token) context.swarmAdminToken = token;
@@ -577,41 +564,28 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
   );
   const oomKillsAtStart = readOomKillCount();
   const launched = await withHeartbeat(writer, context.settings.heartbeatIntervalMs, () =>
-    launchAttempt(
-      {
-        blueprint,
-        resultDir: context.resultDir,
-        settings: context.settings,
-        attempt,
-        overrides: memory.overrides,
-        command,
-        resume,
-        configCopy,
-        ...(context.gpus === undefined ? {} : { gpus: context.gpus }),
+    launchAttempt(attemptPlanInput(context, attempt, resume), {
+      baseEnv: context.env,
+      readyTimeoutMs: context.settings.swarmReadyTimeoutMs,
+      graceMs: context.settings.gracePeriodMs,
+      ...(blueprint.mode === "swarm" ? { swarmAdminToken: (context.swarmAdminToken ??= newSwarmAdminToken()) } : {}),
+      ...(context.configSchema ? { configSchema: context.configSchema } : {}),
+      ...(context.commandRules ? { commandRules: context.commandRules } : {}),
+      onProcesses: async (records) => {
+        crashPoint("after-spawn");
+        memory.processes = records;
+        const main = records[0]!;
+        await writer.writeStatus({
+          state: "running",
+          attempt,
+          pid: main.pid,
+          pgid: main.pgid,
+          ...(first ? { startedAt: new Date(context.runStartedAtMs).toISOString() } : {}),
+          reason: null,
+          ...memoryFields(memory),
+        });
       },
-      {
-        baseEnv: context.env,
-        readyTimeoutMs: context.settings.swarmReadyTimeoutMs,
-        graceMs: context.settings.gracePeriodMs,
-        ...(blueprint.mode === "swarm" ? { swarmAdminToken: (context.swarmAdminToken ??= newSwarmAdminToken()) } : {}),
-        ...(context.configSchema ? { configSchema: context.configSchema } : {}),
-        ...(context.commandRules ? { commandRules: context.commandRules } : {}),
-        onProcesses: async (records) => {
-          crashPoint("after-spawn");
-          memory.processes = records;
-          const main = records[0]!;
-          await writer.writeStatus({
-            state: "running",
-            attempt,
-            pid: main.pid,
-            pgid: main.pgid,
-            ...(first ? { startedAt: new Date(context.runStartedAtMs).toISOString() } : {}),
-            reason: null,
-            ...memoryFields(memory),
-          });
-        },
-      },
-    ),
+    }),
   );
   const withheld = withheldVariables(context.env, envPassthroughOf(blueprint));
   if (first && withheld.length > 0) await writer.appendEvent("run.env-withheld", { variables: withheld });

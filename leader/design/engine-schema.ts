@@ -1,13 +1,5 @@
 import type { z } from "zod";
-import {
-  checkOverrides as checkEngineOverrides,
-  type ConfigObject,
-  type ConfigSchemas,
-  overridePath as landingPath,
-  readConfigFile,
-  schemaLeaves,
-  unwrapSchema,
-} from "../../blueprints/index.ts";
+import { type ConfigObject, type ConfigSchemas, overridePath, readConfigFile, schemaLeaves, unwrapSchema } from "../../blueprints/index.ts";
 import type { KnobBound } from "../domain/knob-bounds.ts";
 import type { Topic } from "../domain/topic.ts";
 
@@ -23,10 +15,8 @@ export type EngineSchemas = ConfigSchemas;
 
 type Config = ConfigObject;
 
-/** The dotted path an override key lands on, as the worker resolves it. */
-export function overridePath(key: string, config: Config, schema: z.ZodType): string {
-  return landingPath(key, config, schema);
-}
+/** Where an override key lands and the check of a blueprint's overrides: the one rule the worker follows too. */
+export { checkOverrides, overridePath } from "../../blueprints/index.ts";
 
 /** A numeric leaf's bounds from its checks (min/max, exclusive or not, integer). */
 export function numericBound(schema: z.ZodType, path: string): KnobBound | undefined {
@@ -73,13 +63,4 @@ export function engineBounds(engine: { schema: z.ZodType; config: Config }, knob
     if (bound) bounds[knob] = bound;
   }
   return bounds;
-}
-
-/**
- * The overrides merged into the base config and checked against the engine's schema
- * (blueprints/overrides/check-overrides.ts). Keys the worker sets itself on every run
- * (experiment_dir, port) are left to it.
- */
-export function checkOverrides(engine: { schema: z.ZodType; config: Config }, overrides: Record<string, unknown>): string[] {
-  return checkEngineOverrides(engine, overrides);
 }
