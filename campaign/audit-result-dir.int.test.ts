@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { appendFile, cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { appendFile, cp, link, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { auditResultDir } from "./audit-result-dir.ts";
@@ -112,5 +112,22 @@ describe("result directory audit", () => {
     await writeFile(join(dir, "status.json"), '{\n  "state": "succeeded",\n  "attempt": -1,\n  "host": null\n}\n');
     const findings = await auditResultDir(dir);
     expect(findings.filter((finding) => finding.code === "STATUS_INVALID").map((finding) => finding.line)).toContain(3);
+  });
+
+  it("never opens a linked file a trainer planted (symlink or hard link) and prints no file's text", async () => {
+    const secret = join(dir, "..", "secret.txt");
+    await writeFile(secret, '{"step": 1, "canary": "SECRET-CANARY-7f3"}\nroot:x:0:0:SECRET-CANARY-7f3\n');
+    await rm(join(dir, "metrics.jsonl"));
+    await symlink(secret, join(dir, "metrics.jsonl"));
+    await rm(join(dir, "events.jsonl"), { force: true });
+    await link(secret, join(dir, "events.jsonl"));
+    await writeFile(join(dir, "status.json"), "root:x:0:0:SECRET-CANARY-7f3\n");
+    const findings = await auditResultDir(dir);
+    const linked = findings.filter((finding) => finding.code === "RESULT_FILE_LINKED");
+    expect(linked.map((finding) => finding.file).sort()).toEqual([join(dir, "events.jsonl"), join(dir, "metrics.jsonl")]);
+    expect(linked[0]?.severity).toBe("error");
+    expect(codes(findings)).toContain("error STATUS_INVALID");
+    expect(JSON.stringify(findings)).not.toContain("SECRET-CANARY");
+    expect(JSON.stringify(findings)).not.toContain("root:x");
   });
 });

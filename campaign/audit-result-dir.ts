@@ -163,6 +163,11 @@ const problemRules: Record<string, { code: string; severity: Finding["severity"]
     severity: "error",
     hint: "finish.flag holds exactly one of succeeded, failed, timed_out, cancelled, refused, stopped_early",
   },
+  RESULT_FILE_LINKED: {
+    code: "RESULT_FILE_LINKED",
+    severity: "error",
+    hint: "a trainer may have planted a link to read a file it may not; delete the link, check the run's command, and re-run the worker",
+  },
   LEASE_INVALID: { code: "LEASE_INVALID", severity: "warning", hint: "if no supervisor is running, delete lease.json; the next worker acquires a fresh lease" },
 };
 

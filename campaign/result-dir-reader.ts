@@ -1,4 +1,4 @@
-import { readFile, stat } from "node:fs/promises";
+import { lstat, readFile, stat } from "node:fs/promises";
 import type { RecordProblem } from "./finding.ts";
 import { isRunState, isTerminalRunState, terminalRunStates, type TerminalRunState } from "./run-status.ts";
 import { readRunStatus, type RunStatus } from "./status-file.ts";
@@ -40,24 +40,34 @@ const checkedFiles: ResultDirFile[] = ["blueprint", "status", "lease", "metrics"
 
 export async function readResultDir(dir: string): Promise<ResultDirSnapshot> {
   const paths = resultDirPaths(dir);
-  const present = Object.fromEntries(await Promise.all(checkedFiles.map(async (file) => [file, await isFile(paths[file])]))) as Record<ResultDirFile, boolean>;
   const problems: RecordProblem[] = [];
+  // A trainer can write into its own result directory, so a file there may be a symlink
+  // or a hard link to something it may not read (/etc/shadow): such a file is reported
+  // and never opened, so the audit cannot be made to print what lies outside the tree.
+  const linked = new Set<ResultDirFile>();
+  for (const file of checkedFiles) {
+    const link = await linkKind(paths[file]);
+    if (link === undefined) continue;
+    linked.add(file);
+    problems.push({ file: paths[file], line: 1, code: "RESULT_FILE_LINKED", message: `${resultDirFileNames[file]} is ${link}; a3r writes plain files here, so it was not read (remove it and re-run the worker)` });
+  }
+  const present = Object.fromEntries(await Promise.all(checkedFiles.map(async (file) => [file, !linked.has(file) && (await isFile(paths[file]))]))) as Record<ResultDirFile, boolean>;
 
-  const status = await readRunStatus(paths.status);
+  const status = linked.has("status") ? { exists: true, status: undefined, problems: [] } : await readRunStatus(paths.status);
   problems.push(...status.problems);
 
   const finishFlag = present.finishFlag ? await readFinishFlag(paths.finishFlag, problems) : undefined;
 
   let lease: Lease | undefined;
   try {
-    lease = await readLease(dir);
+    lease = linked.has("lease") ? undefined : await readLease(dir);
   } catch (error) {
     problems.push({ file: paths.lease, line: 1, code: "LEASE_INVALID", message: error instanceof Error ? error.message : String(error) });
   }
 
-  const metrics = await readMetrics(paths.metrics);
+  const metrics = linked.has("metrics") ? { records: [], lines: [], problems: [] } : await readMetrics(paths.metrics);
   problems.push(...metrics.problems);
-  const events = await readEvents(paths.events);
+  const events = linked.has("events") ? { events: [], lines: [], problems: [] } : await readEvents(paths.events);
   problems.push(...events.problems);
 
   return {
@@ -86,6 +96,19 @@ async function readFinishFlag(path: string, problems: RecordProblem[]): Promise<
     });
   }
   return { text: trimmed, state, modifiedAt: info.mtime };
+}
+
+/** "a symbolic link" or "a hard link (N names)" when the path is one, else undefined. */
+async function linkKind(path: string): Promise<string | undefined> {
+  try {
+    const info = await lstat(path);
+    if (info.isSymbolicLink()) return "a symbolic link";
+    if (info.isFile() && info.nlink > 1) return `a hard link (${info.nlink} names)`;
+    return undefined;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
 }
 
 async function isFile(path: string): Promise<boolean> {
