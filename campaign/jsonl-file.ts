@@ -94,7 +94,12 @@ export function parseJsonLines(text: string, file: string, parse: (text: string)
           torn: true,
         });
       } else {
-        problems.push({ file, line: lineNumber, code: "LINE_NOT_JSON", message: `line is not valid JSON (${piece.length} characters; the audit does not print a file's text)` });
+        problems.push({
+          file,
+          line: lineNumber,
+          code: "LINE_NOT_JSON",
+          message: `line is not valid JSON (${piece.length} characters; the audit does not print a file's text)`,
+        });
       }
     }
   });

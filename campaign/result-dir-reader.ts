@@ -49,9 +49,17 @@ export async function readResultDir(dir: string): Promise<ResultDirSnapshot> {
     const link = await linkKind(paths[file]);
     if (link === undefined) continue;
     linked.add(file);
-    problems.push({ file: paths[file], line: 1, code: "RESULT_FILE_LINKED", message: `${resultDirFileNames[file]} is ${link}; a3r writes plain files here, so it was not read (remove it and re-run the worker)` });
+    problems.push({
+      file: paths[file],
+      line: 1,
+      code: "RESULT_FILE_LINKED",
+      message: `${resultDirFileNames[file]} is ${link}; a3r writes plain files here, so it was not read (remove it and re-run the worker)`,
+    });
   }
-  const present = Object.fromEntries(await Promise.all(checkedFiles.map(async (file) => [file, !linked.has(file) && (await isFile(paths[file]))]))) as Record<ResultDirFile, boolean>;
+  const present = Object.fromEntries(await Promise.all(checkedFiles.map(async (file) => [file, !linked.has(file) && (await isFile(paths[file]))]))) as Record<
+    ResultDirFile,
+    boolean
+  >;
 
   const status = linked.has("status") ? { exists: true, status: undefined, problems: [] } : await readRunStatus(paths.status);
   problems.push(...status.problems);

@@ -58,7 +58,14 @@ export function parseRunStatus(text: string, file: string): StatusParse {
     const message = error instanceof Error ? error.message : String(error);
     return {
       status: undefined,
-      problems: [{ file, line: lineOfJsonError(text, message), code: "STATUS_NOT_JSON", message: `status.json is not valid JSON near line ${lineOfJsonError(text, message)} (its text is not printed)` }],
+      problems: [
+        {
+          file,
+          line: lineOfJsonError(text, message),
+          code: "STATUS_NOT_JSON",
+          message: `status.json is not valid JSON near line ${lineOfJsonError(text, message)} (its text is not printed)`,
+        },
+      ],
     };
   }
   const checked = runStatusSchema.safeParse(value);
