@@ -91,4 +91,14 @@ describe("campaign audit", () => {
     const findings = await auditCampaign(root);
     expect(findings.some((finding) => finding.file === file && finding.code === "PATH_RELATIVE" && finding.severity === "error")).toBe(true);
   });
+
+  it("calls a zero-byte leader.sqlite damaged once the leader has recorded decisions, and fresh before", async () => {
+    await writeFile(join(root, "leader.sqlite"), "");
+    const damaged = (await auditCampaign(root)).find((finding) => finding.code === "CAMPAIGN_CHECKPOINT_UNREADABLE");
+    expect(damaged?.message).toContain("is empty (0 bytes)");
+    expect(damaged?.hint).toContain("--rebuild");
+    const created = (await readFile(join(root, "events.jsonl"), "utf8")).split("\n").filter((line) => line.includes('"campaign.created"'));
+    await writeFile(join(root, "events.jsonl"), created.map((line) => `${line}\n`).join(""));
+    expect((await auditCampaign(root)).some((finding) => finding.code === "CAMPAIGN_CHECKPOINT_UNREADABLE")).toBe(false);
+  });
 });

@@ -76,7 +76,7 @@ async function auditCampaignFiles(root: string, paths: CampaignPaths, findings: 
   }
   const ledgerRead = await readLedger(paths.ledger);
   findings.push(...ledgerRead.problems.map(problemToFinding));
-  const checkpointProblem = await leaderDatabaseProblem(paths.leaderDatabase);
+  const checkpointProblem = await leaderDatabaseProblem(paths.leaderDatabase, paths.events);
   if (checkpointProblem !== null) {
     add(
       paths.leaderDatabase,

@@ -1,5 +1,6 @@
 import { open } from "node:fs/promises";
 import Database from "better-sqlite3";
+import { readEvents } from "./event-log.ts";
 
 /**
  * The leader's LangGraph checkpoint (runs/<id>/leader.sqlite) can be damaged by a full
@@ -7,7 +8,7 @@ import Database from "better-sqlite3";
  * This says what is wrong in words, before anything opens it for writing. Cost: the header
  * read plus SQLite's own `quick_check` (linear in the file's size).
  */
-export async function leaderDatabaseProblem(path: string): Promise<string | null> {
+export async function leaderDatabaseProblem(path: string, eventsPath?: string): Promise<string | null> {
   let header: Buffer;
   try {
     const file = await open(path, "r");
@@ -21,8 +22,10 @@ export async function leaderDatabaseProblem(path: string): Promise<string | null
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
     return `cannot be read: ${(error as Error).message}`;
   }
-  // A new campaign's file may exist and still be empty (SQLite writes on first use).
-  if (header.length === 0) return null;
+  // A new campaign's file may exist and still be empty (SQLite writes on first use). Once
+  // the leader has run, the saver's tables are in it, so an empty file beside a log of the
+  // leader's decisions was truncated: taking it as a fresh campaign would plan again.
+  if (header.length === 0) return eventsPath === undefined ? null : await emptyDespiteProgress(eventsPath);
   if (header.toString("latin1") !== "SQLite format 3\0") return "is not a SQLite database (its first bytes are not SQLite's header)";
   let database: Database.Database | undefined;
   try {
@@ -35,4 +38,10 @@ export async function leaderDatabaseProblem(path: string): Promise<string | null
   } finally {
     database?.close();
   }
+}
+
+async function emptyDespiteProgress(eventsPath: string): Promise<string | null> {
+  const { events } = await readEvents(eventsPath);
+  const decisions = events.filter((event) => event.kind !== "campaign.created").length;
+  return decisions === 0 ? null : `is empty (0 bytes) although events.jsonl records ${decisions} of the leader's events: the checkpoint was lost`;
 }

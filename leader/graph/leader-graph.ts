@@ -89,7 +89,7 @@ export interface LeaderRun {
  */
 export async function runLeader(options: LeaderOptions & { answer?: ReviewAnswer; reopen?: boolean }): Promise<LeaderRun> {
   const paths = campaignPaths(options.runsDir, options.campaignId);
-  const damaged = await leaderDatabaseProblem(paths.leaderDatabase);
+  const damaged = await leaderDatabaseProblem(paths.leaderDatabase, paths.events);
   if (damaged !== null) {
     throw new A3rError("LEADER_CHECKPOINT_UNREADABLE", `${paths.leaderDatabase} ${damaged}`, {
       where: paths.leaderDatabase,
