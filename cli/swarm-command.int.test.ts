@@ -42,6 +42,10 @@ describe("a3r swarm", () => {
     expect(none.stderr).toContain("--host: listening on 0.0.0.0 (beyond this machine) needs an admin token of at least 24 characters");
     const short = await a3r("swarm", "serve", "--config", config, "--host", "0.0.0.0", "--admin-token", "short-token-1");
     expect(short.code).toBe(2);
+    // Long but guessable: refused for its entropy, not its length.
+    const patterned = await a3r("swarm", "serve", "--config", config, "--host", "0.0.0.0", "--admin-token", "ab".repeat(20));
+    expect(patterned.code).toBe(2);
+    expect(patterned.stderr).toContain("the admin token is too easy to guess");
     // host from the config file, an empty token in the environment: refused the same way, naming `host`.
     const openConfig = join(directory.path, "open-host.yaml");
     await writeFile(openConfig, "port: 0\nhost: 0.0.0.0\n");

@@ -8,6 +8,7 @@ import { A3rError } from "../core/errors.ts";
 import { createLogger } from "../core/logger.ts";
 import { loadSwarmConfig, SwarmConfigError } from "../swarm/index.ts";
 import { isLoopbackHost, minimumAdminTokenLength, startSwarmServer } from "../swarm/index.ts";
+import { tokenWeakness } from "../core/token-strength.ts";
 import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/index.ts";
 import { progressBar, renderStatus } from "./views/swarm-status-view.ts";
 import { exitCode } from "./exit-codes.ts";
@@ -155,6 +156,14 @@ async function serve(options: ServeOptions): Promise<void> {
     throw new A3rError("USAGE", `listening on ${config.host} (beyond this machine) needs an admin token of at least ${minimumAdminTokenLength} characters`, {
       where: options.host !== undefined ? "--host" : "host",
       hint: "set A3R_SWARM_ADMIN_TOKEN (e.g. $(openssl rand -hex 24)) or --admin-token-file, or listen on 127.0.0.1",
+    });
+  }
+  // Length is not strength: 24 spaces pass it. A token that guards a port others reach must be random.
+  const weakness = adminToken === undefined || isLoopbackHost(config.host) ? undefined : tokenWeakness(adminToken);
+  if (weakness !== undefined) {
+    throw new A3rError("USAGE", `the admin token is too easy to guess for listening on ${config.host}: ${weakness}`, {
+      where: "admin token",
+      hint: "use a random one: A3R_SWARM_ADMIN_TOKEN=$(openssl rand -hex 24)",
     });
   }
   let server;
