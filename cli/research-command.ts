@@ -104,6 +104,7 @@ function registerResearch(program: Command): void {
     .option("--metric <name[:goal]>", "with --base: the metric (default: the blueprint's)")
     .option("--command <text>", "with --base: the base command (needed for a config alone)")
     .option("--seeds <n>", "with --base: seeds per configuration (default 3)", positiveInteger("--seeds"))
+    .option("--max-steps <n>", "with --base: training steps per run (default: the base's max_steps)", positiveInteger("--max-steps"))
     .action(async (topicArgument: string, flags: ResearchCommandFlags) => {
       const topicFile = flags.base === undefined ? topicArgument : await draftedTopicFile(topicArgument, flags);
       await research(topicFile, flags);

@@ -31,6 +31,7 @@ export function registerTopicCommands(program: Command): void {
     .option("--metric <name[:goal]>", "the metric and its goal (default: the blueprint's, else the reward mean, maximized)")
     .option("--command <text>", "the base command (needed when drafting from a config alone)")
     .option("--seeds <n>", "seeds per configuration (default 3)", positiveInteger)
+    .option("--max-steps <n>", "training steps per run (default: the blueprint's max_steps override, else the config's)", positiveInteger)
     .option("--out <file>", "where to write the topic", "topic.md")
     .option("--force", "overwrite --out if it exists")
     .option("--yes", "take every default without asking (for scripts)")

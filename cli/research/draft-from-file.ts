@@ -11,6 +11,7 @@ export interface DraftFlags {
   metric?: string;
   command?: string;
   seeds?: number;
+  maxSteps?: number;
 }
 
 /** Collects a repeatable flag's values (commander's reducer). */
@@ -47,6 +48,7 @@ export async function draftFromFile(source: string, question: string, topicFile:
       ...(metric ? { metric } : {}),
       ...(flags.command ? { command: flags.command } : {}),
       ...(flags.seeds ? { seeds: flags.seeds } : {}),
+      ...(flags.maxSteps ? { maxSteps: flags.maxSteps } : {}),
       topicFile,
     });
   } catch (error) {

@@ -21,6 +21,8 @@ export interface TopicDraftInput {
   /** Overrides for the base command (needed when drafting from a config alone). */
   command?: string;
   seeds?: number;
+  /** Training steps per run; default: the blueprint's max_steps override, else the config's. */
+  maxSteps?: number;
   /** Where the topic will be written: paths are made relative to its folder. */
   topicFile: string;
 }
@@ -131,16 +133,41 @@ export function draftTopic(input: TopicDraftInput): TopicDraft {
     ...(blueprint?.frontMatter.worker !== undefined ? { blueprint: { worker: blueprint.frontMatter.worker } } : {}),
   };
   if (!blueprint?.venv) assumptions.push("interpreter: node on the worker's PATH");
+  const steps = stepLimit(input, blueprint);
+  // A drafted topic states its step limit: left out, every run takes the config's full
+  // length, which is what a first screen of candidates should not pay for by surprise.
+  if (steps !== undefined) base.overrides = { max_steps: steps.value };
+  const seeds = input.seeds ?? 3;
+  const firstStageRuns = Object.values(knobs).reduce((runs, values) => runs * values.length, 1) * seeds;
+  assumptions.push(
+    `cost: the first stage runs ${firstStageRuns} experiment(s) (${Object.values(knobs)
+      .map((values) => values.length)
+      .join(
+        " x ",
+      )} value(s) x ${seeds} seed(s)), each ${steps === undefined ? "as long as its command trains (no max_steps found; give --max-steps N)" : `up to ${steps.value} training steps (${steps.from})`} within ${String(base.time_budget)}; budgets allow 3 stages and 24 experiments`,
+  );
   const front = {
     title: input.question,
     metric: { name: metric.name, goal: metric.goal, score: "area" },
     base,
     knobs,
-    seeds: input.seeds ?? 3,
+    seeds,
     budgets: { stages: 3, experiments: 24 },
   };
   const text = `---\n${stringify(front, { lineWidth: 0 })}---\n${input.question}\n`;
   return { text, proposals, assumptions };
+}
+
+/** The step limit a drafted topic carries, and where it came from (said in the draft). */
+function stepLimit(input: TopicDraftInput, blueprint: Blueprint | undefined): { value: number; from: string } | undefined {
+  if (input.maxSteps !== undefined) return { value: input.maxSteps, from: "--max-steps" };
+  const fromBlueprint = (blueprint?.frontMatter.overrides as Record<string, unknown> | undefined)?.max_steps;
+  if (typeof fromBlueprint === "number" && Number.isInteger(fromBlueprint) && fromBlueprint > 0)
+    return { value: fromBlueprint, from: "the blueprint's overrides" };
+  const fromConfig = input.config ? valueAt(input.config.values, "max_steps") : undefined;
+  if (typeof fromConfig === "number" && Number.isInteger(fromConfig) && fromConfig > 0)
+    return { value: fromConfig, from: "the config's max_steps; give --max-steps N for a shorter screen" };
+  return undefined;
 }
 
 function metricOf(blueprint: Blueprint | undefined): { name: string; goal: "maximize" | "minimize" } | undefined {
