@@ -1,5 +1,16 @@
 import { sameMessage, sameNumbers, sameTools, startsWith } from "./call-keys.ts";
+import { mergeAsAgentJet } from "./agentjet-merge.ts";
+import type { MergeOptions, Timeline } from "./merge-types.ts";
 import type { CompareLevel, RecordedCall } from "./recorded-call.ts";
+
+export type { MergeOptions, Timeline } from "./merge-types.ts";
+
+type MergeSettings = CompareLevel | MergeOptions;
+
+function settingsOf(settings: MergeSettings): Required<MergeOptions> {
+  const defaults = { ignoreTools: false, agentjetCompat: false };
+  return typeof settings === "string" ? { compareLevel: settings, ...defaults } : { ...defaults, ...settings };
+}
 
 /**
  * Timeline merging: which calls of an episode share one training sample. The rule is
@@ -16,28 +27,10 @@ import type { CompareLevel, RecordedCall } from "./recorded-call.ts";
  * call (the text and the token ids both replay it); calls offered different tool schemas
  * never merge unless `ignoreTools` is set.
  */
-export interface Timeline {
-  /** Calls in conversation order, each extending the one before; the last is the longest. */
-  calls: RecordedCall[];
-  /** Calls identical to one in `calls`: counted in this timeline, trained once. */
-  duplicates: RecordedCall[];
-}
-
-export interface MergeOptions {
-  compareLevel: CompareLevel;
-  /** Merge across changed tool lists (AgentJet's choice): faster, but the prompts differ. */
-  ignoreTools?: boolean;
-}
-
-type MergeSettings = CompareLevel | MergeOptions;
-
-function settingsOf(settings: MergeSettings): Required<MergeOptions> {
-  return typeof settings === "string" ? { compareLevel: settings, ignoreTools: false } : { ignoreTools: false, ...settings };
-}
-
 export function mergeTimelines(calls: readonly RecordedCall[], settings: MergeSettings): Timeline[] {
   const options = settingsOf(settings);
   const ordered = [...calls].sort((a, b) => a.callIndex - b.callIndex);
+  if (options.agentjetCompat) return mergeAsAgentJet(ordered, options);
   const { representatives, duplicatesOf } = groupIdentical(ordered, options);
   const parents = findParents(representatives, options);
 

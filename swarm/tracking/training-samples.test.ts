@@ -54,7 +54,7 @@ describe("buildTrainingSamples", () => {
       expect(samples[0]!.logprobs?.[7]).toBeCloseTo(-0.1);
       expect(samples[0]!.logprobs?.[15]).toBeCloseTo(-0.2);
       expect(samples[0]!.logprobs?.[3]).toBeUndefined();
-      expect(stats).toEqual({ calls: 3, samples: 1, tokensWithoutMerge: 9 + 16 + 23, tokensWithMerge: 23 });
+      expect(stats).toEqual({ calls: 3, samples: 1, droppedSamples: 0, truncatedSamples: 0, mad: false, tokensWithoutMerge: 9 + 16 + 23, tokensWithMerge: 23 });
     });
   }
 
@@ -159,5 +159,56 @@ describe("buildTrainingSamples", () => {
     expect(samples).toHaveLength(1);
     expect(samples[0]!.reward).toBe(1);
     expect(samples[0]!.taskId).toBe("t");
+  });
+});
+
+describe("buildTrainingSamples with AgentJet's limits", () => {
+  const branches = () => {
+    const root = [sys("a"), user("b")];
+    return [call(root, "yes"), call([...root, assistant("yes"), user("a")], "no"), call([...root, assistant("yes"), user("c")], "a"), call(root, "b")];
+  };
+  const limited = (calls: RecordedCall[], limits: NonNullable<Parameters<typeof buildTrainingSamples>[1]["limits"]>) =>
+    buildTrainingSamples(calls, { compareLevel: "text", taskId: "t", episodeUuid: "e", reward: 1, encodeChat: tokenizer.encodeChat, limits });
+
+  it("keeps at most max_sample_per_task timelines, chosen at random, and counts the rest", () => {
+    const calls = branches();
+    expect(limited(calls, {}).samples).toHaveLength(3);
+    const seen = new Set<string>();
+    for (let round = 0; round < 40; round++) {
+      const { samples, stats } = limited(calls, { maxSamples: 2 });
+      expect(samples).toHaveLength(2);
+      expect(stats).toMatchObject({ samples: 2, droppedSamples: 1 });
+      seen.add(samples.map((sample) => sample.tokenIds.length).join(","));
+    }
+    expect(seen.size).toBeGreaterThan(1);
+  });
+
+  it("cuts a sample as AgentJet does: the prompt counted up to max_prompt_length, then max_response_length tokens", () => {
+    const first = call([sys("a"), user("b")], "yes");
+    const second = call([sys("a"), user("b"), assistant("yes"), user("a b")], "no");
+    // 7 prompt tokens before the first trained one, 23 in all.
+    const whole = limited([first, second], {}).samples[0]!;
+    const { samples, stats } = limited([first, second], { maxPromptTokens: 5, maxResponseTokens: 4 });
+    expect(stats.truncatedSamples).toBe(1);
+    expect(samples[0]!.tokenIds).toEqual(whole.tokenIds.slice(0, 9));
+    expect(samples[0]!.lossMask).toEqual(whole.lossMask.slice(0, 9));
+    expect(samples[0]!.logprobs).toEqual(whole.logprobs!.slice(0, 9));
+    expect(limited([first, second], { maxPromptTokens: 100, maxResponseTokens: 100 }).stats.truncatedSamples).toBe(0);
+  });
+
+  it("trains a mad episode on the madness reward, and with termination drops the calls after the first mad one", () => {
+    const root = [sys("a"), user("b")];
+    const sane = call(root, "yes");
+    const mad = call([...root, assistant("yes"), user("a")], "a a a a a a a a a a a a");
+    const after = call([...root, assistant("yes"), user("a"), assistant("a a a a a a a a a a a a"), user("c")], "no");
+    const madness = { checklist: ["nonsense"], reward: -1, terminate: true };
+    const ended = limited([sane, mad, after], { madness });
+    expect(ended.stats.mad).toBe(true);
+    expect(ended.samples.map((sample) => sample.reward)).toEqual([-1]);
+    // The sample ends with the mad call: the later one was not tracked.
+    expect(ended.samples[0]!.tokenIds).toEqual([...mad.promptTokenIds, ...mad.completionTokenIds]);
+    const kept = limited([sane, mad, after], { madness: { ...madness, terminate: false } });
+    expect(kept.samples[0]!.tokenIds).toEqual([...after.promptTokenIds, ...after.completionTokenIds]);
+    expect(limited([sane, mad, after], { madness: { ...madness, checklist: [] } }).stats.mad).toBe(false);
   });
 });
