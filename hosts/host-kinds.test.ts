@@ -117,7 +117,7 @@ describe("a host kind registered from outside hosts/", () => {
   });
 
   it("is parsed from hosts.yaml beside the built-in kinds, with its schema, its hints and its own rules", () => {
-    expect(hostKinds().map((kind) => kind.kind)).toEqual(["local", "ssh", "queue", "slurm", "memory"]);
+    expect(hostKinds().map((kind) => kind.kind)).toEqual(["local", "ssh", "queue", "slurm", "ray", "memory"]);
     const parsed = parseHostsText("hosts:\n  - { name: here, kind: local, workdir: /tmp/a }\n  - { name: mem, kind: memory, slots: 2 }\n", "h.yaml");
     expect(parsed.hosts.map((host) => host.kind)).toEqual(["local", "memory"]);
     const bad = errorOf(() => parseHostsText("hosts:\n  - name: mem\n    kind: memory\n    slots: 0\n", "h.yaml"));
@@ -127,7 +127,7 @@ describe("a host kind registered from outside hosts/", () => {
     const rule = errorOf(() => parseHostsText("hosts:\n  - name: mem\n    kind: memory\n    slots: 1\n    shelf: forbidden\n", "h.yaml"));
     expect([rule.message, rule.where]).toEqual(['host "mem" names the forbidden shelf', "h.yaml:5"]);
     const unknown = errorOf(() => parseHostsText("hosts:\n  - { name: x, kind: cloud }\n", "h.yaml"));
-    expect(unknown.hint).toBe("kind is local, ssh, queue, slurm or memory");
+    expect(unknown.hint).toBe("kind is local, ssh, queue, slurm, ray or memory");
   });
 
   it("is resolved, opened, given its capacity, dispatched to and checked through the registry", async () => {
@@ -163,8 +163,8 @@ describe("a host kind registered from outside hosts/", () => {
 
   it("is gone once unregistered: hosts.yaml may not name it, and a loaded host of it is refused", () => {
     unregister();
-    expect(hostKinds().map((kind) => kind.kind)).toEqual(["local", "ssh", "queue", "slurm"]);
-    expect(errorOf(() => parseHostsText("hosts:\n  - { name: mem, kind: memory, slots: 2 }\n", "h.yaml")).hint).toBe("kind is local, ssh, queue or slurm");
+    expect(hostKinds().map((kind) => kind.kind)).toEqual(["local", "ssh", "queue", "slurm", "ray"]);
+    expect(errorOf(() => parseHostsText("hosts:\n  - { name: mem, kind: memory, slots: 2 }\n", "h.yaml")).hint).toBe("kind is local, ssh, queue, slurm or ray");
     expect(() => hostKindOf({ name: "mem", kind: "memory" })).toThrow(/no host kind/);
     expect(() => registerHostKind(hostKindOf({ name: "x", kind: "local" }))).toThrow(/registered twice/);
   });

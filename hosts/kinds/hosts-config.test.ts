@@ -30,7 +30,7 @@ describe("parseHostsText", () => {
     expect(errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: local\n", "h.yaml")).where).toBe("h.yaml:2");
     const kind = errorOf(() => parseHostsText("hosts:\n  - name: a\n    kind: pbs\n    workdir: /x\n", "h.yaml"));
     expect(kind.where).toBe("h.yaml:3");
-    expect(kind.hint).toContain("local, ssh, queue or slurm");
+    expect(kind.hint).toContain("local, ssh, queue, slurm or ray");
   });
 
   it("reports YAML syntax errors with their line, duplicate names, and a malformed host key", () => {

@@ -7,6 +7,7 @@ import { A3rError } from "../../core/errors.ts";
 import type { LocalHostConfig } from "../local/local-kind.ts";
 import { expandHome, type HostEntry, type LoadedHost, type ResolveContext } from "../port/host-kind.ts";
 import type { QueueHostConfig } from "../queue/queue-kind.ts";
+import type { RayHostConfig } from "../ray/ray-config.ts";
 import type { SlurmHostConfig } from "../slurm/slurm-config.ts";
 import type { SshHostConfig } from "../ssh/ssh-kind.ts";
 import { hostKindOf, hostKinds, kindList } from "./registry.ts";
@@ -61,10 +62,10 @@ function hostsFileSchema() {
 
 export type { HostEntry, LoadedHost } from "../port/host-kind.ts";
 export { defaultA3rCommand, runningA3rCommand } from "../port/host-kind.ts";
-export type { LocalHostConfig, QueueHostConfig, SlurmHostConfig, SshHostConfig };
+export type { LocalHostConfig, QueueHostConfig, RayHostConfig, SlurmHostConfig, SshHostConfig };
 
 /** A loaded host: a built-in kind's config, or that of any other registered kind (`LoadedHost`). */
-export type HostConfig = LocalHostConfig | SshHostConfig | QueueHostConfig | SlurmHostConfig | LoadedHost;
+export type HostConfig = LocalHostConfig | SshHostConfig | QueueHostConfig | SlurmHostConfig | RayHostConfig | LoadedHost;
 
 export interface HostsFile {
   file: string;

@@ -2,6 +2,7 @@ import { A3rError } from "../../core/errors.ts";
 import type { HostEntry, HostKind } from "../port/host-kind.ts";
 import { localHostKind } from "../local/local-kind.ts";
 import { queueHostKind } from "../queue/queue-kind.ts";
+import { rayHostKind } from "../ray/ray-kind.ts";
 import { slurmHostKind } from "../slurm/slurm-kind.ts";
 import { sshHostKind } from "../ssh/ssh-kind.ts";
 
@@ -25,6 +26,7 @@ registerHostKind(localHostKind);
 registerHostKind(sshHostKind);
 registerHostKind(queueHostKind);
 registerHostKind(slurmHostKind);
+registerHostKind(rayHostKind);
 
 /** Every registered kind, in registration order. */
 export function hostKinds(): HostKind[] {
