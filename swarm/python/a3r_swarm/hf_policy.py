@@ -19,6 +19,9 @@ from .models import Policy
 # Linear layers of Llama/Qwen/Mistral-style blocks; other architectures fall back to PEFT's
 # "all-linear" (which never includes lm_head, something vLLM could not load).
 COMMON_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# Config fields of architectures whose forward changes the logits after lm_head (Gemma's
+# soft-capping, Cohere's and Granite's scaling).
+LOGIT_POST_PROCESSING = ("final_logit_softcapping", "logit_scale", "logits_scaling")
 
 
 class TransformersPolicy(Policy):
@@ -31,7 +34,7 @@ class TransformersPolicy(Policy):
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(model_path)
-            model = transformers.AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=dtype)
+            model = transformers.AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
         except (OSError, ValueError) as error:
             raise ModelNotFound(f"model not found: {model_path} ({error})") from error
         if getattr(self.tokenizer, "chat_template", None) is None:
@@ -60,6 +63,19 @@ class TransformersPolicy(Policy):
 
     def forward_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+
+    def selected_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                        predict: torch.Tensor) -> torch.Tensor:
+        # The decoder's hidden states, then lm_head on the trained positions only: for a
+        # 151k vocabulary the logits of the prompt positions would be most of the step's
+        # memory and time. Models that post-process logits (soft-capping, scaling) take
+        # the general path so their numbers stay the model's own.
+        base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        config = base.config
+        if any(getattr(config, name, None) not in (None, 1, 1.0) for name in LOGIT_POST_PROCESSING):
+            return super().selected_logits(input_ids, attention_mask, predict)
+        hidden = base.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        return base.get_output_embeddings()(hidden[:, :-1][predict])
 
     def enable_gradient_checkpointing(self) -> None:
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
@@ -99,7 +115,10 @@ class TransformersPolicy(Policy):
                 module.train(active and ".lora_dropout." in f".{name}.")
 
     def save_adapter(self, directory: str | Path) -> None:
-        self.model.save_pretrained(str(directory))
+        # Only LoRA weights are trained; PEFT's "auto" would also write the frozen
+        # embedding matrices whenever lm_head or embed_tokens is a target (tens of MB per
+        # step on a tied-embedding model), which vLLM does not need.
+        self.model.save_pretrained(str(directory), save_embedding_layers=False)
 
     def load_adapter(self, name: str, path: str) -> None:
         # Checked first: PEFT injects LoRA layers into the base model before it reads the

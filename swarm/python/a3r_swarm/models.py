@@ -46,6 +46,14 @@ class Policy:
         """Logits [batch, length, vocab] of the trainable model (adapter enabled)."""
         raise NotImplementedError
 
+    def selected_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                        predict: torch.Tensor) -> torch.Tensor:
+        """Logits [N, vocab] at the positions t where predict[:, t] (the ones whose next
+        token is trained), in row-major order. This default computes every position's
+        logits and selects; a subclass that can should apply lm_head to the selected
+        hidden states only."""
+        return self.forward_logits(input_ids, attention_mask)[:, :-1][predict]
+
     def add_lora(self, rank: int, alpha: float, dropout: float, target_modules: list[str] | None, seed: int) -> None:
         raise NotImplementedError
 

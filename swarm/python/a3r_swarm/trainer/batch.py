@@ -1,7 +1,9 @@
 """Batch files: reading and checking them, GRPO advantages, packing into micro-batches.
 
 A batch file has one training sample per line:
-  {"taskId", "episodeUuid", "tokenIds", "lossMask", "logprobs"?, "reward"}
+  {"taskId", "episodeUuid", "tokenIds", "lossMask", "logprobs"?, "reward", "temperature"?, "top_p"?}
+`temperature` (> 0, default 1) and `top_p` (in (0, 1], default 1) are the sampling settings
+the completion was drawn with: the trainer computes log-probs at that temperature (see grpo.py).
 Every problem is reported with the file, the 1-based line number and the field, because the
 writer (the TypeScript swarm server) is a different program and that is what its author
 needs to find the bug.
@@ -27,6 +29,8 @@ class Sample:
     loss_mask: list[int]
     behaviour_logprobs: list[float | None]
     reward: float
+    temperature: float = 1.0
+    top_p: float = 1.0
     advantage: float = 0.0
 
     @property
@@ -83,12 +87,19 @@ def parse_sample(raw: str, where: str, line: int, vocab_size: int, max_context: 
     reward = record.get("reward")
     if not _is_number(reward) or not math.isfinite(reward):
         raise bad(f"reward: expected a finite number, got {json.dumps(reward)}")
+    temperature = record.get("temperature", 1.0)
+    if not _is_number(temperature) or not math.isfinite(temperature) or temperature <= 0:
+        # Greedy (0) completions have no distribution to take a log-prob of.
+        raise bad(f"temperature: expected a number > 0 (the sampling temperature; default 1), got {json.dumps(temperature)}")
+    top_p = record.get("top_p", 1.0)
+    if not _is_number(top_p) or not 0 < top_p <= 1:
+        raise bad(f"top_p: expected a number in (0, 1] (default 1), got {json.dumps(top_p)}")
     if emittable is not None:
         for index in range(1, len(token_ids)):
             if loss_mask[index] and not bool(emittable[token_ids[index]]):
                 raise bad(f"tokenIds[{index}] = {token_ids[index]} has lossMask 1 but is a token the model cannot emit")
     return Sample(line, record["taskId"], record["episodeUuid"], token_ids, [int(f) for f in loss_mask],
-                  [None if v is None else float(v) for v in logprobs], float(reward))
+                  [None if v is None else float(v) for v in logprobs], float(reward), float(temperature), float(top_p))
 
 
 def read_batch(path: str, vocab_size: int, max_context: int, emittable: torch.Tensor | None) -> list[Sample]:
@@ -131,12 +142,14 @@ def episode_reward_stats(samples: list[Sample]) -> tuple[float, float]:
 
 
 def pack_micro_batches(samples: list[Sample], token_budget: int) -> list[list[Sample]]:
-    """Consecutive samples while rows x longest row (the padded size, which is what memory
-    costs) stays within the budget; a sample longer than the budget goes alone."""
+    """Samples sorted by length, then consecutive ones while rows x longest row (the padded
+    size, which is what memory costs) stays within the budget; a sample longer than the
+    budget goes alone. Sorting keeps the padding small; the order does not change the
+    gradient, which is a sum over all samples."""
     batches: list[list[Sample]] = []
     current: list[Sample] = []
     longest = 0
-    for sample in samples:
+    for sample in sorted(samples, key=lambda s: len(s.token_ids)):
         length = len(sample.token_ids)
         if current and (len(current) + 1) * max(longest, length) > token_budget:
             batches.append(current)

@@ -11,6 +11,7 @@ import copy
 import math
 import random
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,7 @@ class TrainerSession:
         self.optimizer: torch.optim.Optimizer | None = None
         self.step = 0
         self.adapter_path: str | None = None
+        self.written_adapters: list[Path] = []  # per-step adapter folders this process wrote, oldest first
 
     # -- load ------------------------------------------------------------------------------
     def load(self, request: dict) -> dict:
@@ -50,7 +52,7 @@ class TrainerSession:
         parameters = [p for _, p in policy.trainable_named_parameters()]
         optimizer = torch.optim.AdamW(parameters, lr=settings.optimizer.lr, weight_decay=settings.optimizer.weight_decay)
         self.policy, self.settings, self.optimizer = policy, settings, optimizer
-        self.step, self.adapter_path = 0, None
+        self.step, self.adapter_path, self.written_adapters = 0, None, []
         log(f"loaded {policy.kind} model {settings.model} on {policy.device}")
         return {"device": str(policy.device), "vocab_size": policy.vocab_size, "parameters": policy.parameter_count(),
                 "trainable_parameters": sum(p.numel() for p in parameters), "model_kind": policy.kind}
@@ -111,16 +113,10 @@ class TrainerSession:
             optimizer.load_state_dict(saved_optimizer)
             raise
         self.step, self.adapter_path = step, str(output_dir)
+        self.prune_adapters(Path(output_dir), settings.keep_adapters)
         seconds = time.perf_counter() - started
-        reward_mean, reward_std = episode_reward_stats(samples)
-        metrics = {
-            "loss": totals.loss, "kl": totals.kl / batch_masked, "grad_norm": grad_norm,
-            "clip_fraction": totals.clipped / batch_masked, "entropy": totals.entropy / batch_masked,
-            "tokens": totals.tokens, "tokens_per_s": totals.tokens / max(seconds, 1e-9), "step_seconds": seconds,
-            "peak_memory_mb": peak_memory_mb(policy.device), "samples": len(samples),
-            "reward_mean": reward_mean, "reward_std": reward_std,
-        }
-        log(f"step {step}: loss {metrics['loss']:.4f} reward {reward_mean:.3f} ({seconds:.2f}s)")
+        metrics = step_metrics(totals, batch_masked, samples, grad_norm, seconds, policy.device)
+        log(f"step {step}: loss {metrics['loss']:.4f} reward {metrics['reward_mean']:.3f} ({seconds:.2f}s)")
         return {"adapter_path": str(output_dir), "step": step, "metrics": metrics}
 
     def compute_gradients(self, samples: list[Sample]) -> tuple[LossSums, int]:
@@ -137,12 +133,26 @@ class TrainerSession:
         try:
             for group in pack_micro_batches(samples, settings.micro_batch_tokens):
                 loss, sums = micro_batch_loss(policy, collate(group, policy.device), batch_masked,
-                                              clip_low=opt.clip_low, clip_high=opt.clip_high, kl_coef=opt.kl_coef)
+                                              clip_low=opt.clip_low, clip_high=opt.clip_high, kl_coef=opt.kl_coef,
+                                              dual_clip=opt.dual_clip)
                 loss.backward()
                 totals.add(sums)
         finally:
             policy.set_dropout_active(False)
         return totals, batch_masked
+
+    def prune_adapters(self, written: Path, keep: int) -> None:
+        """Delete the per-step adapter folders this process wrote beyond the newest `keep`.
+        Only folders it wrote itself and that still hold an adapter_config.json: never a
+        checkpoint, never a path someone else chose to reuse."""
+        resolved = written.resolve()
+        self.written_adapters = [path for path in self.written_adapters if path != resolved] + [resolved]
+        if keep <= 0:
+            return
+        while len(self.written_adapters) > keep:
+            old = self.written_adapters.pop(0)
+            if (old / "adapter_config.json").is_file():
+                shutil.rmtree(old, ignore_errors=True)
 
     # -- checkpoints -----------------------------------------------------------------------
     def save(self, request: dict) -> dict:
@@ -162,6 +172,27 @@ class TrainerSession:
         self.require_loaded()
         adapter_path = restore_checkpoint(self, path)
         return {"step": self.step, "adapter_path": adapter_path}
+
+
+def step_metrics(totals: LossSums, batch_masked: int, samples: list[Sample], grad_norm: float, seconds: float,
+                 device: torch.device) -> dict:
+    reward_mean, reward_std = episode_reward_stats(samples)
+    known = max(totals.behaviour_tokens, 1)
+    return {
+        "loss": totals.loss, "kl": totals.kl / batch_masked, "grad_norm": grad_norm,
+        "clip_fraction": totals.clipped / batch_masked, "entropy": totals.entropy / batch_masked,
+        "tokens": totals.tokens, "trained_tokens": batch_masked, "tokens_per_s": totals.tokens / max(seconds, 1e-9),
+        "trained_tokens_per_s": batch_masked / max(seconds, 1e-9), "step_seconds": seconds,
+        "peak_memory_mb": peak_memory_mb(device), "samples": len(samples),
+        "reward_mean": reward_mean, "reward_std": reward_std,
+        # How far the batch is from on-policy (tokens with a behaviour log-prob only).
+        "off_policy_fraction": totals.off_policy_samples / len(samples),
+        "dual_clip_fraction": totals.dual_clipped / batch_masked,
+        "behaviour_fraction": totals.behaviour_tokens / batch_masked,
+        "ratio_mean": totals.ratio_sum / known if totals.behaviour_tokens else 1.0,
+        "log_ratio_abs_mean": totals.log_ratio_abs_sum / known, "log_ratio_max": totals.log_ratio_max,
+        "log_ratio_min": totals.log_ratio_min,
+    }
 
 
 def peak_memory_mb(device: torch.device) -> float:

@@ -24,6 +24,9 @@ class OptimizerOptions:
     clip_high: float = 0.2
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
+    # Dual-clip constant c (> 1): a negative-advantage token's loss is capped at c * |A|,
+    # which bounds what a stale sample can do (see grpo.py); 0 turns it off. 3 as verl.
+    dual_clip: float = 3.0
 
 
 @dataclass
@@ -35,9 +38,14 @@ class LoadSettings:
     optimizer: OptimizerOptions = field(default_factory=OptimizerOptions)
     micro_batch_tokens: int = 4096
     gradient_checkpointing: bool = False
+    # Per-step adapter folders (train's output_dir) kept on disk: the newest N, the one
+    # being served and the one it replaces; older ones the trainer wrote are deleted.
+    # 0 keeps all. Checkpoints (save) are never deleted here.
+    keep_adapters: int = 2
 
 
-LOAD_FIELDS = {"id", "op", "model", "device", "seed", "lora", "optimizer", "micro_batch_tokens", "gradient_checkpointing"}
+LOAD_FIELDS = {"id", "op", "model", "device", "seed", "lora", "optimizer", "micro_batch_tokens", "gradient_checkpointing",
+               "keep_adapters"}
 
 
 def parse_load(request: dict) -> LoadSettings:
@@ -47,6 +55,7 @@ def parse_load(request: dict) -> LoadSettings:
     settings.seed = get_field(request, "seed", "int", default=0)
     settings.micro_batch_tokens = get_field(request, "micro_batch_tokens", "int", default=4096, minimum=1)
     settings.gradient_checkpointing = get_field(request, "gradient_checkpointing", "bool", default=False)
+    settings.keep_adapters = get_field(request, "keep_adapters", "int", default=2, minimum=0)
 
     lora = get_field(request, "lora", "object", default={})
     reject_unknown(lora, {"rank", "alpha", "dropout", "target_modules"}, "lora.")
@@ -70,4 +79,7 @@ def parse_load(request: dict) -> LoadSettings:
     o.weight_decay = get_field(opt, "weight_decay", "number", where="optimizer.", default=o.weight_decay, minimum=0)
     # 0 turns clipping off (the norm is still measured and reported).
     o.max_grad_norm = get_field(opt, "max_grad_norm", "number", where="optimizer.", default=o.max_grad_norm, minimum=0)
+    o.dual_clip = get_field(opt, "dual_clip", "number", where="optimizer.", default=o.dual_clip, minimum=0)
+    if 0 < o.dual_clip <= 1:
+        raise BadRequest(f"optimizer.dual_clip: must be 0 (off) or greater than 1, got {o.dual_clip}")
     return settings
