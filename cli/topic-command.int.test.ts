@@ -45,7 +45,7 @@ describe("a3r topic new and free-text research", () => {
     expect(topic.metric).toMatchObject({ name: "rollout_reward_mean", goal: "maximize" });
     expect(topic.knobs).toEqual({ "optimizer.lr": [0.2, 0.1, 0.4] });
     // The step limit is written down and the cost said, not left to the config's default.
-    expect(topic.base.overrides).toEqual({ max_steps: 40 });
+    expect(topic.base?.overrides).toEqual({ max_steps: 40 });
     expect(result.stderr).toMatch(/cost: the first stage runs 9 experiment\(s\) \(3 value\(s\) x 3 seed\(s\)\), each up to 40 training steps/);
     const short = join(dir, "short.md");
     const shorter = await runA3r([
@@ -62,7 +62,7 @@ describe("a3r topic new and free-text research", () => {
       "--yes",
     ]);
     expect(shorter.code, shorter.stderr).toBe(0);
-    expect(parseTopic(await readFile(short, "utf8"), { file: short }).base.overrides).toEqual({ max_steps: 12 });
+    expect(parseTopic(await readFile(short, "utf8"), { file: short }).base?.overrides).toEqual({ max_steps: 12 });
 
     const again = await runA3r(["topic", "new", "--from", join(root, "examples/blueprints/swarm-demo.md"), "--out", out, "--yes"]);
     expect(again.code).toBe(2);

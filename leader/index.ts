@@ -46,3 +46,5 @@ export type {
   PlannerInput,
   PlannerStep,
 } from "./domain/planner.ts";
+export { buildResultsIndex } from "./history/results-index.ts";
+export type { IndexedCampaign, IndexedRun, ResultsIndex } from "./history/results-index.ts";

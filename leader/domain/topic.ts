@@ -169,6 +169,8 @@ const frontMatterSchema = z.strictObject({
   budgets: budgetsSchema.default({ stages: 3, experiments: 50 }),
   hosts: z.string().min(1).optional(),
   review: z.boolean().default(false),
+  /** Take an earlier campaign's finished run with the same identity instead of training again (campaign/history/). */
+  reuse: z.boolean().default(true),
   commands: commandsSchema.default({ allow: [], rules: [] }),
   /** How often the leader polls its runs while it watches a stage (default 2s; tests use 200ms). */
   leader: z.strictObject({ poll_interval: durationText.optional() }).default({}),
@@ -215,6 +217,8 @@ export interface Topic {
   /** Absolute path of the hosts file, or undefined for this machine only. */
   hostsFile: string | undefined;
   review: boolean;
+  /** Reuse finished runs of earlier campaigns with the same code, config, command and seed (`reuse: false` trains all). */
+  reuse: boolean;
   /** The campaign's command policy (see `commandsSchema`): allowed lines and extra rules. */
   commands: { allow: string[]; rules: CommandRule[] };
   /** How often the leader asks the hosts about its runs while watching (`leader.poll_interval`). */
@@ -266,6 +270,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
       budgets: toBudgets(budgetsSchema.parse({})),
       hostsFile: undefined,
       review: false,
+      reuse: true,
       commands: { allow: [], rules: [] },
       leaderPollMs: defaultLeaderPollMs,
       budgetAxis: "steps",
@@ -312,6 +317,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     budgets: toBudgets(data.budgets),
     hostsFile: data.hosts === undefined ? undefined : resolve(baseDir, data.hosts),
     review: data.review,
+    reuse: data.reuse,
     commands: data.commands,
     leaderPollMs: data.leader.poll_interval === undefined ? defaultLeaderPollMs : parseDuration(data.leader.poll_interval)!,
     ...(data.early_stop === undefined ? {} : { earlyStop: data.early_stop }),

@@ -1,5 +1,6 @@
 import { appendEventOnce } from "../../campaign/index.ts";
-import { dispatchBlueprints } from "../../hosts/index.ts";
+import { reuseFinishedRuns } from "../history/reuse-finished-runs.ts";
+import { dispatchBlueprints, type DispatchItem } from "../../hosts/index.ts";
 import { analyzeStage } from "../analysis/analyze-stage.ts";
 import { bookUnbookedGpuHours, importRunLedgers } from "../record/run-ledgers.ts";
 import { createEarlyStopper } from "./early-stopping.ts";
@@ -7,6 +8,19 @@ import type { NodeContext } from "./node-context.ts";
 import type { LeaderStateValue } from "./leader-state.ts";
 
 /** Running a stage: the smoke test, dispatch, watching, and the analysis of what came back. Wiring: leader-graph.ts. */
+
+/** The items still to run: those an earlier campaign already ran (same identity) get its result instead. */
+async function notYetRun(context: NodeContext, items: DispatchItem[]): Promise<{ items: DispatchItem[]; reused: string[] }> {
+  const { paths, topicOf } = context;
+  const { toDispatch, reused } = await reuseFinishedRuns(items, {
+    campaignRoot: paths.root,
+    campaignId: paths.id,
+    eventsFile: paths.events,
+    ledgerFile: paths.ledger,
+    enabled: (await topicOf()).reuse,
+  });
+  return { items: toDispatch, reused };
+}
 
 export function smokeNode(context: NodeContext) {
   const { paths, enter, decideStop, itemsOf, options } = context;
@@ -16,7 +30,12 @@ export function smokeNode(context: NodeContext) {
     await enter("smoke", state);
     const plan = state.stagePlan!;
     if (state.history.length > 0 || state.blueprintFiles.length === 0) return {};
-    const first = await itemsOf(state.blueprintFiles.slice(0, 1), state.blueprintFiles.length);
+    const { items: first, reused } = await notYetRun(context, await itemsOf(state.blueprintFiles.slice(0, 1), state.blueprintFiles.length));
+    if (first.length === 0) {
+      // The first blueprint's run was taken from an earlier campaign: the base experiment has trained before.
+      await appendEventOnce(paths.events, "stage.smoke_passed", { stage: plan.stage, blueprintId: reused[0]! }, { state: "succeeded", reused: true });
+      return {};
+    }
     const signalled = new AbortController();
     const [row] = await dispatchBlueprints({
       items: first,
@@ -51,7 +70,8 @@ export function dispatchNode(context: NodeContext) {
   const { paths, enter, itemsOf, options } = context;
   return async (state: LeaderStateValue): Promise<Partial<LeaderStateValue>> => {
     await enter("dispatch", state);
-    const rows = await dispatchBlueprints({ items: await itemsOf(state.blueprintFiles, state.blueprintFiles.length), hosts: options.hosts, wait: false });
+    const { items } = await notYetRun(context, await itemsOf(state.blueprintFiles, state.blueprintFiles.length));
+    const rows = await dispatchBlueprints({ items, hosts: options.hosts, wait: false });
     await appendEventOnce(
       paths.events,
       "stage.dispatched",
@@ -66,7 +86,7 @@ export function watchNode(context: NodeContext) {
   const { paths, enter, itemsOf, options, topicOf } = context;
   return async (state: LeaderStateValue): Promise<Partial<LeaderStateValue>> => {
     await enter("watch", state);
-    const items = await itemsOf(state.blueprintFiles, state.blueprintFiles.length);
+    const { items, reused } = await notYetRun(context, await itemsOf(state.blueprintFiles, state.blueprintFiles.length));
     // The topic's early stopping (if it opts in) acts between the dispatcher's rounds.
     const earlyStop = await createEarlyStopper({ topic: await topicOf(), plan: state.stagePlan!, items, hosts: options.hosts, eventsFile: paths.events });
     const rows = await dispatchBlueprints({
@@ -81,7 +101,12 @@ export function watchNode(context: NodeContext) {
       paths.events,
       "stage.finished",
       { stage: state.stagePlan!.stage },
-      { runs: rows.map((row) => ({ blueprintId: row.blueprintId, state: row.state, note: row.note })) },
+      {
+        runs: [
+          ...rows.map((row) => ({ blueprintId: row.blueprintId, state: row.state, note: row.note })),
+          ...reused.map((blueprintId) => ({ blueprintId, state: "succeeded", note: "reused from an earlier campaign (run.reused)" })),
+        ],
+      },
     );
     return {};
   };
