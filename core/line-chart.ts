@@ -5,6 +5,8 @@
 export interface ChartSeries {
   name: string;
   points: Array<{ x: number; y: number }>;
+  /** Which palette colour to draw it in (default: its position), so one thing keeps one colour across charts. */
+  colorIndex?: number;
 }
 
 export interface LineChartOptions {
@@ -85,7 +87,7 @@ export function renderLineChart(series: ChartSeries[], options: LineChartOptions
     "</g>",
   );
   series.forEach((entry, index) => {
-    const color = palette[index % palette.length]!;
+    const color = palette[(entry.colorIndex ?? index) % palette.length]!;
     const finite = entry.points.filter((point) => Number.isFinite(point.x) && Number.isFinite(point.y)).sort((a, b) => a.x - b.x);
     if (finite.length > 0) {
       const path = finite.map((point, position) => `${position === 0 ? "M" : "L"}${scaleX(point.x).toFixed(1)},${scaleY(point.y).toFixed(1)}`).join(" ");

@@ -78,13 +78,13 @@ function comparisonLines(analysis: StageAnalysis, equivalence: number | undefine
   return [
     `## Against the incumbent (${comparisons.incumbent}, every stage so far)`,
     "",
-    `Welch's t per pair, Holm-corrected over the ${comparisons.rows.length} comparison(s); intervals are 95% and clipped to the metric's range${equivalence === undefined ? "; no equivalence margin is declared (`metric.equivalence`), so a tie cannot be shown" : `; equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: **${comparisons.status}**.`,
+    `Welch's t per pair, Holm-corrected over the ${comparisons.rows.length} comparison(s); intervals are Holm-adjusted (each at the level its Holm step tests at, so it excludes 0 exactly when Holm p < 0.05) and clipped to the metric's range${equivalence === undefined ? "; no equivalence margin is declared (`metric.equivalence`), so a tie cannot be shown" : `; equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: **${comparisons.status}**.`,
     "",
-    "| other | incumbent ahead by | 95% interval | Hedges' g [95%] | Welch df | p | Holm p | TOST Holm p | verdict |",
+    "| other | incumbent ahead by | Holm-adjusted interval (level) | Hedges' g [same level] | Welch df | p | Holm p | TOST Holm p | verdict |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...comparisons.rows.map(
       (row) =>
-        `| ${row.otherId} | ${formatNumber(row.advantage)} | ${row.low === undefined ? "n/a" : `[${formatNumber(row.low)}, ${formatNumber(row.high)}]`} | ${row.effect ? `${formatNumber(row.effect.g)} [${formatNumber(row.effect.low)}, ${formatNumber(row.effect.high)}]` : "n/a"} | ${formatNumber(row.df)} | ${formatNumber(row.p)} | ${formatNumber(row.pHolm)} | ${formatNumber(row.equivalencePHolm)} | ${verdictWords[row.verdict]} |`,
+        `| ${row.otherId} | ${formatNumber(row.advantage)} | ${row.low === undefined ? "n/a" : `[${formatNumber(row.low)}, ${formatNumber(row.high)}] (${formatNumber(row.level * 100)}%)`} | ${row.effect ? `${formatNumber(row.effect.g)} [${formatNumber(row.effect.low)}, ${formatNumber(row.effect.high)}]` : "n/a"} | ${formatNumber(row.df)} | ${formatNumber(row.p)} | ${formatNumber(row.pHolm)} | ${formatNumber(row.equivalencePHolm)} | ${verdictWords[row.verdict]} |`,
     ),
     "",
   ];

@@ -75,7 +75,7 @@ export function welchTest(a: readonly number[], b: readonly number[], level = 1 
  * (the normal approximation of its standard error, Hedges & Olkin 1985). Undefined when
  * either side has fewer than two values or both have no spread.
  */
-export function hedgesG(a: readonly number[], b: readonly number[]): { g: number; low: number; high: number } | undefined {
+export function hedgesG(a: readonly number[], b: readonly number[], level = 1 - alpha): { g: number; low: number; high: number } | undefined {
   if (a.length < 2 || b.length < 2) return undefined;
   const left = moments(a);
   const right = moments(b);
@@ -85,7 +85,7 @@ export function hedgesG(a: readonly number[], b: readonly number[]): { g: number
   const correction = 1 - 3 / (4 * dfPooled - 1);
   const g = ((left.mean - right.mean) / pooled) * correction;
   const se = Math.sqrt((left.n + right.n) / (left.n * right.n) + (g * g) / (2 * (left.n + right.n)));
-  const z = normalQuantile(1 - alpha / 2);
+  const z = normalQuantile(1 - (1 - level) / 2);
   return { g, low: g - z * se, high: g + z * se };
 }
 
@@ -117,6 +117,20 @@ export function holmAdjust(pValues: readonly (number | undefined)[]): (number | 
     adjusted[item.index] = running;
   });
   return adjusted;
+}
+
+/**
+ * The confidence level of an interval that agrees with its Holm-adjusted test: 1 − alpha·p/pHolm.
+ * A two-sided interval at level 1 − γ excludes 0 exactly when p < γ, and p < alpha·p/pHolm
+ * exactly when pHolm < alpha, so the interval shown excludes 0 if and only if the verdict
+ * is "beyond seed noise". Where no earlier step of the step-down dominates, pHolm = k·p
+ * and this is the level Holm's k-th step tests at (alpha/k). A comparison without a p-value
+ * keeps the plain level; an exact one (p = 0) takes Bonferroni's alpha/family.
+ */
+export function holmIntervalLevel(p: number | undefined, pHolm: number | undefined, family: number, level = alpha): number {
+  if (p === undefined || pHolm === undefined) return 1 - level;
+  if (!(p > 0) || !(pHolm > 0)) return 1 - level / Math.max(1, family);
+  return 1 - (level * p) / pHolm;
 }
 
 /** An interval clipped to a declared range (a reward in [0, 1] has no mean below 0). */

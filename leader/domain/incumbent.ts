@@ -1,5 +1,5 @@
 import { bestConfiguration, type Goal } from "./configurations.ts";
-import { alpha, clipDifference, equivalenceTest, hedgesG, holmAdjust, welchTest } from "./comparisons.ts";
+import { alpha, clipDifference, equivalenceTest, hedgesG, holmAdjust, holmIntervalLevel, welchTest } from "./comparisons.ts";
 import type { ConfigurationSummary } from "./planner.ts";
 import type { TopicMetric } from "./topic.ts";
 
@@ -7,7 +7,10 @@ import type { TopicMetric } from "./topic.ts";
  * The incumbent (the best mean so far) against every other scored configuration: one
  * Welch test each, Holm's correction over the family, and TOST against the topic's
  * equivalence margin. The planner decides from `status`; the analysis and the report show
- * the same rows, so all three call "separated" and "tied" the same thing. Pure.
+ * the same rows, so all three call "separated" and "tied" the same thing. Every interval
+ * is Holm-adjusted (comparisons.ts `holmIntervalLevel`): it excludes 0 exactly when the
+ * verdict is "worse", and the equivalence interval lies inside the margin exactly when it
+ * is "equivalent", so no interval contradicts its verdict. Pure.
  */
 export type ComparisonVerdict =
   /** The incumbent is better beyond seed noise (Holm-adjusted Welch p < alpha). */
@@ -23,10 +26,15 @@ export interface IncumbentComparison {
   otherId: string;
   /** How much better the incumbent is (positive = better for the goal), in the metric's units. */
   advantage: number;
-  /** 95% interval of the advantage, clipped to what the metric's range allows. */
+  /** Holm-adjusted interval of the advantage (at `level`), clipped to what the metric's range allows. */
   low: number | undefined;
   high: number | undefined;
-  /** Hedges' g of the advantage, with its approximate 95% interval. */
+  /** The confidence level of `low`/`high` and of the effect's interval (0.95 when nothing is adjusted). */
+  level: number;
+  /** The Holm-adjusted TOST interval (at 1 − 2γ): inside ±margin exactly when the verdict is "equivalent". */
+  equivalenceLow?: number;
+  equivalenceHigh?: number;
+  /** Hedges' g of the advantage, with its approximate interval at `level`. */
   effect: { g: number; low: number; high: number } | undefined;
   df: number | undefined;
   p: number | undefined;
@@ -66,24 +74,26 @@ export function rankAgainstIncumbent(
   const others = summaries.filter((summary) => summary !== incumbent && summary.sample.n > 0);
   const raw = others.map((other) => {
     const welch = welchTest(incumbent.scores, other.scores);
-    const effect = hedgesG(incumbent.scores, other.scores);
     const equivalence = metric.equivalence === undefined ? undefined : equivalenceTest(incumbent.scores, other.scores, metric.equivalence);
-    const advantage = sign * (incumbent.sample.mean - other.sample.mean);
-    const interval = welch ? clipDifference(sign > 0 ? welch.low : -welch.high, sign > 0 ? welch.high : -welch.low, metric.range) : undefined;
-    return {
-      other,
-      welch,
-      advantage,
-      interval,
-      effect: effect ? (sign > 0 ? effect : { g: -effect.g, low: -effect.high, high: -effect.low }) : undefined,
-      equivalence,
-    };
+    return { other, welch, equivalence, advantage: sign * (incumbent.sample.mean - other.sample.mean) };
   });
   const pHolm = holmAdjust(raw.map((item) => item.welch?.p));
   const equivalenceHolm = holmAdjust(raw.map((item) => item.equivalence?.p));
+  const family = pHolm.filter((p) => p !== undefined).length;
+  const equivalenceFamily = equivalenceHolm.filter((p) => p !== undefined).length;
   const comparisons = raw.map((item, index): IncumbentComparison => {
     const adjusted = pHolm[index];
     const adjustedEquivalence = equivalenceHolm[index];
+    // The intervals are computed again at the level their Holm step tests at.
+    const level = holmIntervalLevel(item.welch?.p, adjusted, family);
+    const welch = item.welch ? welchTest(incumbent.scores, item.other.scores, level) : undefined;
+    const interval = welch ? clipDifference(sign > 0 ? welch.low : -welch.high, sign > 0 ? welch.high : -welch.low, metric.range) : undefined;
+    const effect = hedgesG(incumbent.scores, item.other.scores, level);
+    const tost =
+      item.equivalence === undefined
+        ? undefined
+        : welchTest(incumbent.scores, item.other.scores, 2 * holmIntervalLevel(item.equivalence.p, adjustedEquivalence, equivalenceFamily) - 1);
+    const tostInterval = tost ? clipDifference(sign > 0 ? tost.low : -tost.high, sign > 0 ? tost.high : -tost.low, metric.range) : undefined;
     // A difference inside the margin is practically none, even when it is beyond noise.
     const verdict: ComparisonVerdict = !item.welch
       ? "undecidable"
@@ -95,9 +105,11 @@ export function rankAgainstIncumbent(
     return {
       otherId: item.other.configuration.id,
       advantage: item.advantage,
-      low: item.interval?.[0],
-      high: item.interval?.[1],
-      effect: item.effect,
+      low: interval?.[0],
+      high: interval?.[1],
+      level,
+      ...(tostInterval ? { equivalenceLow: tostInterval[0], equivalenceHigh: tostInterval[1] } : {}),
+      effect: effect ? (sign > 0 ? effect : { g: -effect.g, low: -effect.high, high: -effect.low }) : undefined,
       df: item.welch?.df,
       p: item.welch?.p,
       pHolm: adjusted,

@@ -5,10 +5,13 @@ import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import { withinRange } from "../domain/statistics.ts";
 import type { KnobValue, Topic } from "../domain/topic.ts";
+import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import { contrastParagraph, levelText } from "./question-answer.ts";
 
 /**
- * The report's answer in words, from the computed figures only. The first paragraph
- * answers the question: the best and the runner-up with the effect and its interval, what
+ * The report's answer in words, from the computed figures only. When the question asks
+ * contrasts (yes/no, or a direction: leader/domain/question.ts) the first paragraph answers
+ * each in its own terms (question-answer.ts). Then the best and the runner-up with the effect and its interval, what
  * is tied, what is worse, whether it is decided, and the compute spent. Then what would
  * settle what is still open (seeds per configuration at 80% power), the extrapolations,
  * the comparison with the baseline, and why the campaign stopped. Pure.
@@ -24,6 +27,8 @@ export interface AnswerInputs {
   stop: { reason: string; explanation: string } | null;
   history: StageRecord[];
   compute: { runs: number; unscored: number; gpuHours: number; gpuEntries: number };
+  /** The question's contrasts against the baseline, judged (domain/contrast-verdicts.ts). */
+  contrasts?: ContrastVerdict[];
 }
 
 export function settingsText(settings: Record<string, KnobValue>): string {
@@ -63,7 +68,8 @@ export function answerParagraphs(inputs: AnswerInputs): Paragraph[] {
   first.push(` ${decisionText(ranking, metric.equivalence)}`);
   first.push(` ${computeText(inputs)}`);
 
-  const paragraphs: Paragraph[] = [first];
+  const contrasts = inputs.contrasts ?? [];
+  const paragraphs: Paragraph[] = contrasts.length > 0 ? [contrastParagraph(contrasts, metric.equivalence), first] : [first];
   const settle = settleText(ranking, summaries, metric.equivalence);
   if (settle) paragraphs.push([settle]);
   const extrapolated = extrapolations(inputs.history);
@@ -79,9 +85,9 @@ function ids(ranking: IncumbentRanking, verdict: IncumbentComparison["verdict"])
 
 function effectText(comparison: IncumbentComparison): string {
   const parts: string[] = [];
-  if (comparison.low !== undefined) parts.push(`95% interval ${intervalText(comparison.low, comparison.high)}`);
+  if (comparison.low !== undefined) parts.push(`Holm-adjusted ${levelText(comparison.level)} interval ${intervalText(comparison.low, comparison.high)}`);
   if (comparison.effect) parts.push(`Hedges' g ${formatNumber(comparison.effect.g)} ${intervalText(comparison.effect.low, comparison.effect.high)}`);
-  if (comparison.pHolm !== undefined) parts.push(`Welch's t, Holm-adjusted p ${formatNumber(comparison.pHolm)}`);
+  if (comparison.pHolm !== undefined) parts.push(`Holm p ${formatNumber(comparison.pHolm)}`);
   return parts.length > 0 ? ` (${parts.join("; ")})` : "";
 }
 
@@ -165,7 +171,7 @@ function baselineParagraphs(inputs: AnswerInputs): Paragraph[] {
     const comparison = ranking?.comparisons.find((item) => item.otherId === "baseline");
     const shown = withinRange(baseline.sample, metric.range);
     paragraphs.push([
-      `Against the baseline (mean ${formatNumber(baseline.sample.mean)}, 95% interval ${intervalText(shown.low, shown.high)}), its mean differs by ${formatNumber(difference)}${relative}, ${comparison ? verdictText(comparison, metric.equivalence) : "with too few seeds to compare"}${comparison?.pHolm === undefined ? "" : ` (Holm-adjusted p ${formatNumber(comparison.pHolm)})`}.`,
+      `Against the baseline (mean ${formatNumber(baseline.sample.mean)}, 95% interval ${intervalText(shown.low, shown.high)}), its mean differs by ${formatNumber(difference)}${relative}, ${comparison ? verdictText(comparison, metric.equivalence) : "with too few seeds to compare"}${comparison?.pHolm === undefined ? "" : ` (Holm p ${formatNumber(comparison.pHolm)})`}.`,
     ]);
   } else if (baseline === best && summaries.filter((summary) => summary.sample.n > 0).length > 1) {
     paragraphs.push(["No other configuration has a better mean than the baseline."]);

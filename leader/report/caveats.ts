@@ -29,7 +29,7 @@ export interface CaveatInputs {
   rescored: { blueprintId: string; recorded: number | undefined; now: number | undefined }[];
 }
 
-/** Two-sided 97.5% t quantiles for 1..4 degrees of freedom: how wide few seeds make an interval. */
+/** Two-sided 95% t quantiles (97.5th percentiles) for 2..5 seeds (1..4 degrees of freedom): how wide few seeds make an interval. */
 const smallSampleT: Record<number, number> = { 2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776 };
 
 export function reportCaveats(inputs: CaveatInputs): string[] {
@@ -55,10 +55,11 @@ export function reportCaveats(inputs: CaveatInputs): string[] {
       `${thin.length} of ${inputs.summaries.length} configuration(s) have fewer than two scored seeds, so no 95% interval and no comparison beyond seed noise: ${thin.map((summary) => `${summary.configuration.id} (${summary.sample.n})`).join(", ")}.`,
     );
   }
-  const smallest = Math.min(...scored.filter((summary) => summary.sample.n >= 2).map((summary) => summary.sample.n));
-  if (Number.isFinite(smallest) && smallest in smallSampleT) {
+  // Counted on the best configuration, the one the answer is about (not the thinnest of all).
+  const bestSeeds = inputs.best?.sample.n ?? 0;
+  if (inputs.best && bestSeeds in smallSampleT) {
     caveats.push(
-      `Few seeds: with ${smallest} scored seed(s) a 95% interval is the mean ± ${smallSampleT[smallest]} standard errors, so only large differences separate.`,
+      `Few seeds: the best configuration, ${inputs.best.configuration.id}, has ${bestSeeds} scored seed(s); its 95% interval is the mean ± ${smallSampleT[bestSeeds]} standard errors, so only large differences separate.`,
     );
   }
   if (inputs.best && inputs.ranking) {

@@ -1,13 +1,24 @@
 import { formatNumber } from "../domain/configurations.ts";
 import type { IncumbentComparison } from "../domain/incumbent.ts";
 import { intervalText } from "./answer.ts";
+import { levelText } from "./question-answer.ts";
 import type { CampaignReportModel } from "./model.ts";
 
 /**
  * The table behind the answer: the best against every other configuration, as plain cells
  * that report.md and report.html both lay out (so both show the same figures).
  */
-export const comparisonHeader = ["other", "best ahead by", "95% interval", "Hedges' g [95%]", "Welch df", "p", "Holm p", "TOST Holm p", "verdict"];
+export const comparisonHeader = [
+  "other",
+  "best ahead by",
+  "Holm-adjusted interval (level)",
+  "Hedges' g [same level]",
+  "Welch df",
+  "p",
+  "Holm p",
+  "TOST Holm p",
+  "verdict",
+];
 
 const verdictWords: Record<IncumbentComparison["verdict"], string> = {
   worse: "worse beyond seed noise",
@@ -18,14 +29,14 @@ const verdictWords: Record<IncumbentComparison["verdict"], string> = {
 
 export function comparisonCaption(model: CampaignReportModel, equivalence: number | undefined): string {
   const comparisons = model.comparisons!;
-  return `${comparisons.incumbent} against each other configuration: Welch's t per pair, Holm-corrected over the ${comparisons.rows.length} comparison(s), intervals clipped to the metric's range; ${equivalence === undefined ? "no equivalence margin declared (metric.equivalence), so no tie can be shown" : `equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: ${comparisons.status}.`;
+  return `${comparisons.incumbent} against each other configuration: Welch's t per pair, Holm-corrected over the ${comparisons.rows.length} comparison(s); each interval is Holm-adjusted (at the level its Holm step tests at, so it excludes 0 exactly when Holm p < 0.05) and clipped to the metric's range; ${equivalence === undefined ? "no equivalence margin declared (metric.equivalence), so no tie can be shown" : `equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: ${comparisons.status}.`;
 }
 
 export function comparisonCells(model: CampaignReportModel): string[][] {
   return (model.comparisons?.rows ?? []).map((row) => [
     row.otherId,
     formatNumber(row.advantage),
-    intervalText(row.low, row.high),
+    row.low === undefined ? "n/a" : `${intervalText(row.low, row.high)} (${levelText(row.level)})`,
     row.effect ? `${formatNumber(row.effect.g)} ${intervalText(row.effect.low, row.effect.high)}` : "n/a",
     formatNumber(row.df),
     formatNumber(row.p),

@@ -15,11 +15,10 @@ export function renderReportHtml(model: CampaignReportModel): string {
   const body: string[] = [
     `<header><h1>Report: ${escapeHtml(model.title)}</h1><p class="meta">Campaign <code>${escapeHtml(model.campaignId)}</code> · markdown version: <a href="report.md">report.md</a></p></header>`,
     section("question", "Question", [`<blockquote class="question">${paragraphsOf(model.question)}</blockquote>`, framingHtml(model)]),
-    section(
-      "answer",
-      "Answer",
-      model.answer.map((paragraph) => `<p>${paragraph.map(inlineRun).join("")}</p>`),
-    ),
+    section("answer", "Answer", [
+      ...model.answer.map((paragraph) => `<p>${paragraph.map(inlineRun).join("")}</p>`),
+      `<p class="method">${escapeHtml(model.method)}</p>`,
+    ]),
     section("caveats", "Caveats", [
       model.caveats.length === 0
         ? "<p>None found in the computed figures.</p>"
@@ -69,6 +68,7 @@ body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #
 main { max-width: 1000px; margin: 0 auto; padding: 24px; background: white; }
 h1 { font-size: 1.6em; margin: 0 0 4px; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; padding-bottom: 2px; margin-top: 1.6em; }
 .meta { color: #666; margin: 0; }
+p.method { color: #555; font-size: 13px; }
 blockquote.question { margin: 0; padding: 4px 12px; border-left: 4px solid #ccc; color: #333; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; margin: 8px 0; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }

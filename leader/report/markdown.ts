@@ -23,6 +23,7 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
   }
 
   lines.push("## Answer", "", ...model.answer.flatMap((paragraph) => [paragraph.map(inlineRun).join(""), ""]));
+  lines.push(inline(model.method), "");
 
   lines.push("## Caveats", "");
   if (model.caveats.length === 0) lines.push("None found in the computed figures.");

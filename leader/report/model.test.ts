@@ -112,7 +112,7 @@ describe("buildReportModel", () => {
     );
     // The first paragraph answers: runner-up with the effect and its interval, the decision, the compute.
     expect(answer).toContain(
-      "The runner-up is lr-1 (mean 0.52, 3 seed(s)): lr-0.03 leads it by 0.27 (95% interval [0.2202, 0.3198]; Hedges' g 10.76 [3.853, 17.66]; Welch's t, Holm-adjusted p 8.126e-4), beyond seed noise.",
+      "The runner-up is lr-1 (mean 0.52, 3 seed(s)): lr-0.03 leads it by 0.27 (Holm-adjusted 96.93% interval [0.2093, 0.3307]; Hedges' g 10.76 [3.144, 18.37]; Holm p 8.126e-4), beyond seed noise.",
     );
     expect(answer).toContain("Decided: lr-0.03 is better than each of the 3 other scored configuration(s) beyond seed noise.");
     expect(answer).toContain("Compute spent: 12 run(s) over 2 stage(s) (1 not scored), 1.25 GPU-hours.");
@@ -128,7 +128,8 @@ describe("buildReportModel", () => {
     expect(text).toContain(
       "1 of 12 experiment(s) are not counted in the scores: s2-lr-0.03-seed3 (failed: out of memory: CUDA out of memory <tried to allocate 2 GiB>)",
     );
-    expect(text).toContain("Few seeds: with 2 scored seed(s) a 95% interval is the mean ± 12.706 standard errors");
+    // Counted on the best (lr-0.03: 2 scored seeds, 1 failed), not on the thinnest configuration.
+    expect(text).toContain("Few seeds: the best configuration, lr-0.03, has 2 scored seed(s); its 95% interval is the mean ± 12.706 standard errors");
     expect(text).toContain("the answer is the best configuration measured, not a proven optimum");
     expect(text).toContain("Stage(s) 3 were planned");
     expect(text).not.toMatch(/overlaps/);
@@ -301,7 +302,7 @@ describe("the rendered report", () => {
       expect(markdown).toContain(`## ${heading}`);
       expect(html).toContain(`<h2>${heading}</h2>`);
     }
-    expect(markdown).toMatch(/\| lr-1 \| 0\.27 \| \[0\.2202, 0\.3198\] \| 10\.76 \[3\.853, 17\.66\] \|/);
+    expect(markdown).toMatch(/\| lr-1 \| 0\.27 \| \[0\.2093, 0\.3307\] \(96\.93%\) \| 10\.76 \[3\.144, 18\.37\] \|/);
     expect(markdown).toContain("[s2-lr-0.03-seed3](results/s2-lr-0.03-seed3/result.md)");
     expect(html.match(/<a href="results\/[^"]+\/result\.md">/g)).toHaveLength(12);
     expect(html.match(/<figure class="chart"/g)).toHaveLength(3);

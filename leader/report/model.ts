@@ -11,6 +11,9 @@ import { rankAgainstIncumbent, type IncumbentComparison, type IncumbentStatus } 
 import { withinRange } from "../domain/statistics.ts";
 import type { Topic } from "../domain/topic.ts";
 import { answerParagraphs, settingsText, type Paragraph } from "./answer.ts";
+import { parseQuestion } from "../domain/question.ts";
+import { judgeContrasts, type ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import { methodLine } from "./method-line.ts";
 
 /**
  * Everything the campaign report says, as plain data computed in code: the answer with
@@ -97,6 +100,10 @@ export interface CampaignReportModel {
   framing: FramedQuestion | undefined;
   metric: { name: string; goal: "maximize" | "minimize"; label: string; reference: number | undefined; equivalence?: number } | undefined;
   stop: { reason: string; explanation: string } | null;
+  /** How every figure is computed, stated once (method-line.ts). */
+  method: string;
+  /** The question's contrasts against the baseline, judged: the first paragraph of the answer. */
+  contrasts: ContrastVerdict[];
   answer: Paragraph[];
   bestId: string | undefined;
   configurations: ConfigurationRow[];
@@ -117,6 +124,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
   const summaries = summarizeConfigurations(history);
   const best = metric ? bestConfiguration(summaries, metric.goal) : undefined;
   const ranking = metric ? rankAgainstIncumbent(summaries, metric) : undefined;
+  const contrasts = metric ? judgeContrasts(parseQuestion(topic).contrasts, summaries, metric) : [];
   // The stages judged again from the files, each with the stages before it (as in the graph).
   const analyses = metric
     ? history.map((record, index) => analyzeStageResults(topic, record.plan, history.slice(0, index), readsOf(record, inputs.runs), () => ""))
@@ -140,6 +148,8 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
         }
       : undefined,
     stop: inputs.stop,
+    method: methodLine(topic, ranking?.comparisons.length ?? 0, contrasts),
+    contrasts,
     answer: [
       ...answerParagraphs({
         topic,
@@ -148,6 +158,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
         ranking,
         stop: inputs.stop,
         history,
+        contrasts,
         compute: {
           runs: experiments.length,
           unscored: experiments.filter((row) => row.state !== "succeeded" || row.score === undefined).length,
@@ -176,7 +187,17 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
     comparisons: ranking ? { incumbent: ranking.incumbent.configuration.id, status: ranking.status, rows: ranking.comparisons } : undefined,
     verdicts,
     experiments,
-    curves: metric ? history.map((record) => stageCurves(record, inputs.runs, metric.name)) : [],
+    // One colour per configuration across every chart: its place among all the campaign's configurations.
+    curves: metric
+      ? history.map((record) =>
+          stageCurves(
+            record,
+            inputs.runs,
+            metric.name,
+            summaries.map((summary) => summary.configuration.id),
+          ),
+        )
+      : [],
     caveats: [],
     costs: costsOf(inputs.ledger),
     conclusion:
@@ -256,7 +277,7 @@ function rescoredRuns(history: StageRecord[], analyses: StageAnalysis[]): { blue
  * each step. Only runs that succeeded are drawn, the same runs its score counts; a failed
  * run's partial curve would bend the mean where it stops (the caveats list those runs).
  */
-export function stageCurves(record: StageRecord, runs: Record<string, ReportRunFiles>, metricName: string): StageCurves {
+export function stageCurves(record: StageRecord, runs: Record<string, ReportRunFiles>, metricName: string, colorOrder: readonly string[] = []): StageCurves {
   const series: ChartSeries[] = [];
   const counts: number[] = [];
   const succeeded = new Set(record.outcomes.filter((outcome) => outcome.state === "succeeded").map((outcome) => outcome.blueprintId));
@@ -267,7 +288,8 @@ export function stageCurves(record: StageRecord, runs: Record<string, ReportRunF
       .filter((curve) => curve.size > 0);
     if (curves.length === 0) continue;
     // The name stays the bare id: the chart legend cuts long names, and the caption gives the run counts.
-    series.push({ name: configuration.id, points: meanCurve(curves) });
+    const colorIndex = colorOrder.indexOf(configuration.id);
+    series.push({ name: configuration.id, points: meanCurve(curves), ...(colorIndex === -1 ? {} : { colorIndex }) });
     counts.push(curves.length);
   }
   return { stage: record.plan.stage, series, runs: counts };

@@ -155,7 +155,10 @@ function described(summary: ConfigurationSummary): string {
 }
 
 function comparisonText(comparison: IncumbentComparison): string {
-  const range = comparison.low === undefined ? "" : `, 95% interval [${formatNumber(comparison.low)}, ${formatNumber(comparison.high)}]`;
+  const range =
+    comparison.low === undefined
+      ? ""
+      : `, Holm-adjusted ${formatNumber(comparison.level * 100)}% interval [${formatNumber(comparison.low)}, ${formatNumber(comparison.high)}]`;
   const p = comparison.pHolm === undefined ? "" : `, Holm-adjusted p ${formatNumber(comparison.pHolm)}`;
   return `${comparison.otherId} by ${formatNumber(comparison.advantage)}${range}${p}`;
 }
