@@ -15,20 +15,22 @@
 set -u
 cd "$(dirname "$0")"
 venv_python="../../.venv/bin/python"
+# Finding the modules, not importing them: importing transformers alone takes seconds.
+has='import importlib.util, sys; sys.exit(0 if all(importlib.util.find_spec(m) for m in sys.argv[1:]) else 1)'
 if [ -n "${A3R_TEST_PYTHON:-}" ]; then
   python=$A3R_TEST_PYTHON
-elif [ -x "$venv_python" ] && "$venv_python" -c "import torch, pytest" >/dev/null 2>&1; then
+elif [ -x "$venv_python" ] && "$venv_python" -c "$has" torch pytest >/dev/null 2>&1; then
   python=$venv_python
 else
   python=/usr/bin/python3
 fi
-if ! "$python" -c "import torch, pytest" >/dev/null 2>&1; then
+if ! "$python" -c "$has" torch pytest >/dev/null 2>&1; then
   echo "swarm/python: skipped ($python cannot import torch and pytest: apt-get install python3-torch python3-pytest)"
   exit 0
 fi
 markers=()
 if [ "${A3R_SLOW_TESTS:-}" != "1" ]; then markers+=("not slow"); fi
-if ! "$python" -c "import transformers, peft" >/dev/null 2>&1; then
+if ! "$python" -c "$has" transformers peft >/dev/null 2>&1; then
   echo "swarm/python: HF tests skipped ($python has no transformers/peft: run swarm/python/make-venv.sh)"
   markers+=("not hf")
 fi

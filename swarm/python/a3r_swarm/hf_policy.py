@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import torch
 
 from .errors import AdapterInvalid, BadRequest, ModelNotFound, import_transformers
-from .models import Policy
+from .models import Policy, right_padded
 
 # Linear layers of Llama/Qwen/Mistral-style blocks; other architectures fall back to PEFT's
 # "all-linear" (which never includes lm_head, something vLLM could not load).
@@ -66,16 +66,21 @@ class TransformersPolicy(Policy):
 
     def selected_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                         predict: torch.Tensor) -> torch.Tensor:
-        # The decoder's hidden states, then lm_head on the trained positions only: for a
-        # 151k vocabulary the logits of the prompt positions would be most of the step's
-        # memory and time. Models that post-process logits (soft-capping, scaling) take
-        # the general path so their numbers stay the model's own.
+        positions = torch.cat([predict, torch.zeros_like(predict[:, :1])], dim=1)
+        return self.logits_at(input_ids, attention_mask, positions)
+
+    def logits_at(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Logits [N, vocab] at the positions where `positions` [B, T] is true, row-major.
+        The decoder's hidden states, then lm_head on those positions only: for a 151k
+        vocabulary the logits of every other position would be most of the memory and
+        time. Models that post-process logits (soft-capping, scaling) take the general
+        path so their numbers stay the model's own."""
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
         config = base.config
         if any(getattr(config, name, None) not in (None, 1, 1.0) for name in LOGIT_POST_PROCESSING):
-            return super().selected_logits(input_ids, attention_mask, predict)
+            return self.forward_logits(input_ids, attention_mask)[positions]
         hidden = base.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-        return base.get_output_embeddings()(hidden[:, :-1][predict])
+        return base.get_output_embeddings()(hidden[positions])
 
     def enable_gradient_checkpointing(self) -> None:
         base = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
@@ -154,6 +159,16 @@ class TransformersPolicy(Policy):
         else:
             self.model.set_adapter(name)
             yield
+
+    def batch_next_token_logits(self, sequences: list[list[int]]) -> torch.Tensor:
+        # No KV cache: each step recomputes the padded batch. For the short prompts of RL
+        # tasks with a large vocabulary, lm_head on the last positions costs more than
+        # the layers, and a cache across requests that join and leave would cost more code.
+        ids, attention, last = right_padded(sequences, self.device)
+        positions = torch.zeros_like(attention, dtype=torch.bool)
+        positions[torch.arange(len(sequences), device=self.device), last] = True
+        with torch.no_grad():
+            return self.logits_at(ids, attention, positions).float()
 
     def next_token_logits(self, token_ids: list[int], cache: Any) -> tuple[torch.Tensor, Any]:
         with torch.no_grad():

@@ -89,10 +89,27 @@ class Policy:
         raise NotImplementedError
         yield
 
+    def batch_next_token_logits(self, sequences: list[list[int]]) -> torch.Tensor:
+        """Float32 logits [len(sequences), vocab] for the token after each sequence, with
+        the adapter chosen by use_adapter: one padded forward for a batch of requests."""
+        raise NotImplementedError
+
     def next_token_logits(self, token_ids: list[int], cache: Any) -> tuple[torch.Tensor, Any]:
         """Float32 logits [vocab] for the token after `token_ids`, given the cache returned
         by the previous call for a prefix of them (None on the first call)."""
         raise NotImplementedError
+
+
+def right_padded(sequences: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(ids [B, T], attention mask [B, T], index of each row's last real token [B])."""
+    longest = max(len(sequence) for sequence in sequences)
+    ids = torch.zeros(len(sequences), longest, dtype=torch.long)
+    attention = torch.zeros(len(sequences), longest, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        attention[row, : len(sequence)] = 1
+    last = torch.tensor([len(sequence) - 1 for sequence in sequences], dtype=torch.long)
+    return ids.to(device), attention.to(device), last.to(device)
 
 
 def resolve_device(device: str) -> torch.device:

@@ -25,11 +25,13 @@ def server(tiny_model):
 
 
 def chat(server, **fields):
-    return http_json("POST", f"{server.url}/v1/chat/completions", {"model": "policy", "messages": MESSAGES, **fields})
+    body = {"model": "policy", "messages": MESSAGES, "return_token_ids": True, **fields}
+    return http_json("POST", f"{server.url}/v1/chat/completions", body)
 
 
-def trainer_logprobs(session, prompt, completion):
-    s = Sample(1, "t", "e", prompt + completion, [0] * len(prompt) + [1] * len(completion), [None] * (len(prompt) + len(completion)), 0.0)
+def trainer_logprobs(session, prompt, completion, temperature=1.0):
+    s = Sample(1, "t", "e", prompt + completion, [0] * len(prompt) + [1] * len(completion),
+               [None] * (len(prompt) + len(completion)), 0.0, temperature)
     with torch.no_grad():
         values, _ = trained_log_probs(session.policy, collate([s], session.policy.device))
     return values.tolist()
@@ -60,6 +62,45 @@ def test_chat_completion_fields(server):
     greedy = chat(server, max_tokens=4, temperature=0)[1]["choices"][0]
     assert greedy["token_ids"] == chat(server, max_tokens=4, temperature=0)[1]["choices"][0]["token_ids"]
     assert chat(server, max_tokens=2)[1]["choices"][0]["logprobs"] is None  # logprobs not asked for
+    plain = chat(server, max_tokens=2, return_token_ids=False)[1]  # token ids only when asked for, as vLLM
+    assert plain["prompt_token_ids"] is None and plain["choices"][0]["token_ids"] is None
+
+
+def test_sampling_fields_the_trainer_cannot_correct_for_are_refused(server):
+    for field, value in [("top_k", 20), ("repetition_penalty", 1.05), ("min_p", 0.1), ("presence_penalty", 0.5),
+                         ("frequency_penalty", 0.1), ("logit_bias", {"5": 3}), ("min_tokens", 2),
+                         ("repetition_penalty", True)]:
+        status, body = chat(server, max_tokens=2, **{field: value})
+        assert status == 400 and body["error"]["param"] == field, (field, body)
+        assert "trainer cannot correct" in body["error"]["message"]
+    # vLLM's neutral values pass, as `--generation-config vllm` would send them.
+    status, body = chat(server, max_tokens=2, top_k=-1, min_p=0, repetition_penalty=1, presence_penalty=0,
+                        frequency_penalty=0.0, logit_bias={}, min_tokens=0)
+    assert status == 200, body
+
+
+def test_top_p_keeps_vllms_nucleus():
+    from a3r_swarm.server.generation import apply_top_p
+
+    log_probs = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+    # vLLM drops the tokens whose ascending cumulative mass is <= 1 - top_p.
+    kept = apply_top_p(log_probs, 0.8).exp()
+    assert kept.tolist() == pytest.approx([0.5 / 0.8, 0.3 / 0.8, 0, 0])
+    assert apply_top_p(log_probs, 0.81).exp()[2] > 0 and apply_top_p(log_probs, 0.01).exp().tolist() == [1, 0, 0, 0]
+
+
+def test_concurrent_requests_are_batched_and_answer_as_alone(server):
+    import concurrent.futures
+
+    alone = {seed: chat(server, max_tokens=6, seed=seed, logprobs=True)[1]["choices"][0] for seed in range(6)}
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda seed: chat(server, max_tokens=6, seed=seed % 6, logprobs=True), range(12)))
+    for seed, (status, body) in enumerate(answers):
+        assert status == 200
+        choice = body["choices"][0]
+        assert choice["token_ids"] == alone[seed % 6]["token_ids"]  # a seeded stream does not depend on the batch
+        got = [entry["logprob"] for entry in choice["logprobs"]["content"]]
+        assert got == pytest.approx([entry["logprob"] for entry in alone[seed % 6]["logprobs"]["content"]], abs=1e-4)
 
 
 def test_stop_strings_and_max_tokens(server):
@@ -114,6 +155,17 @@ def test_logprobs_match_the_trainer_and_adapters_load(server, tiny_model, tmp_pa
     assert http_json("POST", f"{server.url}/v1/unload_lora_adapter", {"lora_name": "a3r-step-1"})[0] == 200
     assert http_json("POST", f"{server.url}/v1/unload_lora_adapter", {"lora_name": "a3r-step-1"})[0] == 404
     assert chat(server, model="a3r-step-1")[0] == 404
+
+
+def test_logprobs_at_the_sampling_temperature_match_the_trainer(server, tiny_model):
+    session = TrainerSession()
+    session.load({"model": tiny_model, "device": "cpu", "seed": 0, "lora": {"rank": 4, "alpha": 8}})
+    for temperature in (0.6, 1.7):
+        status, body = chat(server, max_tokens=6, seed=2, temperature=temperature, logprobs=True)
+        prompt, completion = body["prompt_token_ids"], body["choices"][0]["token_ids"]
+        served = [entry["logprob"] for entry in body["choices"][0]["logprobs"]["content"]]
+        assert trainer_logprobs(session, prompt, completion, temperature) == pytest.approx(served, abs=1e-4)
+        assert trainer_logprobs(session, prompt, completion) != pytest.approx(served, abs=1e-3)  # T matters
 
 
 def start_failure(args, timeout=30):

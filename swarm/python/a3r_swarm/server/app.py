@@ -1,7 +1,8 @@
 """The reference server's HTTP layer: routes, JSON in/out, OpenAI-style errors.
 
-ThreadingHTTPServer so /health and /v1/models answer while a completion is running; one
-lock around the model, so generation and adapter changes happen one at a time."""
+ThreadingHTTPServer: each request waits in its own thread while the batcher (batcher.py)
+generates for all of them together; /health and /v1/models answer meanwhile. One lock
+around the model: a batched step and an adapter change never overlap."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ import torch
 
 from ..errors import A3RError, BadRequest
 from ..models import Policy
-from .generation import generate
+from .batcher import Batcher, new_generator
+from .generation import Sequence
 from .requests import parse_chat_request
+
+UNLOAD_WAIT_SECONDS = 300
 
 MAX_BODY_BYTES = 64 * 2**20
 
@@ -30,14 +34,18 @@ class HttpError(Exception):
 
 
 class ServerState:
-    def __init__(self, policy: Policy, served_name: str, seed: int, max_model_len: int):
+    def __init__(self, policy: Policy, served_name: str, seed: int, max_model_len: int,
+                 logprobs_mode: str = "processed_logprobs", max_batch: int = 64):
         self.policy = policy
         self.served_name = served_name
         self.max_model_len = max_model_len
+        self.logprobs_mode = logprobs_mode
         self.lock = threading.Lock()
         self.generator = torch.Generator().manual_seed(seed)  # requests without a seed draw from here
         self.adapters: dict[str, str] = {}
+        self.unloading: set[str] = set()  # new requests for these get 404 while in-flight ones finish
         self.created = int(time.time())
+        self.batcher = Batcher(policy, self.lock, max_batch)
 
     def models(self) -> dict:
         base = {"id": self.served_name, "object": "model", "created": self.created, "owned_by": "a3r",
@@ -49,24 +57,25 @@ class ServerState:
     def chat(self, body) -> dict:
         request = parse_chat_request(body)
         name = request.model or self.served_name
-        if name != self.served_name and name not in self.adapters:
+        if name != self.served_name and (name not in self.adapters or name in self.unloading):
             raise HttpError(404, f"The model `{name}` does not exist.", "model", "NotFoundError")
-        with self.lock:
-            prompt = self.policy.encode_chat(request.messages, add_generation_prompt=True)
-            if len(prompt) >= self.max_model_len:
-                raise BadRequest(f"messages: the prompt has {len(prompt)} tokens; max-model-len is {self.max_model_len}")
-            generator = torch.Generator().manual_seed(request.seed) if request.seed is not None else self.generator
-            with self.policy.use_adapter(None if name == self.served_name else name):
-                completion = generate(self.policy, prompt, request.params, generator, self.max_model_len)
+        prompt = self.policy.encode_chat(request.messages, add_generation_prompt=True)
+        if len(prompt) >= self.max_model_len:
+            raise BadRequest(f"messages: the prompt has {len(prompt)} tokens; max-model-len is {self.max_model_len}")
+        sequence = Sequence(prompt, request.params, new_generator(request.seed, self.generator), self.max_model_len,
+                            self.logprobs_mode)
+        completion = self.batcher.run(None if name == self.served_name else name, sequence)
         logprobs = None
         if request.want_logprobs:
             logprobs = {"content": [{"token": f"token_id:{token}", "logprob": value, "bytes": None, "top_logprobs": []}
                                     for token, value in zip(completion.token_ids, completion.logprobs)]}
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()), "model": name,
-            "prompt_token_ids": prompt,
+            # Token ids only when asked for, as vLLM (>= 0.10.2) does with return_token_ids.
+            "prompt_token_ids": prompt if request.want_token_ids else None,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": completion.text},
-                         "finish_reason": completion.finish_reason, "token_ids": completion.token_ids,
+                         "finish_reason": completion.finish_reason,
+                         "token_ids": completion.token_ids if request.want_token_ids else None,
                          "logprobs": logprobs}],
             "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(completion.token_ids),
                       "total_tokens": len(prompt) + len(completion.token_ids)},
@@ -92,10 +101,17 @@ class ServerState:
             raise BadRequest("lora_name: expected a non-empty string")
         name = body["lora_name"]
         with self.lock:
-            if name not in self.adapters:
+            if name not in self.adapters or name in self.unloading:
                 raise HttpError(404, f"The lora adapter `{name}` is not loaded.", "lora_name", "NotFoundError")
-            self.policy.unload_adapter(name)
-            del self.adapters[name]
+            self.unloading.add(name)
+        try:
+            # Requests already running on it finish first (vLLM keeps serving them too).
+            self.batcher.wait_unused(name, UNLOAD_WAIT_SECONDS)
+            with self.lock:
+                self.policy.unload_adapter(name)
+                del self.adapters[name]
+        finally:
+            self.unloading.discard(name)
         return {"ok": True, "lora_name": name}
 
 

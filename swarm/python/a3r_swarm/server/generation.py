@@ -1,8 +1,17 @@
-"""Sampling one completion: temperature (0 = greedy), top_p, max_tokens, stop strings.
+"""Sampling, with vLLM's rules for the fields the swarm sends: temperature and top_p.
 
-The log-prob reported for each sampled token is the model's at temperature 1 over the
-tokens it may emit (..logprobs.masked_log_softmax), i.e. exactly the trainer's current
-log-prob for the same weights, whatever temperature/top_p the sample was drawn with.
+A temperature below 1e-5 is greedy (vLLM's threshold). Otherwise the logits are divided by
+the temperature, then top_p keeps the smallest set of most likely tokens whose mass reaches
+top_p (vLLM's rule: sort ascending, drop the tokens whose cumulative mass is at most
+1 - top_p, always keep the most likely one), and the token is drawn from what is left. Every
+other vLLM sampling field must be at its neutral value (requests.py refuses the rest): the
+trainer corrects only for the temperature.
+
+The log-prob reported for each token follows vLLM's --logprobs-mode: `processed_logprobs`
+(this server's default) is the log-prob in the distribution the token was drawn from, after
+temperature and top_p, which with top_p 1 is exactly what the trainer computes for the same
+weights (log_softmax(logits / T), ratio 1); `raw_logprobs` (vLLM's default) is the model's
+temperature-1 log-prob. Both over the tokens the model may emit (..logprobs).
 """
 
 from __future__ import annotations
@@ -14,6 +23,9 @@ import torch
 from ..logprobs import masked_log_softmax
 from ..models import Policy
 
+GREEDY_BELOW = 1e-5
+LOGPROBS_MODES = ("processed_logprobs", "raw_logprobs")
+
 
 @dataclass
 class SamplingParams:
@@ -21,6 +33,10 @@ class SamplingParams:
     top_p: float = 1.0
     max_tokens: int = 16
     stop: list[str] = field(default_factory=list)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature < GREEDY_BELOW
 
 
 @dataclass
@@ -31,17 +47,33 @@ class Completion:
     finish_reason: str  # "stop" | "length"
 
 
-def choose_token(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
-    if params.temperature == 0:
-        return int(torch.argmax(logits))
-    probs = torch.softmax(logits.float().cpu() / params.temperature, dim=-1)
-    if params.top_p < 1.0:
-        sorted_probs, order = torch.sort(probs, descending=True)
-        before = torch.cumsum(sorted_probs, dim=0) - sorted_probs
-        # Keep the smallest prefix whose mass reaches top_p (always at least the top token).
-        sorted_probs[before >= params.top_p] = 0.0
-        probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
-    return int(torch.multinomial(probs, 1, generator=generator))
+def apply_top_p(log_probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Mask (-inf) the tokens outside the nucleus and renormalise, as vLLM does."""
+    if top_p >= 1.0:
+        return log_probs
+    ascending, order = torch.sort(log_probs, descending=False)
+    cumulative = torch.cumsum(ascending.exp(), dim=-1)
+    drop = cumulative <= 1 - top_p
+    drop[-1] = False
+    kept = ascending.masked_fill(drop, float("-inf"))
+    nucleus = torch.empty_like(log_probs).scatter_(0, order, kept)
+    return torch.log_softmax(nucleus, dim=-1)
+
+
+def sampling_distribution(logits: torch.Tensor, params: SamplingParams,
+                          emittable: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(processed log-probs the token is drawn from, raw temperature-1 log-probs)."""
+    raw = masked_log_softmax(logits, emittable)
+    if params.greedy:
+        return raw, raw
+    processed = masked_log_softmax(logits.float() / params.temperature, emittable)
+    return apply_top_p(processed, params.top_p), raw
+
+
+def choose_token(processed: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
+    if params.greedy:
+        return int(torch.argmax(processed))
+    return int(torch.multinomial(processed.exp().cpu(), 1, generator=generator))
 
 
 def trim_at_stop(text: str, stops: list[str]) -> str | None:
@@ -51,31 +83,49 @@ def trim_at_stop(text: str, stops: list[str]) -> str | None:
     return text[: min(cuts)] if cuts else None
 
 
-def generate(policy: Policy, prompt_ids: list[int], params: SamplingParams, generator: torch.Generator,
-             max_length: int) -> Completion:
-    """`max_length` bounds prompt + completion (the server's --max-model-len)."""
-    ids = list(prompt_ids)
-    completion: list[int] = []
-    logprobs: list[float] = []
-    cache = None
-    finish = "length"
-    text = ""
-    while len(completion) < params.max_tokens and len(ids) < max_length:
-        logits, cache = policy.next_token_logits(ids, cache)
-        log_probs = masked_log_softmax(logits, policy.emittable_mask)
-        # Sampling from the masked log-probs (not raw logits) keeps un-emittable ids at 0.
-        token = choose_token(log_probs, params, generator)
-        ids.append(token)
-        completion.append(token)
-        logprobs.append(float(log_probs[token]))
+class Sequence:
+    """One request's generation, advanced one token per batched step."""
+
+    def __init__(self, prompt_ids: list[int], params: SamplingParams, generator: torch.Generator, max_length: int,
+                 logprobs_mode: str = "processed_logprobs"):
+        self.ids = list(prompt_ids)
+        self.params, self.generator, self.max_length = params, generator, max_length
+        self.logprobs_mode = logprobs_mode
+        self.completion: list[int] = []
+        self.logprobs: list[float] = []
+        self.text = ""
+        self.finish: str | None = None
+        if params.max_tokens < 1 or len(self.ids) >= max_length:
+            self.finish = "length"
+
+    @property
+    def done(self) -> bool:
+        return self.finish is not None
+
+    def advance(self, policy: Policy, logits: torch.Tensor) -> None:
+        processed, raw = sampling_distribution(logits, self.params, policy.emittable_mask)
+        token = choose_token(processed, self.params, self.generator)
+        reported = processed if self.logprobs_mode == "processed_logprobs" else raw
+        self.ids.append(token)
+        self.completion.append(token)
+        self.logprobs.append(float(reported[token]))
+        self.text = policy.decode(self.completion)
         if token in policy.stop_token_ids:
-            finish = "stop"
-            text = policy.decode(completion)
-            break
-        text = policy.decode(completion)
-        if params.stop:
-            trimmed = trim_at_stop(text, params.stop)
-            if trimmed is not None:
-                text, finish = trimmed, "stop"
-                break
-    return Completion(completion, logprobs, text, finish)
+            self.finish = "stop"
+        elif self.params.stop and (trimmed := trim_at_stop(self.text, self.params.stop)) is not None:
+            self.text, self.finish = trimmed, "stop"
+        elif len(self.completion) >= self.params.max_tokens or len(self.ids) >= self.max_length:
+            self.finish = "length"
+
+    def result(self) -> Completion:
+        return Completion(self.completion, self.logprobs, self.text, self.finish or "length")
+
+
+def generate(policy: Policy, prompt_ids: list[int], params: SamplingParams, generator: torch.Generator,
+             max_length: int, logprobs_mode: str = "processed_logprobs") -> Completion:
+    """One request alone (tests and tools); the server batches through batcher.py.
+    `max_length` bounds prompt + completion (the server's --max-model-len)."""
+    sequence = Sequence(prompt_ids, params, generator, max_length, logprobs_mode)
+    while not sequence.done:
+        sequence.advance(policy, policy.batch_next_token_logits([sequence.ids])[0])
+    return sequence.result()

@@ -11,6 +11,17 @@ from .generation import SamplingParams
 ROLES = {"system", "user", "assistant", "tool"}
 
 
+# vLLM sampling fields that change the distribution a token is drawn from in ways the
+# trainer cannot correct for (its log-probs divide by the temperature and nothing else),
+# with the values that leave it unchanged. Anything else is refused, naming the field,
+# rather than sampled from a policy the trainer does not compute.
+NEUTRAL_SAMPLING = {
+    "top_k": (-1, 0), "min_p": (0,), "repetition_penalty": (1,), "presence_penalty": (0,),
+    "frequency_penalty": (0,), "logit_bias": ({},), "min_tokens": (0,), "bad_words": ([],),
+    "allowed_token_ids": (), "use_beam_search": (False,), "ignore_eos": (False,), "best_of": (1,),
+}
+
+
 @dataclass
 class ChatRequest:
     model: str | None
@@ -18,6 +29,23 @@ class ChatRequest:
     params: SamplingParams
     seed: int | None
     want_logprobs: bool
+    want_token_ids: bool = False
+
+
+def _same(value, neutral) -> bool:
+    if isinstance(value, bool) or isinstance(neutral, bool):
+        return value is neutral  # True must not pass for a penalty of 1
+    return type(value) in (int, float) if isinstance(neutral, (int, float)) and value == neutral else value == neutral
+
+
+def check_neutral_sampling(body: dict) -> None:
+    for name, neutral in NEUTRAL_SAMPLING.items():
+        value = body.get(name)
+        if value is None or any(_same(value, option) for option in neutral):
+            continue
+        shown = ", ".join(repr(v) for v in neutral) or "nothing"
+        raise BadRequest(f"{name}: {value!r} changes the sampling distribution in a way the trainer cannot correct "
+                         f"for (its log-probs use the temperature only); send {shown} or leave it out")
 
 
 def _number(body: dict, name: str, default: float, low: float, high: float | None = None) -> float:
@@ -85,8 +113,12 @@ def parse_chat_request(body, default_max_tokens: int = 16) -> ChatRequest:
     logprobs = body.get("logprobs", False)
     if not isinstance(logprobs, bool):
         raise BadRequest("logprobs: expected a boolean")
+    return_token_ids = body.get("return_token_ids", False)
+    if not isinstance(return_token_ids, bool):
+        raise BadRequest("return_token_ids: expected a boolean")
+    check_neutral_sampling(body)
     params = SamplingParams(temperature=_number(body, "temperature", 1.0, 0.0, 100.0),
                             top_p=_number(body, "top_p", 1.0, 0.0, 1.0), max_tokens=max_tokens, stop=stop)
     if params.top_p == 0:
         raise BadRequest("top_p: must be greater than 0")
-    return ChatRequest(model, messages, params, seed, logprobs)
+    return ChatRequest(model, messages, params, seed, logprobs, return_token_ids)

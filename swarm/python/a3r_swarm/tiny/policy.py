@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import torch
 
 from ..errors import AdapterInvalid, BadRequest
-from ..models import Policy
+from ..models import Policy, right_padded
 from .lora import LoRALinear, LoraSettings, adapters_disabled, inject_lora, read_adapter, save_adapter
 from .store import load_model_dir
 from .tokenizer import END_TOKEN_ID
@@ -95,6 +95,13 @@ class TinyPolicy(Policy):
             yield
         finally:
             self._current = self._served[None]
+
+    def batch_next_token_logits(self, sequences: list[list[int]]) -> torch.Tensor:
+        # Right padding: the causal mask keeps pads out of every real position.
+        ids, _, last = right_padded(sequences, self.device)
+        with torch.no_grad():
+            logits = self._current(ids)
+            return logits[torch.arange(len(sequences), device=self.device), last].float()
 
     def next_token_logits(self, token_ids: list[int], cache: Any) -> tuple[torch.Tensor, Any]:
         # No KV cache: the model is tiny and recomputing keeps one code path with training.
