@@ -166,6 +166,15 @@ export interface StagePlan {
   experiments: PlannedExperiment[];
   /** What each possible outcome of the stage leads to, decided before it runs. */
   decisions: { outcome: string; decision: string }[];
+  /** Configurations the planner proposed that the engine's schema refuses: dropped, with the reasons (design/refuse-configurations.ts). */
+  refused?: RefusedConfiguration[];
+}
+
+export interface RefusedConfiguration {
+  configurationId: string;
+  settings: Record<string, KnobValue>;
+  /** The engine's reasons, one per failing field. */
+  reasons: string[];
 }
 
 export interface ExperimentOutcome {

@@ -3,6 +3,7 @@ import { writeRedactedFile } from "../../core/redact.ts";
 import { renderFraming } from "./graph-steps.ts";
 import type { PlannerStep } from "../domain/planner.ts";
 import { writeStagePlan } from "../record/stage-plan-file.ts";
+import { refuseOutOfRange } from "../design/refuse-configurations.ts";
 import type { NodeContext } from "./node-context.ts";
 import type { LeaderStateValue } from "./leader-state.ts";
 
@@ -33,7 +34,7 @@ export function frameNode(context: NodeContext) {
 }
 
 export function planNode(context: NodeContext) {
-  const { paths, planner, topicOf, enter, memo, inputOf, recordStop, stopOnBudget } = context;
+  const { paths, planner, topicOf, enter, memo, inputOf, recordStop, stopOnBudget, decideStop, engineOf } = context;
   return async (state: LeaderStateValue): Promise<Partial<LeaderStateValue>> => {
     await enter("plan", state);
     const topic = await topicOf();
@@ -49,7 +50,22 @@ export function planNode(context: NodeContext) {
       if (step.kind === "stop") return recordStop(step, stage);
       plan = step.plan;
     }
+    // A configuration the engine would refuse is dropped with its reason; the rest of the stage goes on.
+    const refusal = refuseOutOfRange(plan, topic, await engineOf());
+    plan = refusal.plan;
+    for (const item of refusal.refused)
+      await appendEventOnce(
+        paths.events,
+        "configuration.refused",
+        { stage: plan.stage, configurationId: item.configurationId, round: state.instructions.length },
+        { settings: item.settings, reasons: item.reasons },
+      );
     const file = await writeStagePlan(paths, plan, topic.title);
+    const unanswerable = refusal.refused.length > 0 && plan.configurations.length < (state.history.length === 0 ? 2 : 1);
+    if (unanswerable) {
+      const explanation = `stage ${plan.stage}: ${refusal.refused.map((item) => `${item.configurationId} refused (${item.reasons.join("; ")})`).join("; ")}; ${plan.configurations.length === 0 ? "no configuration is left to run" : `only ${plan.configurations[0]!.id} is left, with nothing to compare it with`}`;
+      return { ...(await decideStop(plan.stage, state.history.length === 0 ? "audit-failed" : "exhausted", explanation)), stagePlan: null };
+    }
     await appendEventOnce(
       paths.events,
       "stage.planned",

@@ -75,8 +75,18 @@ export function answerParagraphs(inputs: AnswerInputs): Paragraph[] {
   const extrapolated = extrapolations(inputs.history);
   if (extrapolated.length > 0) paragraphs.push([`Extrapolated beyond the tested range (flagged in the stage plans): ${extrapolated.join("; ")}.`]);
   paragraphs.push(...baselineParagraphs(inputs));
+  const refused = refusedText(inputs.history);
+  if (refused) paragraphs.push([refused]);
   paragraphs.push(stopped);
   return paragraphs;
+}
+
+/** Configurations dropped before running because the engine would refuse them (design/refuse-configurations.ts). */
+export function refusedText(history: StageRecord[]): string | undefined {
+  const refused = history.flatMap((record) => (record.plan.refused ?? []).map((item) => ({ stage: record.plan.stage, ...item })));
+  if (refused.length === 0) return undefined;
+  const items = refused.map((item) => `${item.configurationId} (${settingsText(item.settings)}) in stage ${item.stage}: ${item.reasons.join("; ")}`);
+  return `Left out before running, outside what the engine accepts (the rest of the campaign went on without them): ${items.join("; ")}.`;
 }
 
 function ids(ranking: IncumbentRanking, verdict: IncumbentComparison["verdict"]): string[] {
