@@ -31,7 +31,8 @@ export interface CampaignSummary {
   stages: number;
   experiments: number;
   state: CampaignState;
-  best: { id: string; mean: number } | null;
+  /** The best mean so far over every stage, with its seed count when the events record it. */
+  best: { id: string; mean: number; n?: number } | null;
   stop: { reason: string; explanation: string } | null;
   report: string | null;
   /** What a waiting campaign needs from a person. */
@@ -146,21 +147,12 @@ export function renderCampaignTable(summaries: CampaignSummary[]): string {
   if (summaries.length === 0) return "no campaigns";
   return formatTable(
     ["campaign", "stages", "experiments", "state", "best so far"],
-    summaries.map((item) => [
-      item.id,
-      String(item.stages),
-      String(item.experiments),
-      item.state,
-      item.best ? `${item.best.id} (${formatNumber(item.best.mean)})` : "-",
-    ]),
+    summaries.map((item) => [item.id, String(item.stages), String(item.experiments), item.state, item.best ? bestText(item.best) : "-"]),
   );
 }
 
 export function renderCampaignDetail(detail: CampaignDetail): string {
-  const lines = [
-    `${detail.id}: ${detail.title}`,
-    `state: ${detail.state}${detail.best ? `, best so far ${detail.best.id} (${formatNumber(detail.best.mean)})` : ""}`,
-  ];
+  const lines = [`${detail.id}: ${detail.title}`, `state: ${detail.state}${detail.best ? `, best so far ${bestText(detail.best)}` : ""}`];
   for (const stage of detail.stageDetails) {
     lines.push("", `stage ${stage.stage}`);
     lines.push(
@@ -195,27 +187,38 @@ function lastWhere<T>(items: T[], test: (item: T) => boolean): T | undefined {
   return undefined;
 }
 
+/** "lr-0.5 (mean 0.4696, 3 seeds)": the report's number, computed the same way. */
+function bestText(best: NonNullable<CampaignSummary["best"]>): string {
+  return `${best.id} (mean ${formatNumber(best.mean)}${best.n === undefined ? "" : `, ${best.n} seed${best.n === 1 ? "" : "s"}`})`;
+}
+
 function asStop(value: unknown): { reason: string; explanation: string } | null {
   if (typeof value !== "object" || value === null) return null;
   const { reason, explanation } = value as Record<string, unknown>;
   return typeof reason === "string" ? { reason, explanation: typeof explanation === "string" ? explanation : "" } : null;
 }
 
-/** Each stage's analysis names its own best; the campaign's best so far is the best of those. */
-function bestAcrossStages(events: CampaignEvent[], goal: "maximize" | "minimize"): { id: string; mean: number } | null {
-  let best: { id: string; mean: number } | null = null;
-  for (const event of events) {
-    if (event.kind !== "stage.analyzed") continue;
+/**
+ * The campaign's best so far: the last analysis's, which is computed over every stage so far
+ * the way the report computes it (so both show the same mean, over the same seeds). The goal
+ * is kept for campaigns analyzed before that, whose events named each stage's own best.
+ */
+function bestAcrossStages(events: CampaignEvent[], goal: "maximize" | "minimize"): CampaignSummary["best"] {
+  const analyzed = events.filter((event) => event.kind === "stage.analyzed");
+  const latest = asBest(analyzed.at(-1)?.best);
+  if (latest?.n !== undefined) return latest;
+  let best: CampaignSummary["best"] = null;
+  for (const event of analyzed) {
     const candidate = asBest(event.best);
     if (candidate && (best === null || (goal === "maximize" ? candidate.mean > best.mean : candidate.mean < best.mean))) best = candidate;
   }
   return best;
 }
 
-function asBest(value: unknown): { id: string; mean: number } | null {
+function asBest(value: unknown): CampaignSummary["best"] {
   if (typeof value !== "object" || value === null) return null;
-  const { id, mean } = value as Record<string, unknown>;
-  return typeof id === "string" && typeof mean === "number" ? { id, mean } : null;
+  const { id, mean, n } = value as Record<string, unknown>;
+  return typeof id === "string" && typeof mean === "number" ? { id, mean, ...(typeof n === "number" ? { n } : {}) } : null;
 }
 
 // A topic that no longer parses still has a status; its title falls back to the folder.

@@ -104,7 +104,8 @@ export function analyzeStageResults(
       ...judge(configuration.prediction, summary, summaries, metric.goal, experiments, metric.range),
     };
   });
-  const best = bestConfiguration(own, metric.goal);
+  // The campaign's best so far over every stage, the same number the report gives (a3r status shows it).
+  const best = bestConfiguration(summaries, metric.goal);
   const ranking = rankAgainstIncumbent(summaries, metric);
   return {
     stage: plan.stage,
@@ -126,7 +127,7 @@ export function analyzeStageResults(
     }),
     verdicts,
     ...(ranking ? { comparisons: { incumbent: ranking.incumbent.configuration.id, status: ranking.status, rows: ranking.comparisons } } : {}),
-    best: best ? { id: best.configuration.id, mean: best.sample.mean } : undefined,
+    best: best ? { id: best.configuration.id, mean: best.sample.mean, n: best.sample.n } : undefined,
     outcomes,
   };
 }

@@ -53,6 +53,7 @@ export interface StageAnalysis {
   verdicts: PredictionVerdict[];
   /** The incumbent over every configuration so far against each other one (Welch, Holm, TOST). */
   comparisons?: { incumbent: string; status: IncumbentStatus; rows: IncumbentComparison[] };
-  best: { id: string; mean: number } | undefined;
+  /** The best mean over every configuration measured so far (this stage and the ones before), with its seeds. */
+  best: { id: string; mean: number; n: number } | undefined;
   outcomes: ExperimentOutcome[];
 }
