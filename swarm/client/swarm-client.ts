@@ -17,7 +17,11 @@ export interface SwarmClientOptions {
   /** The server's root URL, e.g. http://127.0.0.1:10086. */
   url: string;
   clientUuid?: string;
-  /** Sent on control calls (config, start, stop, checkpoint, resume). */
+  /**
+   * Sent on control calls (config, start, stop, checkpoint, resume) and on claims, which a
+   * server with a token requires it on. Default: A3R_SWARM_ADMIN_TOKEN, which a worker
+   * gives the server and its clients.
+   */
   adminToken?: string;
   backoff?: { initialMs: number; maxMs: number };
   /** How long ordinary calls keep retrying an unreachable server. */
@@ -92,6 +96,8 @@ export class SwarmClient {
   readonly #adminToken: string | undefined;
   /** Keys of the episodes this client claimed and has not ended yet. */
   readonly #episodeKeys = new Map<string, string>();
+  /** The key of the latest claim: after its end it still names this client to get_episode_buffer. */
+  #lastKey: string | undefined;
   readonly #backoff: { initialMs: number; maxMs: number };
   readonly #retryForMs: number;
   readonly #requestTimeoutMs: number;
@@ -99,7 +105,7 @@ export class SwarmClient {
   constructor(options: SwarmClientOptions) {
     this.url = options.url.replace(/\/+$/, "");
     this.clientUuid = options.clientUuid ?? randomUUID();
-    this.#adminToken = options.adminToken;
+    this.#adminToken = options.adminToken ?? (process.env.A3R_SWARM_ADMIN_TOKEN || undefined);
     this.#backoff = options.backoff ?? { initialMs: 50, maxMs: 2000 };
     this.#retryForMs = options.retryForMs ?? 120_000;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
@@ -125,15 +131,21 @@ export class SwarmClient {
     for (let attempt = 0; ; attempt += 1) {
       let cause: unknown;
       try {
-        const answer = await this.#once("POST", "/claim_episode", {
-          client_uuid: this.clientUuid,
-          episode_type: options.type ?? "train",
-          discard_episode_timeout: options.discardEpisodeTimeout ?? 600,
-          ...(options.taskRatio ? { throttle_policy: { ratio: options.taskRatio.ratio, current_task_id: options.taskRatio.taskId } } : {}),
-        });
+        const answer = await this.#once(
+          "POST",
+          "/claim_episode",
+          {
+            client_uuid: this.clientUuid,
+            episode_type: options.type ?? "train",
+            discard_episode_timeout: options.discardEpisodeTimeout ?? 600,
+            ...(options.taskRatio ? { throttle_policy: { ratio: options.taskRatio.ratio, current_task_id: options.taskRatio.taskId } } : {}),
+          },
+          "admin",
+        );
         if (answer.success === true) {
           const handle = { episodeUuid: String(answer.episode_uuid), baseUrl: String(answer.openai_base_url), apiKey: String(answer.openai_api_key) };
           this.#episodeKeys.set(handle.episodeUuid, handle.apiKey);
+          this.#lastKey = handle.apiKey;
           // Episodes the server reclaimed are never ended here: keep the map bounded.
           if (this.#episodeKeys.size > 10_000) this.#episodeKeys.delete(this.#episodeKeys.keys().next().value!);
           return handle;
@@ -247,8 +259,11 @@ export class SwarmClient {
     return (await this.#call("GET", "/metrics")) as unknown as Array<Record<string, number>>;
   }
 
+  /** This client's episodes (the server knows the caller by one of its open episode keys), or all of them with the admin token. */
   async episodeBuffer(): Promise<Array<Record<string, unknown>>> {
-    return (await this.#call("POST", "/get_episode_buffer", { client_uuid: this.clientUuid }, true)).buffer as Array<Record<string, unknown>>;
+    const key = this.#lastKey;
+    const auth: Auth = this.#adminToken || key === undefined ? "admin" : { episodeKey: key };
+    return (await this.#call("POST", "/get_episode_buffer", { client_uuid: this.clientUuid }, auth)).buffer as Array<Record<string, unknown>>;
   }
 
   /** One request, retried on connection errors and 502/503/504 for `retryForMs`. */

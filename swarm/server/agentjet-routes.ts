@@ -1,4 +1,4 @@
-import { HttpError, sendJson } from "./wire/http-tools.ts";
+import { HttpError, bearerToken, sendJson } from "./wire/http-tools.ts";
 import type { RouteGroupContext } from "./route-types.ts";
 import { pushVerboseLogSchema } from "./protocol-schemas.ts";
 
@@ -7,9 +7,9 @@ const maxVerboseLogEntries = 200;
 
 /**
  * Endpoints AgentJet's client and trainer call that are not part of a3r's own protocol
- * (PROTOCOL.md §2). The experiment folder and the last prompt reveal what others run, and
- * the verbose log changes what operators read: all are `control` routes (the admin token,
- * when one is set).
+ * (PROTOCOL.md §2). The experiment folder reveals what others run and the verbose log
+ * changes what operators read: `control` routes (the admin token, when one is set). The
+ * last prompt is shown to its owner (by episode key) or the admin.
  */
 export function addAgentJetRoutes(context: RouteGroupContext): void {
   const { add, body, coordinator, logger } = context;
@@ -27,8 +27,21 @@ export function addAgentJetRoutes(context: RouteGroupContext): void {
     sendJson(response, 200, { success: true });
   });
   add("GET /get_verbose_logs", "control", (_request, response) => sendJson(response, 200, { entries: verboseLog }));
-  add("POST /replay_latest_llm_call", "control", (_request, response) => {
-    if (!coordinator.latestCall) throw new HttpError(404, "No LLM call has been made yet");
-    sendJson(response, 200, coordinator.latestCall);
+  // The last prompt reveals what a client runs: the admin gets the server's last call, a
+  // caller presenting one of its episode keys its own client's last call, anyone else a 401.
+  add("POST /replay_latest_llm_call", "open", (request, response, routeContext) => {
+    let call = coordinator.latestCall;
+    if (!routeContext.privileged) {
+      const key = bearerToken(request);
+      const owner = key === undefined ? undefined : coordinator.registry.ownerOfKey(key);
+      if (owner === undefined)
+        throw new HttpError(
+          401,
+          "replay_latest_llm_call answers only its owner or the admin: send Authorization: Bearer <openai_api_key of one of your episodes> (or the admin token)",
+        );
+      call = coordinator.latestCallByClient.get(owner);
+    }
+    if (!call) throw new HttpError(404, "No LLM call has been made yet");
+    sendJson(response, 200, call);
   });
 }

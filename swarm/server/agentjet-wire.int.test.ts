@@ -114,18 +114,19 @@ describe("AgentJet's client against a3r", () => {
     expect(synced.status).toBe(200);
     expect(synced.body.mapped_keys).toEqual(
       expect.arrayContaining([
-        "train_batch_size ← ajet.data.train_batch_size",
-        "num_repeat ← ajet.rollout.num_repeat",
-        "sampling.temperature ← ajet.rollout.temperature",
+        expect.stringMatching(/^train_batch_size ← ajet\.data\.train_batch_size\b/),
+        expect.stringMatching(/^num_repeat ← ajet\.rollout\.num_repeat\b/),
+        expect.stringMatching(/^sampling\.temperature ← ajet\.rollout\.temperature\b/),
       ]),
     );
     expect(synced.body.ignored_keys).toEqual(
       expect.arrayContaining([
-        "ajet.model.path",
-        "ajet.backbone",
-        "hydra",
-        "defaults",
-        expect.stringMatching(/^ajet\.trainer_common\.optim\.lr \(only with model\.kind vllm/),
+        // Each entry starts with the key; the reason that follows is the translation's wording.
+        expect.stringMatching(/^ajet\.model\.path\b/),
+        expect.stringMatching(/^ajet\.backbone\b/),
+        expect.stringMatching(/^hydra\b/),
+        expect.stringMatching(/^defaults\b/),
+        expect.stringMatching(/^ajet\.trainer_common\.optim\.lr\b.*only with model\.kind vllm/),
       ]),
     );
     expect(server.coordinator.config).toMatchObject({ train_batch_size: 4, num_repeat: 2, max_env_worker: 32 });
@@ -200,24 +201,33 @@ describe("AgentJet's client against a3r", () => {
     });
     expect(aborted.body).toMatchObject({ success: true });
     expect((await post("/can_continue_episode", { client_uuid: "plain-client-1234", episode_uuid: second.episode_uuid })).body.can_continue).toBe(false);
-    // AgentJet posts {} to get_episode_buffer: it gets EpisodeStatus entries, ids redacted.
-    const buffer = (await post("/get_episode_buffer", {})).body.buffer as Array<Record<string, unknown>>;
-    expect(buffer.length).toBeGreaterThan(0);
+    // AgentJet posts {} to get_episode_buffer without a key: an empty buffer, which its
+    // EpisodeBufferResponse parses. With one of its keys a client sees its own EpisodeStatus entries.
+    const anonymous = (await post("/get_episode_buffer", {})).body;
+    expect(anonymous.buffer).toEqual([]);
+    const mine = await rawRequest(`${url}/get_episode_buffer`, { body: "{}", headers: { authorization: `Bearer ${second.openai_api_key}` } });
+    const buffer = mine.body.buffer as Array<Record<string, unknown>>;
+    expect(buffer.map((entry) => entry.episode_uuid)).toEqual(expect.arrayContaining([claimed.episode_uuid, second.episode_uuid]));
     for (const entry of buffer) {
       expect(entry).toHaveProperty("discard_episode_timeout");
-      expect(String(entry.client_uuid)).not.toContain("plain-client-1234");
+      expect(entry.client_uuid).toBe("plain-client-1234");
     }
-    // Errors carry FastAPI's {"detail": ...}, where AgentJet's client reads the reason.
+    // Errors carry FastAPI's {"detail": ...}, where AgentJet's client reads the reason; the
+    // codes are AgentJet's: 400 for an unknown episode, 404 for another client's.
     const wrong = await post("/end_episode", endRequest("plain-client-1234", "no-such-episode", "t", 1));
-    expect(wrong.status).toBe(404);
-    expect(String(wrong.body.detail)).toContain("unknown episode_uuid");
+    expect(wrong.status).toBe(400);
+    expect(String(wrong.body.detail)).toContain("not found");
   });
 
   it("answers push_verbose_log and replay_latest_llm_call, and a force_restart starts a fresh experiment", async () => {
     expect((await post("/push_verbose_log", { tag: "trainer", message: "step 3: loss 0.1\u001b[2J" })).body).toMatchObject({ success: true });
     const logs = (await get("/get_verbose_logs")).body.entries as Array<{ tag: string; message: string }>;
     expect(logs[logs.length - 1]).toMatchObject({ tag: "trainer", message: "step 3: loss 0.1 [2J" });
-    const replay = await post("/replay_latest_llm_call", {});
+    // The last prompt is shown to its owner (by one of its episode keys) or the admin only.
+    expect((await post("/replay_latest_llm_call", {})).status).toBe(401);
+    const owner = (await claim("replay-owner", "replay-task", 1.5))!;
+    await chat(owner);
+    const replay = await rawRequest(`${url}/replay_latest_llm_call`, { body: "{}", headers: { authorization: `Bearer ${owner.openai_api_key}` } });
     expect(replay.status).toBe(200);
     expect(replay.body).toMatchObject({ input: { messages: [{ role: "user", content: "name a colour" }] } });
     expect(replay.body.output).toHaveProperty("content");

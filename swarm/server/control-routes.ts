@@ -3,6 +3,7 @@ import { parseSwarmConfig, SwarmConfigError } from "../config/config.ts";
 import { AgentJetConfigError, applyAgentJetConfig, isAgentJetConfig } from "./agentjet-config.ts";
 import { HttpError, sendJson } from "./wire/http-tools.ts";
 import { resumeSchema, syncTrainConfigSchema } from "./protocol-schemas.ts";
+import type { PathConfinement } from "./path-confinement.ts";
 import type { RouteGroupContext } from "./route-types.ts";
 import { RequestRefused } from "./training-coordinator.ts";
 
@@ -10,7 +11,7 @@ import { RequestRefused } from "./training-coordinator.ts";
  * What changes the run (PROTOCOL.md §4): its configuration, starting and stopping the
  * engine, checkpoints. All are `control` routes (the admin token, when one is set).
  */
-export function addControlRoutes(group: RouteGroupContext, setup: { experimentRoot: string }): void {
+export function addControlRoutes(group: RouteGroupContext, setup: { experimentRoot: string; confinement: PathConfinement }): void {
   const { add, body, coordinator, logger } = group;
   add("POST /sync_train_config", "control", async (request, response) => {
     const { yaml_as_string } = await body(request, syncTrainConfigSchema, "sync_train_config");
@@ -30,6 +31,7 @@ export function addControlRoutes(group: RouteGroupContext, setup: { experimentRo
         if (error instanceof AgentJetConfigError) throw new HttpError(400, `yaml_as_string (AgentJet form): ${error.message}`);
         throw error;
       }
+      setup.confinement.check("yaml_as_string: ajet.experiment_dir", mapping.config.experiment_dir);
       coordinator.replaceConfig(mapping.config);
       logger.info(
         { mapped: mapping.mapped, ignored: mapping.ignored, ignoredNotListed: mapping.ignoredNotListed, experimentDir: mapping.config.experiment_dir },
@@ -50,6 +52,8 @@ export function addControlRoutes(group: RouteGroupContext, setup: { experimentRo
     try {
       const next = parseSwarmConfig(yaml_as_string, { file: "yaml_as_string", onDeprecation: (line) => deprecated.push(line) });
       const current = coordinator.config;
+      // Where the server writes checkpoints and metrics: never outside its allowed roots.
+      setup.confinement.check("yaml_as_string: experiment_dir", next.experiment_dir);
       coordinator.replaceConfig({ ...next, port: current.port, host: current.host, admin_token: current.admin_token });
     } catch (error) {
       if (error instanceof SwarmConfigError) throw new HttpError(400, `${error.where}: ${error.message}${error.hint ? ` (${error.hint})` : ""}`);
@@ -79,7 +83,8 @@ export function addControlRoutes(group: RouteGroupContext, setup: { experimentRo
   });
   add("POST /resume_from_checkpoint", "control", async (request, response) => {
     const { path } = await body(request, resumeSchema, "resume_from_checkpoint");
-    await coordinator.resume(path ?? undefined);
+    // A checkpoint is loaded as weights: only from under the allowed roots.
+    await coordinator.resume(path ? setup.confinement.check("resume_from_checkpoint: path", path) : undefined);
     sendJson(response, 200, { success: true, global_step: coordinator.globalStep });
   });
 }

@@ -1,22 +1,40 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { agentJetStatus, type IdNames, pseudonyms, showIds } from "./episode-names.ts";
+import type { Socket } from "node:net";
+import { agentJetStatus, type IdNames, showIds } from "./episode-names.ts";
 import type { Episode } from "./episode-registry.ts";
 import { HttpError, bearerToken, sendJson } from "./wire/http-tools.ts";
 import { abortEpisodeSchema, claimEpisodeSchema, clientRefSchema, endEpisodeSchema, episodeBufferSchema, episodeRefSchema } from "./protocol-schemas.ts";
+import { loopbackPeerUid, ownUid } from "./peer-user.ts";
 import type { RouteContext, RouteGroupContext } from "./route-types.ts";
 
 /** An episode's life as a client sees it (PROTOCOL.md §3): claim, end or abort, and the episode buffer. */
 export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToken: string | undefined }): void {
   const { add, body, coordinator } = group;
-  add("POST /claim_episode", "open", async (request, response) => {
+  // Claims are counted per TCP connection as well as per client_uuid (PROTOCOL.md §2).
+  const connectionIds = new WeakMap<Socket, number>();
+  let nextConnectionId = 0;
+  const connectionOf = (request: IncomingMessage): number => {
+    let id = connectionIds.get(request.socket);
+    if (id === undefined) connectionIds.set(request.socket, (id = nextConnectionId += 1));
+    return id;
+  };
+  add("POST /claim_episode", "open", async (request, response, context) => {
     const claim = await body(request, claimEpisodeSchema, "claim_episode");
+    // With a token, a claim must carry it: invented client ids cannot hold max_env_worker.
+    if (security.adminToken !== undefined && !context.privileged)
+      throw new HttpError(
+        401,
+        "claim_episode needs the server's admin token on a server that has one: send it as `Authorization: Bearer <token>` or `x-admin-token` (a3r's SDKs read A3R_SWARM_ADMIN_TOKEN)",
+      );
     const throttle = claim.throttle_policy;
     const result = coordinator.claim({
       clientUuid: claim.client_uuid,
       type: claim.episode_type,
       discardTimeoutSeconds: claim.discard_episode_timeout ?? undefined,
       throttle: throttle ? { ratio: throttle.ratio, currentTaskId: throttle.current_task_id || undefined } : undefined,
+      connectionId: connectionOf(request),
+      unkeyed: !context.privileged,
     });
     const base = { client_uuid: claim.client_uuid };
     if (!result.ok) {
@@ -44,18 +62,27 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
           }),
     });
   });
-  // Episode uuids are capabilities: an end or abort that carries a key must carry that
-  // episode's key, and with require_episode_key one without a key is refused.
+  // An end or abort must carry the episode's own key (PROTOCOL.md §7). The one exception
+  // is AgentJet's client, which never sends it: on a token-less loopback server (and unless
+  // require_episode_key is true) a keyless end is accepted from the server's own OS user,
+  // which the kernel's socket table names, and from no other local user.
   const checkEpisodeKey = (request: IncomingMessage, episodeUuid: string, endpoint: string, context: RouteContext): void => {
     // The admin may end or abort any episode (cleanup, tests); its token is not an episode key.
     if (context.privileged) return;
     const key = bearerToken(request);
-    const episode = coordinator.registry.running(episodeUuid);
     if (key === undefined) {
-      if (requireEpisodeKey({ ...coordinator.config, admin_token: security.adminToken ?? coordinator.config.admin_token }))
+      const strict = requireEpisodeKey({ ...coordinator.config, admin_token: security.adminToken ?? coordinator.config.admin_token });
+      if (strict)
         throw new HttpError(401, `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (require_episode_key is on)`);
+      const uid = ownUid();
+      if (uid === undefined || loopbackPeerUid(request.socket) !== uid)
+        throw new HttpError(
+          401,
+          `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (a keyless ${endpoint} is accepted only from the OS user running this server)`,
+        );
       return;
     }
+    const episode = coordinator.registry.running(episodeUuid);
     if (episode !== undefined && !sameSecret(key, episode.apiKey)) throw new HttpError(403, `${endpoint}: that key does not belong to this episode`);
   };
   add("POST /end_episode", "open", async (request, response, context) => {
@@ -90,18 +117,31 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
   });
   add("POST /get_episode_buffer", "open", async (request, response, context) => {
     const now = Date.now();
-    const recent = coordinator.registry.historyEpisodes().slice(-200);
-    // A client sees its own episodes (its uuid is known to it alone); the admin sees all.
-    const { client_uuid: caller } = await body(request, episodeBufferSchema, "get_episode_buffer");
+    await body(request, episodeBufferSchema, "get_episode_buffer");
+    // The admin sees every episode; a caller that presents one of its episode keys (running
+    // or recently finished) sees its own client's episodes; anyone else sees none. Naming a
+    // client_uuid proves nothing: it once let any local user read a victim's episode ids.
+    const key = bearerToken(request);
+    const owner = context.privileged || key === undefined ? undefined : coordinator.registry.ownerOfKey(key);
+    if (!context.privileged && owner === undefined) {
+      sendJson(response, 200, {
+        buffer: [],
+        detail: "get_episode_buffer answers about the caller's own episodes: send Authorization: Bearer <openai_api_key of one of them> (or the admin token)",
+      });
+      return;
+    }
     const names: IdNames = context.privileged ? showIds : { episode: (uuid) => uuid, client: (uuid) => uuid };
-    const view = (episode: Episode) =>
-      episodeView(episode, now, context.privileged || (caller !== undefined && episode.clientUuid === caller) ? names : pseudonyms);
-    sendJson(response, 200, { buffer: [...coordinator.registry.runningEpisodes(), ...recent].map(view) });
+    const mine = (episode: Episode) => context.privileged || episode.clientUuid === owner;
+    const recent = coordinator.registry.historyEpisodes().filter(mine).slice(-200);
+    const running = coordinator.registry.runningEpisodes().filter(mine);
+    sendJson(response, 200, { buffer: [...running, ...recent].map((episode) => episodeView(episode, now, names)) });
   });
   add("POST /agree_sync_weight", "open", async (request, response) => {
     const { client_uuid } = await body(request, clientRefSchema, "agree_sync_weight");
-    coordinator.agreeSyncWeight(client_uuid);
-    sendJson(response, 200, { success: true });
+    const { triggered } = coordinator.agreeSyncWeight(client_uuid);
+    // global_step and the state let a client that does not poll for ROLLING_POST tell
+    // whether its agreement started the step (it did when triggered is true).
+    sendJson(response, 200, { success: true, triggered, global_step: coordinator.globalStep, engine_status: coordinator.state.state });
   });
 }
 

@@ -50,7 +50,7 @@ async function healthy(): Promise<void> {
 
 describe("the OpenAI-compatible gateway", () => {
   it("answers chat completions through the openai SDK with the episode's key, and records nothing after the key is revoked", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     expect(episode.baseUrl).toBe(`${server.url}/v1`);
     const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
@@ -74,7 +74,7 @@ describe("the OpenAI-compatible gateway", () => {
   });
 
   it("streams server-sent events in OpenAI's chunk format ending with [DONE], with usage on request", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
     const stream = await openai.chat.completions.create({
@@ -109,7 +109,7 @@ describe("the OpenAI-compatible gateway", () => {
   });
 
   it("ignores sampling fields it cannot honour with a warning header instead of rejecting them", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const response = await rawRequest(`${episode.baseUrl}/chat/completions`, {
       headers: { authorization: `Bearer ${episode.apiKey}` },
@@ -138,7 +138,7 @@ describe("the OpenAI-compatible gateway", () => {
   });
 
   it("refuses missing or unknown API keys, bad bodies, oversized bodies, too many messages and too many calls with reasons", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const url = `${episode.baseUrl}/chat/completions`;
     const auth = { authorization: `Bearer ${episode.apiKey}` };
@@ -176,7 +176,7 @@ describe("the OpenAI-compatible gateway", () => {
 
 describe("per-episode memory", () => {
   it("refuses requests once an episode has sent max_episode_bytes in all", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const body = JSON.stringify({ messages: [{ role: "user", content: "x".repeat(15_000) }], max_tokens: 1 });
     const auth = { authorization: `Bearer ${episode.apiKey}` };
@@ -191,7 +191,7 @@ describe("per-episode memory", () => {
 
 describe("the episode protocol under bad input", () => {
   it("answers 4xx with the reason for a wrong task id, an unknown episode, a wrong client and a finished episode", async () => {
-    const owner = new SwarmClient({ url: server.url });
+    const owner = new SwarmClient({ url: server.url, adminToken });
     const episode = await owner.beginEpisode();
     const base = { client_uuid: owner.clientUuid, episode_uuid: episode.episodeUuid, task_id: "a" };
     // The owner's own key: this server has an admin token, so ends must carry it.
@@ -209,13 +209,15 @@ describe("the episode protocol under bad input", () => {
       headers,
       body: JSON.stringify({ ...base, episode_uuid: "nope", workflow_output: { reward: 1 } }),
     });
-    expect(unknown.status).toBe(404);
+    // AgentJet's codes: an unknown episode is a 400, another client's a 404, a finished one a 400.
+    expect(unknown.status).toBe(400);
+    expect(String(unknown.body.detail)).toContain("not found");
 
     const stranger = await rawRequest(`${server.url}/end_episode`, {
       headers,
       body: JSON.stringify({ ...base, client_uuid: "someone-else", workflow_output: { reward: 1 } }),
     });
-    expect(stranger.status).toBe(403);
+    expect(stranger.status).toBe(404);
 
     const badReward = await rawRequest(`${server.url}/end_episode`, { headers, body: JSON.stringify({ ...base, workflow_output: { reward: "high" } }) });
     expect(badReward.status).toBe(400);
@@ -253,18 +255,21 @@ describe("the episode protocol under bad input", () => {
     expect((await owner.episodeBuffer()).find((entry) => entry.episode_uuid === episode.episodeUuid)?.reward).toBe(0.5);
     const twice = await owner.endEpisode("a", episode.episodeUuid, { reward: 0.5 }).catch((error: unknown) => error);
     expect(twice).toBeInstanceOf(SwarmRequestError);
-    expect((twice as SwarmRequestError).status).toBe(409);
+    expect((twice as SwarmRequestError).status).toBe(400);
 
-    expect((await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ episode_type: "train" }) })).status).toBe(400);
+    expect(
+      (await rawRequest(`${server.url}/claim_episode`, { headers: { "x-admin-token": adminToken }, body: JSON.stringify({ episode_type: "train" }) })).status,
+    ).toBe(400);
     expect((await rawRequest(`${server.url}/no_such_endpoint`, { body: "{}" })).status).toBe(404);
     expect((await rawRequest(`${server.url}/claim_episode`, { method: "GET" })).status).toBe(405);
     await healthy();
   });
 
   it("caps concurrent episodes and says why", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const claims = [await client.beginEpisode(), await client.beginEpisode(), await client.beginEpisode()];
     const refused = await rawRequest(`${server.url}/claim_episode`, {
+      headers: { "x-admin-token": adminToken },
       body: JSON.stringify({ client_uuid: "x", episode_type: "train", discard_episode_timeout: 60 }),
     });
     expect(refused.body.success).toBe(false);
@@ -272,7 +277,7 @@ describe("the episode protocol under bad input", () => {
     // The phrase AgentJet's client matches to retry soon.
     expect(String(refused.body.fail_cause)).toContain("No available episodes to claim.");
     for (const claim of claims) await client.abortEpisode(claim.episodeUuid);
-    const again = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "x" }) });
+    const again = await rawRequest(`${server.url}/claim_episode`, { headers: { "x-admin-token": adminToken }, body: JSON.stringify({ client_uuid: "x" }) });
     expect(again.body.success).toBe(true);
     await rawRequest(`${server.url}/abort_episode`, {
       body: JSON.stringify({ client_uuid: "x", episode_uuid: again.body.episode_uuid }),
@@ -282,7 +287,7 @@ describe("the episode protocol under bad input", () => {
   });
 
   it("refuses control endpoints without the admin token, and an episode key is not an admin token", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     for (const path of ["/stop_engine", "/start_engine", "/sync_train_config", "/save_checkpoint", "/resume_from_checkpoint"]) {
       const anonymous = await rawRequest(`${server.url}${path}`, { body: "{}" });
@@ -322,7 +327,7 @@ describe("the episode protocol under bad input", () => {
     expect(synced.status).toBe(409);
 
     await admin.stop();
-    const claim = await rawRequest(`${server.url}/claim_episode`, { body: JSON.stringify({ client_uuid: "late" }) });
+    const claim = await rawRequest(`${server.url}/claim_episode`, { headers: { "x-admin-token": adminToken }, body: JSON.stringify({ client_uuid: "late" }) });
     expect(claim.body.success).toBe(false);
     expect(String(claim.body.fail_cause)).toContain("ENGINE.OFFLINE");
     const badConfig = await rawRequest(`${server.url}/sync_train_config`, {
@@ -389,7 +394,7 @@ describe("garbage on every endpoint", () => {
         }
       }
     };
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const paths = [
       "/claim_episode",
@@ -425,8 +430,9 @@ describe("garbage on every endpoint", () => {
 
 describe("episode uuids are capabilities (no forged rewards)", () => {
   it("shows nobody without the admin token another caller's episode or client uuid", async () => {
-    const victim = new SwarmClient({ url: server.url });
+    const victim = new SwarmClient({ url: server.url, adminToken });
     const episode = await victim.beginEpisode();
+    // The snooper only reads: it holds no token (claims on this server would need it).
     const snooper = new SwarmClient({ url: server.url });
     const pool = JSON.stringify(await snooper.poolInformation());
     const buffer = JSON.stringify(await snooper.episodeBuffer());
@@ -444,9 +450,9 @@ describe("episode uuids are capabilities (no forged rewards)", () => {
   });
 
   it("refuses an end with another episode's key, and (admin token set) an end with no key", async () => {
-    const victim = new SwarmClient({ url: server.url });
+    const victim = new SwarmClient({ url: server.url, adminToken });
     const episode = await victim.beginEpisode();
-    const attacker = await new SwarmClient({ url: server.url }).beginEpisode();
+    const attacker = await new SwarmClient({ url: server.url, adminToken }).beginEpisode();
     const forged = {
       client_uuid: victim.clientUuid,
       episode_uuid: episode.episodeUuid,

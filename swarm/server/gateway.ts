@@ -5,6 +5,7 @@ import type { z } from "zod";
 import type { GenerateResult } from "../engines/port/engine.ts";
 import { engineKind } from "../engines/engine-registry.ts";
 import type { Episode } from "./episode-registry.ts";
+import { callMaxTokens, contextOverflow } from "./agentjet-config.ts";
 import { HttpError, bearerToken, parseBody, readBody, sendJson } from "./wire/http-tools.ts";
 import type { SwarmLogger } from "./logger.ts";
 import { RequestRefused, type TrainingCoordinator } from "./training-coordinator.ts";
@@ -196,26 +197,33 @@ export class Gateway {
     const warnings = this.#ignoredFields(format.endpoint, translated.ignored);
     const sampling = this.#sampling(episode, translated, warnings);
     const messages = withDefaultSystem(translated.messages, config.default_system_message);
-    const { tools } = translated;
+    // disable_tool_calls (AgentJet's force_disable_toolcalls): no tools reach the engine, no tool calls are parsed.
+    const tools = config.disable_tool_calls ? undefined : translated.tools;
+    if (config.disable_tool_calls && translated.tools) warnings.push("tools ignored (disable_tool_calls)");
+    const maxTokens = callMaxTokens(config, translated.maxTokens, maxTokensCeiling);
+    const overflow = contextOverflow(config, engine, messages, maxTokens);
     const signal = connectionSignal(request.socket);
     episode.inFlight += 1;
     this.coordinator.registry.touch(episode);
     this.coordinator.clients.seen(episode.clientUuid);
     let result: GenerateResult;
     try {
-      result = await engine.generate({
-        messages,
-        ...(tools ? { tools } : {}),
-        ...sampling,
-        maxTokens: Math.min(translated.maxTokens ?? config.sampling.max_tokens, maxTokensCeiling),
-        ...(translated.stop ? { stop: translated.stop } : {}),
-        ...(translated.seed === undefined ? {} : { seed: translated.seed }),
-        signal,
-      });
+      result = overflow
+        ? overflow.result
+        : await engine.generate({
+            messages,
+            ...(tools ? { tools } : {}),
+            ...sampling,
+            maxTokens,
+            ...(translated.stop ? { stop: translated.stop } : {}),
+            ...(translated.seed === undefined ? {} : { seed: translated.seed }),
+            signal,
+          });
     } finally {
       episode.inFlight -= 1;
       this.coordinator.registry.touch(episode);
     }
+    if (overflow) warnings.push(overflow.warning);
     if (signal.aborted) return;
     if (episode.status !== "running") {
       throw new HttpError(
@@ -224,26 +232,27 @@ export class Gateway {
       );
     }
     const agentName = request.headers["x-swarm-agent-name"];
-    episode.calls.push({
-      callIndex: episode.calls.length,
-      ...(typeof agentName === "string" && agentName ? { agentName } : {}),
-      messages,
-      ...(tools ? { tools } : {}),
-      promptTokenIds: result.promptTokenIds,
-      completionTokenIds: result.completionTokenIds,
-      completionText: result.text,
-      ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}),
-      time: Date.now(),
-    });
+    if (!overflow)
+      episode.calls.push({
+        callIndex: episode.calls.length,
+        ...(typeof agentName === "string" && agentName ? { agentName } : {}),
+        messages,
+        ...(tools ? { tools } : {}),
+        promptTokenIds: result.promptTokenIds,
+        completionTokenIds: result.completionTokenIds,
+        completionText: result.text,
+        ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}),
+        time: Date.now(),
+      });
     // Tool calls are read only where the client offered tools: otherwise the answer is text.
     const parsed = tools ? parseToolCalls(result.text, () => `${format.toolCallPrefix}${idPrefix}${(idCounter += 1)}`) : { text: result.text, toolCalls: [] };
     replays.remember(parsed, result.text);
-    // Kept for replay_latest_llm_call (admin only): AgentJet's debugging aid.
-    this.coordinator.latestCall = {
+    // Kept for replay_latest_llm_call (its owner or the admin): AgentJet's debugging aid.
+    this.coordinator.recordLatestCall(episode.clientUuid, {
       input: body,
       output: { role: "assistant", content: result.text, finish_reason: result.finishReason },
       time: Date.now() / 1000,
-    };
+    });
     warnings.push(...(result.warnings ?? []));
     const headers: Record<string, string> = warnings.length > 0 ? { "x-swarm-warnings": warnings.join("; ") } : {};
     const answer: GatewayAnswer = {

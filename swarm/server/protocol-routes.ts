@@ -4,6 +4,7 @@ import { addEpisodeRoutes } from "./episode-routes.ts";
 import type { Gateway } from "./gateway.ts";
 import { parseBody, readBody } from "./wire/http-tools.ts";
 import type { SwarmLogger } from "./logger.ts";
+import type { PathConfinement } from "./path-confinement.ts";
 import type { AddRoute, ReadBody, Route, RouteGroupContext } from "./route-types.ts";
 import { addStatusRoutes } from "./status-routes.ts";
 import type { TrainingCoordinator } from "./training-coordinator.ts";
@@ -21,7 +22,7 @@ export function protocolRoutes(
   coordinator: TrainingCoordinator,
   gateway: Gateway,
   security: { adminToken: string | undefined },
-  setup: { experimentRoot: string; logger: SwarmLogger },
+  setup: { experimentRoot: string; logger: SwarmLogger; confinement: PathConfinement },
 ): Map<string, Route> {
   const body: ReadBody = async (request, schema, endpoint) =>
     parseBody(await readBody(request, coordinator.config.limits.max_request_body_bytes), schema, endpoint);

@@ -92,7 +92,8 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
     ...progress,
     completed_tasks_details: Object.fromEntries(Object.entries(details.episodes).map(([task, episodes]) => [task, episodes.map(names.episode)])),
     completed_tasks_client_uuids: Object.fromEntries(Object.entries(details.clients).map(([task, clients]) => [task, clients.map(names.client)])),
-    completed_task_rewards: details.rewards,
+    // AgentJet's spelling (its model and monitor read it; no a3r client read the old `completed_task_rewards`).
+    completed_tasks_rewards: details.rewards,
     engine_status: coordinator.state.state,
     engine_status_detail: coordinator.state.detail,
     global_step: coordinator.globalStep,
@@ -100,6 +101,7 @@ function poolInformation(coordinator: TrainingCoordinator, bootingStartedAt: () 
     running_episodes: coordinator.registry.runningCount,
     max_env_worker: coordinator.config.max_env_worker,
     max_claims_per_client: coordinator.config.max_claims_per_client ?? coordinator.config.max_env_worker,
+    unkeyed_claimers: coordinator.registry.unkeyedClaimers,
     max_discard_episode_timeout: coordinator.config.max_discard_episode_timeout,
     drain_timeout: coordinator.config.drain_timeout,
     last_batch_tasks_per_client: Object.fromEntries([...coordinator.lastBatchTasksPerClient].map(([client, count]) => [names.client(client), count])),

@@ -1,4 +1,4 @@
-import { rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -104,13 +104,18 @@ describe("checkpoints through the control endpoints", () => {
   });
 
   it("a path that exists but is no checkpoint changes nothing: same step, same weights, still rolling", async () => {
-    const { client } = await serve(["train_batch_size: 1", "num_repeat: 2", "save_freq: 0"]);
+    const { server, client } = await serve(["train_batch_size: 1", "num_repeat: 2", "save_freq: 0"]);
     await playOne(client, "leaf", 1);
     await playOne(client, "leaf", 0);
     await waitFor("step 1", async () => ((await client.status()).global_step === 1 ? true : undefined));
     await waitForState(client, "ENGINE.ROLLING");
-    const notACheckpoint = join(tmpdir(), `a3r-not-a-checkpoint-${process.pid}.json`);
+    // Under the experiment directory: a path outside the server's allowed roots is refused before any restore.
+    await mkdir(server.coordinator.config.experiment_dir, { recursive: true });
+    const notACheckpoint = join(server.coordinator.config.experiment_dir, `not-a-checkpoint-${process.pid}.json`);
     await writeFile(notACheckpoint, '{"hello": "world"}');
+    const outside = await client.resumeFromCheckpoint(join(tmpdir(), "elsewhere", "checkpoint")).catch((error: unknown) => error);
+    expect((outside as SwarmRequestError).status).toBe(400);
+    expect(String((outside as Error).message)).toContain("resume_from_checkpoint: path");
     try {
       const refused = await client.resumeFromCheckpoint(notACheckpoint).catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(SwarmRequestError);

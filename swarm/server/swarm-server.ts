@@ -6,6 +6,7 @@ import type { EngineFactory } from "./engine-factory.ts";
 import { Gateway } from "./gateway.ts";
 import { HttpError, bearerToken, sendJson } from "./wire/http-tools.ts";
 import { createSwarmLogger, type SwarmLogger } from "./logger.ts";
+import { PathConfinement } from "./path-confinement.ts";
 import { isLoopbackHost, protocolRoutes, type Route } from "./protocol-routes.ts";
 import { RequestRefused, TrainingCoordinator } from "./training-coordinator.ts";
 
@@ -21,6 +22,16 @@ export interface SwarmServerOptions {
   engineFactory?: EngineFactory;
   /** How often idle episodes are reclaimed (ms). */
   tickMs?: number;
+  /**
+   * Directories a client may name over HTTP (sync_train_config's experiment_dir, a
+   * checkpoint to resume from), besides the server's start directory and its configured
+   * experiment_dir (PROTOCOL.md §7).
+   */
+  allowedRoots?: string[];
+  /** C4/C5: the least time a step stays observable to polling clients (ms; CoordinatorOptions). */
+  syncObservableMs?: number;
+  /** Distinct client_uuids that may hold episodes claimed without a credential (default 32). */
+  maxUnkeyedClaimers?: number;
 }
 
 /** A server listening beyond loopback needs an admin token at least this long (guessing it must not pay). */
@@ -42,14 +53,18 @@ export interface SwarmServer {
  */
 export async function startSwarmServer(options: SwarmServerOptions): Promise<SwarmServer> {
   const logger = options.logger ?? createSwarmLogger();
-  const coordinator = new TrainingCoordinator(options.config, logger, options.engineFactory);
+  const coordinator = new TrainingCoordinator(options.config, logger, options.engineFactory, {
+    ...(options.syncObservableMs === undefined ? {} : { syncObservableMs: options.syncObservableMs }),
+    ...(options.maxUnkeyedClaimers === undefined ? {} : { maxUnkeyedClaimers: options.maxUnkeyedClaimers }),
+  });
   const gateway = new Gateway(coordinator, logger);
   const adminToken = options.adminToken ?? options.config.admin_token;
   // The CLI says this with the flag to fix; the library refuses too, so no caller can open
   // sync_train_config and save_checkpoint to the network by forgetting a token.
   if (!isLoopbackHost(options.config.host) && (adminToken === undefined || adminToken.length < minimumAdminTokenLength))
     throw new Error(`listening on ${options.config.host} (beyond this machine) needs an admin token of at least ${minimumAdminTokenLength} characters`);
-  const routes = protocolRoutes(coordinator, gateway, { adminToken }, { experimentRoot: options.config.experiment_dir, logger });
+  const confinement = new PathConfinement([process.cwd(), options.config.experiment_dir, ...(options.allowedRoots ?? [])]);
+  const routes = protocolRoutes(coordinator, gateway, { adminToken }, { experimentRoot: options.config.experiment_dir, logger, confinement });
 
   const server = createServer((request, response) => {
     void handle(request, response, routes, adminToken, logger);

@@ -2,11 +2,12 @@ import { existsSync } from "node:fs";
 import type { Engine } from "../engines/port/engine.ts";
 import type { SwarmConfig } from "../config/config-schema.ts";
 import { buildTrainingSamples } from "../tracking/index.ts";
+import { sampleLimitsOf } from "../config/sample-limits.ts";
 import { decideBatch, type StrategyDecision } from "./batching-strategies.ts";
 import { CheckpointStore } from "./checkpoint-store.ts";
 import { ClientActivity } from "./client-activity.ts";
 import { defaultEngineFactory, type EngineFactory } from "./engine-factory.ts";
-import { EngineStateMachine } from "./engine-state.ts";
+import { EngineStateMachine, episodesMayBeOpen } from "./engine-state.ts";
 import { EpisodeRegistry, type Episode, type EpisodeType } from "./episode-registry.ts";
 import type { SwarmLogger } from "./logger.ts";
 import { SamplePool, type PooledEpisode } from "./sample-pool.ts";
@@ -47,6 +48,34 @@ export interface EngineFailure {
   step: number;
   error: string;
   /** Unix seconds. */
+  time: number;
+}
+
+/** Server settings that are not part of swarm.yaml (SwarmServerOptions passes them). */
+export interface CoordinatorOptions {
+  /**
+   * C4/C5 only: the least time from the batch being fixed (ROLLING_POST) to leaving
+   * WEIGHT_SYNCING, so a client that agreed and polls the engine state sees the step it
+   * triggered (PROTOCOL.md §1). Default `defaultSyncObservableMs`.
+   */
+  syncObservableMs?: number;
+  /** Distinct client_uuids that may hold episodes claimed without a credential (default 32). */
+  maxUnkeyedClaimers?: number;
+}
+
+/**
+ * AgentJet's client, after a successful agree_sync_weight, re-reads the engine state every
+ * 5 s (from a cache its own thread refreshes at least every second) until it sees
+ * ROLLING_POST or WEIGHT_SYNCING, with no timeout. 8 s covers one full poll interval, the
+ * cache's age and a slow answer, so no agreeing client can miss the step.
+ */
+export const defaultSyncObservableMs = 8000;
+export const defaultMaxUnkeyedClaimers = 32;
+
+/** The last completion, kept for replay_latest_llm_call (its owner or the admin). */
+export interface RecordedLatestCall {
+  input: unknown;
+  output: unknown;
   time: number;
 }
 
@@ -99,8 +128,16 @@ export class TrainingCoordinator {
   failure: EngineFailure | undefined;
   /** Episodes ended with `reward: null` (no reward, never trained on). */
   endedWithoutReward = 0;
-  /** The last recorded completion (replay_latest_llm_call, admin only). */
-  latestCall: { input: unknown; output: unknown; time: number } | undefined;
+  /** The last recorded completion of any client (replay_latest_llm_call for the admin). */
+  latestCall: RecordedLatestCall | undefined;
+  /** The last completion of each client (replay_latest_llm_call for its owner); bounded. */
+  readonly latestCallByClient = new Map<string, RecordedLatestCall>();
+  readonly #syncObservableMs: number;
+  readonly #maxUnkeyedClaimers: number;
+  /** When the current step's batch was fixed (ROLLING_POST), for the C4/C5 hold. */
+  #batchFixedAt = 0;
+  /** Wakes the C4/C5 hold early when the engine changes state (stop_engine). */
+  #wakeHold: (() => void) | undefined;
   /** Distinct tasks each client contributed to the last batch (pool information shows it). */
   lastBatchTasksPerClient = new Map<string, number>();
   /** Task-ratio shares by client, from the claims' throttle_policy. */
@@ -110,9 +147,14 @@ export class TrainingCoordinator {
     public config: SwarmConfig,
     private readonly logger: SwarmLogger,
     private readonly engineFactory: EngineFactory = defaultEngineFactory,
+    options: CoordinatorOptions = {},
   ) {
+    this.#syncObservableMs = options.syncObservableMs ?? defaultSyncObservableMs;
+    this.#maxUnkeyedClaimers = options.maxUnkeyedClaimers ?? defaultMaxUnkeyedClaimers;
     this.#applyConfig();
     this.state.onTransition((record) => {
+      this.#wakeHold?.();
+      if (record.to === "ENGINE.ROLLING_POST") this.#batchFixedAt = record.at;
       // Closing here, inside the transition, means no request can slip into an episode
       // between the state change and the close.
       if (record.closesEpisodes) this.registry.closeAll(`engine left the rolling states: ${record.reason}`);
@@ -141,7 +183,9 @@ export class TrainingCoordinator {
       maxConcurrentEpisodes: config.max_env_worker,
       maxHistory: config.limits.max_cached_episodes,
       ...(config.max_claims_per_client === undefined ? {} : { maxPerClient: config.max_claims_per_client }),
+      maxUnkeyedClaimers: this.#maxUnkeyedClaimers,
     });
+    this.latestCallByClient.clear();
     this.#ratios.clear();
     this.pool = new SamplePool(config.limits.max_cached_episodes);
     this.clients = new ClientActivity(config.client_idle_timeout * 1000);
@@ -266,7 +310,23 @@ export class TrainingCoordinator {
     return saving;
   }
 
-  claim(request: { clientUuid: string; type: EpisodeType; discardTimeoutSeconds: number | undefined; throttle?: ThrottlePolicy | undefined }): ClaimOutcome {
+  /** Records a completion for replay_latest_llm_call; at most 1024 clients are remembered. */
+  recordLatestCall(clientUuid: string, call: RecordedLatestCall): void {
+    this.latestCall = call;
+    this.latestCallByClient.delete(clientUuid);
+    this.latestCallByClient.set(clientUuid, call);
+    if (this.latestCallByClient.size > 1024) this.latestCallByClient.delete(this.latestCallByClient.keys().next().value!);
+  }
+
+  claim(request: {
+    clientUuid: string;
+    type: EpisodeType;
+    discardTimeoutSeconds: number | undefined;
+    throttle?: ThrottlePolicy | undefined;
+    /** The TCP connection it came on, and whether it carried no credential (caps, PROTOCOL.md §2). */
+    connectionId?: number | undefined;
+    unkeyed?: boolean | undefined;
+  }): ClaimOutcome {
     this.clients.seen(request.clientUuid);
     if (this.state.state !== "ENGINE.ROLLING") {
       // The phrases after the state are the ones AgentJet's client matches to pick its retry delay.
@@ -295,6 +355,8 @@ export class TrainingCoordinator {
       discardTimeoutMs: allowed * 1000,
       step: this.globalStep,
       taskId: throttle?.currentTaskId,
+      connectionId: request.connectionId,
+      unkeyed: request.unkeyed,
     });
     if (!result.ok) {
       // The per-client cap is this client's own doing: a 429 it cannot mistake for a full server.
@@ -338,8 +400,7 @@ export class TrainingCoordinator {
   /** Ends a running episode with its reward; train episodes go to the pool as samples. */
   end(request: EndEpisodeRequest): void {
     const episode = this.#ownedEpisode(request.clientUuid, request.episodeUuid);
-    if (episode.status !== "running")
-      throw new RequestRefused(409, `episode ${request.episodeUuid} is already ${episode.status} (${episode.closeReason ?? ""}); its reward is not recorded`);
+    if (episode.status !== "running") throw new RequestRefused(400, this.#notRunningReason(episode));
     if (request.reward === null) {
       // AgentJet's WorkflowOutput(reward=None): the episode happened but says nothing to learn from.
       this.registry.finish(episode.episodeUuid, "ended", "ended without a reward (reward: null); not trained on");
@@ -360,6 +421,8 @@ export class TrainingCoordinator {
         built = buildTrainingSamples(calls, {
           compareLevel: this.config.compare_level,
           ignoreTools: this.config.ignore_tools,
+          agentjetCompat: this.config.agentjet_compat,
+          limits: sampleLimitsOf(this.config),
           taskId: request.taskId,
           episodeUuid: episode.episodeUuid,
           reward,
@@ -396,7 +459,7 @@ export class TrainingCoordinator {
     const episode = this.registry.find(episodeUuid);
     if (!episode || episode.status !== "running") return;
     if (episode.clientUuid !== clientUuid)
-      throw new RequestRefused(403, `episode ${episodeUuid} belongs to another client; client_uuid ${clientUuid} may not abort it`);
+      throw new RequestRefused(404, `Episode ${episodeUuid} is claimed by a different client; client_uuid ${clientUuid} may not abort it`);
     this.clients.seen(clientUuid);
     this.registry.finish(episodeUuid, "aborted", "aborted by its client");
     this.#maybeDrain();
@@ -408,11 +471,36 @@ export class TrainingCoordinator {
     return episode !== undefined && episode.clientUuid === clientUuid;
   }
 
-  agreeSyncWeight(clientUuid: string): void {
+  /**
+   * A client's agreement to train now (C4, C5). Refused with 400, which AgentJet's client
+   * retries on (every 2 s), when it could not lead to a step: outside ROLLING (in
+   * ROLLING_POST the batch is already fixed: the client's retry then sees the step and
+   * stops), before the client is active (it has ended no rewarded episode), or while the
+   * pool holds nothing to train on. Returns whether this agreement fixed the batch.
+   */
+  agreeSyncWeight(clientUuid: string): { triggered: boolean } {
     if (this.state.state !== "ENGINE.ROLLING")
-      throw new RequestRefused(409, `agree_sync_weight counts only while ENGINE.ROLLING (engine is ${this.state.state})`);
+      throw new RequestRefused(
+        400,
+        this.state.state === "ENGINE.ROLLING_POST"
+          ? `agree_sync_weight counts only while ENGINE.ROLLING: engine is ENGINE.ROLLING_POST, the batch of step ${this.globalStep + 1} is already fixed and it trains next`
+          : `agree_sync_weight counts only while ENGINE.ROLLING (engine is ${this.state.state})`,
+      );
+    this.clients.seen(clientUuid);
+    if (!this.clients.active().includes(clientUuid))
+      throw new RequestRefused(
+        400,
+        `agree_sync_weight: client ${clientUuid} is not active yet: it has not ended a rewarded episode (or was idle past client_idle_timeout); end one and agree again`,
+      );
+    if (this.pool.size === 0)
+      throw new RequestRefused(
+        400,
+        "agree_sync_weight: the pool is empty, so a step would have nothing to train on; end a rewarded train episode and agree again",
+      );
     this.clients.agree(clientUuid);
+    const before = this.state.epoch;
     this.#considerBatch();
+    return { triggered: this.state.epoch !== before };
   }
 
   /** Periodic housekeeping: reclaim idle episodes, re-check agreement strategies. */
@@ -435,7 +523,7 @@ export class TrainingCoordinator {
       this.registry.finish(
         episode.episodeUuid,
         "aborted",
-        `drain deadline: still running ${this.config.drain_timeout} s after the batch was fixed (drain_timeout)`,
+        `${drainDeadlineReason}: still running ${this.config.drain_timeout} s after the batch was fixed (drain_timeout)`,
         now,
       );
     this.#drainAborted += stragglers.length;
@@ -456,12 +544,27 @@ export class TrainingCoordinator {
     });
   }
 
+  /** AgentJet's answers: an unknown episode is a 400, another client's a 404. */
   #ownedEpisode(clientUuid: string, episodeUuid: string): Episode {
     const episode = this.registry.find(episodeUuid);
-    if (!episode) throw new RequestRefused(404, `unknown episode_uuid ${episodeUuid} (never claimed here, or forgotten past max_cached_episodes)`);
+    if (!episode)
+      throw new RequestRefused(400, `Episode ${episodeUuid} not found: unknown episode_uuid (never claimed here, or forgotten past max_cached_episodes)`);
     if (episode.clientUuid !== clientUuid)
-      throw new RequestRefused(403, `episode ${episodeUuid} was claimed by another client; client_uuid ${clientUuid} may not end it`);
+      throw new RequestRefused(404, `Episode ${episodeUuid} is claimed by a different client; client_uuid ${clientUuid} may not end it`);
     return episode;
+  }
+
+  /**
+   * Why a finished episode's end is refused (400, as AgentJet). A straggler aborted at the
+   * drain deadline names ENGINE.WEIGHT_SYNCING, the phrase AgentJet's client logs as an
+   * expected warning ("discarded during weight sync") instead of raising in the rollout.
+   */
+  #notRunningReason(episode: Episode): string {
+    const why = `episode ${episode.episodeUuid} is already ${episode.status} (${episode.closeReason ?? ""}); its reward is not recorded`;
+    if (episode.status === "aborted" && episode.closeReason?.startsWith(drainDeadlineReason))
+      return `${why}. The engine moved on to ENGINE.WEIGHT_SYNCING without it (drain_timeout ${this.config.drain_timeout} s); this is expected for a straggler`;
+    if (!episodesMayBeOpen(this.state.state)) return `${why}. Engine is not in rolling state. Current status: [${this.state.state}]`;
+    return why;
   }
 
   /** ROLLING → ROLLING_POST when the strategy says the pool is ready; the batch is fixed now. */
@@ -476,6 +579,29 @@ export class TrainingCoordinator {
     this.lastBatchTasksPerClient = new Map([...tasks].map(([client, ids]) => [client, ids.size]));
     this.clients.resetAgreements();
     this.state.transition("ENGINE.ROLLING_POST", `batch of ${this.#batch.length} episodes ready; draining ${this.registry.runningCount} running episodes`);
+  }
+
+  /**
+   * C4/C5: stays in WEIGHT_SYNCING until syncObservableMs have passed since the batch was
+   * fixed, so every client that agreed sees the step however it polls (AgentJet's client
+   * waits for ROLLING_POST or WEIGHT_SYNCING, every 5 s, with no timeout: a step shorter
+   * than its poll would leave it waiting forever). A state change (stop) ends the hold.
+   */
+  async #holdObservable(epoch: number): Promise<void> {
+    const method = this.config.swarm_mode_sample_collection_method;
+    if (method !== "rollout_until_all_clients_agree_sync_weight" && method !== "rollout_until_any_client_agrees_sync_weight") return;
+    const remaining = this.#batchFixedAt + this.#syncObservableMs - Date.now();
+    if (remaining <= 0 || this.state.epoch !== epoch) return;
+    this.state.describe(`${this.state.detail}; step ${this.globalStep} trained, held in WEIGHT_SYNCING for agreeing clients to observe`);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, remaining);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wakeHold = done;
+    });
+    this.#wakeHold = undefined;
   }
 
   /** ROLLING_POST → WEIGHT_SYNCING once no episode is running. */
@@ -525,6 +651,8 @@ export class TrainingCoordinator {
       await this.checkpoints.appendMetrics(metrics).catch((error: unknown) => this.logger.error({ error: String(error) }, "metrics.jsonl append failed"));
       this.logger.info({ step: this.globalStep, reward_mean: metrics.reward_mean, episodes: metrics.episodes }, "step done");
       if (this.state.epoch !== epoch) return;
+      await this.#holdObservable(epoch);
+      if (this.state.epoch !== epoch) return;
       const maxSteps = this.config.max_steps;
       const finished = maxSteps > 0 && this.globalStep >= maxSteps;
       if (finished || (this.config.save_freq > 0 && this.globalStep % this.config.save_freq === 0)) {
@@ -572,6 +700,8 @@ export class TrainingCoordinator {
     }
   }
 }
+
+const drainDeadlineReason = "drain deadline";
 
 /** One line for a failure; a schema error names each field and its bound instead of zod's JSON. */
 function errorText(error: unknown): string {

@@ -6,7 +6,7 @@ AgentJet's protocol (swarm/PROTOCOL.md) and sends each episode's own key as a Be
 token on end and abort (PROTOCOL.md section 7), so it works on servers that require it.
 
 The key is kept (in a bounded map) after the end, so a late end or a repeated abort gets
-the server's real answer (409 already ended, or the idempotent abort) instead of 401.
+the server's real answer (400 already ended, or the idempotent abort) instead of 401.
 
 It survives server restarts: connection errors and 502/503/504 are retried with capped
 exponential backoff for `retry_for_s` (default two minutes); `begin_episode` waits as
@@ -19,6 +19,7 @@ may serve many worker threads.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 import time
@@ -76,7 +77,8 @@ class SwarmClient:
                  request_timeout_s: float = 60.0):
         self.url = url.rstrip("/")
         self.client_uuid = client_uuid or str(uuid.uuid4())
-        self._admin_token = admin_token
+        # Claims need it on a server with a token; a worker hands it over in the environment.
+        self._admin_token = admin_token or os.environ.get("A3R_SWARM_ADMIN_TOKEN") or None
         self._backoff = (backoff_initial_s, backoff_max_s)
         self._retry_for_s = retry_for_s
         self._timeout_s = request_timeout_s
@@ -101,7 +103,7 @@ class SwarmClient:
                     "client_uuid": self.client_uuid,
                     "episode_type": episode_type,
                     "discard_episode_timeout": discard_episode_timeout,
-                })
+                }, "admin")
                 if answer.get("success") is True:
                     handle = EpisodeHandle(str(answer["episode_uuid"]), str(answer["openai_base_url"]),
                                            str(answer["openai_api_key"]), self._timeout_s)
@@ -210,7 +212,12 @@ class SwarmClient:
         return self._call("GET", "/metrics")
 
     def episode_buffer(self) -> list[dict[str, Any]]:
-        return self._call("POST", "/get_episode_buffer", {"client_uuid": self.client_uuid}, "admin")["buffer"]
+        """This client's episodes (the server knows the caller by one of its episode keys),
+        or every episode with the admin token."""
+        with self._keys_lock:
+            key = next(reversed(self._episode_keys.values()), None)
+        auth: str | dict[str, str] = "admin" if self._admin_token or key is None else {"authorization": f"Bearer {key[0]}"}
+        return self._call("POST", "/get_episode_buffer", {"client_uuid": self.client_uuid}, auth)["buffer"]
 
     # ---- plumbing ------------------------------------------------------------------------
 
