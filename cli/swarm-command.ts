@@ -6,10 +6,12 @@ import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { A3rError } from "../core/errors.ts";
 import { createLogger } from "../core/logger.ts";
-import { loadSwarmConfig, SwarmConfigError } from "../swarm/index.ts";
+import { loadSwarmConfig, SwarmConfigError, type AgentJetMapping } from "../swarm/index.ts";
 import { isLoopbackHost, minimumAdminTokenLength, startSwarmServer } from "../swarm/index.ts";
 import { tokenWeakness } from "../core/token-strength.ts";
 import { runEpisodes, SwarmClient, SwarmRequestError, type EpisodeTask, type RunProgress } from "../swarm/index.ts";
+import { isMultiRoleTask, runMultiEpisodes, type MultiRoleTask } from "../swarm/index.ts";
+import { parse as parseYaml } from "yaml";
 import { progressBar, renderStatus } from "./views/swarm-status-view.ts";
 import { exitCode } from "./exit-codes.ts";
 
@@ -33,6 +35,22 @@ function urlOption(value: string): string {
     return value;
   } catch {
     throw new InvalidArgumentError("--url must be an http(s) URL such as http://127.0.0.1:10086.");
+  }
+}
+
+/** One `--url`: a plain URL, or `role=URL` for a multi-model task. */
+interface ServerUrl {
+  role?: string;
+  url: string;
+}
+
+function collectUrl(value: string, previous: ServerUrl[]): ServerUrl[] {
+  const named = /^([A-Za-z][A-Za-z0-9_-]*)=(.+)$/.exec(value);
+  if (!named) return [...previous, { url: urlOption(value) }];
+  try {
+    return [...previous, { role: named[1]!, url: urlOption(named[2]!) }];
+  } catch {
+    throw new InvalidArgumentError(`--url ${named[1]}=… must name an http(s) URL such as ${named[1]}=http://127.0.0.1:10091.`);
   }
 }
 
@@ -62,11 +80,16 @@ export function registerSwarmCommands(program: Command): void {
 
   swarm
     .command("check")
-    .description("validate a swarm.yaml as serve would load it (schema, bounds, engine settings); prints the field and bound that fail")
+    .description(
+      "validate a swarm.yaml, or an AgentJet job's YAML (ajet:), as serve would load it; prints the field and bound that fail, and for AgentJet's form what each key became",
+    )
     .requiredOption("--config <file>", "swarm.yaml")
     .action(async (options: { config: string }) => {
-      await loadConfigOrExplain(options.config);
-      process.stdout.write(`${options.config}: ok\n`);
+      let report: string[] | undefined;
+      await loadConfigOrExplain(options.config, (mapping) => {
+        report = agentJetReport(mapping);
+      });
+      process.stdout.write(`${options.config}: ok${report ? " (AgentJet's form)" : ""}\n${report ? report.map((line) => `  ${line}\n`).join("") : ""}`);
     });
 
   swarm
@@ -82,9 +105,15 @@ export function registerSwarmCommands(program: Command): void {
 
   swarm
     .command("client")
-    .description("run episodes of a task against a swarm server")
+    .description("run episodes of a task against a swarm server, or of a multi-model task against one server per role")
     .argument("<task>", "a task name under examples/tasks, or the path of a task.ts")
-    .option("--url <url>", "swarm server URL (or A3R_SWARM_URL)", urlOption)
+    .option(
+      "--url <url>",
+      "swarm server URL (or A3R_SWARM_URL); a multi-model task takes one per role, as role=URL (repeat the flag)",
+      collectUrl,
+      [] as ServerUrl[],
+    )
+    .option("--swarm <file>", "a YAML file mapping each role of a multi-model task to its server URL (instead of --url role=URL)")
     .option("--episodes <n>", "episodes to run", integerOption("--episodes", 1, 10_000_000), 64)
     .option("--concurrency <k>", "episodes at once", integerOption("--concurrency", 1, 1024), 8)
     .option("--seed <n>", "seed of the first task", integerOption("--seed", 0, 2 ** 31))
@@ -96,14 +125,9 @@ export function registerSwarmCommands(program: Command): void {
       600,
     )
     .option("--json", "print the summary as JSON")
-    .action(
-      async (
-        taskArgument: string,
-        options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean },
-      ) => {
-        await client(taskArgument, options);
-      },
-    );
+    .action(async (taskArgument: string, options: ClientOptions) => {
+      await client(taskArgument, options);
+    });
 }
 
 interface ServeOptions {
@@ -135,10 +159,23 @@ async function adminTokenFrom(options: ServeOptions): Promise<string | undefined
   return token;
 }
 
-/** The config as serve loads it, or CONFIG_INVALID naming the file, line, field and bound. */
-async function loadConfigOrExplain(path: string) {
+/** What an AgentJet-form file became, one line per key: what took effect and what did not, and why. */
+function agentJetReport(mapping: AgentJetMapping): string[] {
+  return [
+    ...mapping.mapped.map((line) => `mapped: ${line}`),
+    ...mapping.ignored.map((line) => `ignored: ${line}`),
+    ...(mapping.ignoredNotListed > 0 ? [`ignored: ${mapping.ignoredNotListed} more keys not listed`] : []),
+  ];
+}
+
+/**
+ * The config as serve loads it, or CONFIG_INVALID naming the file, line, field and bound.
+ * An AgentJet YAML (top-level `ajet:`) is translated (swarm/config/agentjet.ts) and what it
+ * became goes to `onAgentJet`.
+ */
+async function loadConfigOrExplain(path: string, onAgentJet?: (mapping: AgentJetMapping) => void) {
   try {
-    return await loadSwarmConfig(path);
+    return await loadSwarmConfig(path, onAgentJet ? { onAgentJet } : {});
   } catch (error) {
     if (error instanceof SwarmConfigError)
       throw new A3rError("CONFIG_INVALID", error.message, { where: error.where, ...(error.hint ? { hint: error.hint } : {}) });
@@ -147,7 +184,10 @@ async function loadConfigOrExplain(path: string) {
 }
 
 async function serve(options: ServeOptions): Promise<void> {
-  let config = await loadConfigOrExplain(options.config);
+  // An AgentJet job's YAML: say on stderr what each key became (the same lines as swarm check).
+  let config = await loadConfigOrExplain(options.config, (mapping) => {
+    for (const line of agentJetReport(mapping)) process.stderr.write(`agentjet: ${line}\n`);
+  });
   if (options.port !== undefined) config = { ...config, port: options.port };
   if (options.host !== undefined) config = { ...config, host: options.host };
   // An empty A3R_SWARM_ADMIN_TOKEN counts as unset, like an empty --admin-token.
@@ -267,7 +307,7 @@ async function status(options: { url?: string; watch?: boolean; interval: number
   }
 }
 
-async function loadTask(taskArgument: string): Promise<EpisodeTask> {
+async function loadTask(taskArgument: string): Promise<EpisodeTask | MultiRoleTask> {
   const looksLikePath = taskArgument.includes("/") || taskArgument.endsWith(".ts") || taskArgument.endsWith(".js");
   const path = looksLikePath ? (isAbsolute(taskArgument) ? taskArgument : resolve(taskArgument)) : resolve(tasksDirectory, taskArgument, "task.ts");
   if (!existsSync(path)) {
@@ -279,21 +319,97 @@ async function loadTask(taskArgument: string): Promise<EpisodeTask> {
   }
   const module = (await importUserModule(pathToFileURL(path).href)) as { default?: Partial<EpisodeTask> };
   const task = module.default;
+  if (isMultiRoleTask(task))
+    return { ...task, name: task.name ?? taskArgument, sampleTask: task.sampleTask.bind(task), runEpisode: task.runEpisode.bind(task) };
   if (!task || typeof task.sampleTask !== "function" || typeof task.runEpisode !== "function") {
     throw new A3rError("CONFIG_INVALID", `${path} does not default-export a task with sampleTask(seed) and runEpisode(openai, task)`, {
       where: path,
-      hint: "see examples/tasks/task-types.ts for the SwarmTask shape",
+      hint: "see examples/tasks/task-types.ts for the SwarmTask shape (or swarm/client/run-multi-episodes.ts for a multi-model task, with roles)",
     });
   }
   return { name: task.name ?? taskArgument, sampleTask: task.sampleTask.bind(task), runEpisode: task.runEpisode.bind(task) };
 }
 
-async function client(
-  taskArgument: string,
-  options: { url?: string; episodes: number; concurrency: number; seed?: number; eval?: boolean; discardTimeout: number; json?: boolean },
-): Promise<void> {
+interface ClientOptions {
+  url: ServerUrl[];
+  swarm?: string;
+  episodes: number;
+  concurrency: number;
+  seed?: number;
+  eval?: boolean;
+  discardTimeout: number;
+  json?: boolean;
+}
+
+/** The servers of a multi-model task, one per role, from `--url role=URL` or `--swarm <file>`; refuses a missing, unknown or doubled role. */
+async function roleUrls(task: MultiRoleTask, options: ClientOptions): Promise<Record<string, string>> {
+  const given: ServerUrl[] = [...options.url];
+  if (options.swarm !== undefined) given.push(...(await swarmFileUrls(options.swarm)));
+  const urls: Record<string, string> = {};
+  const usage = (message: string): A3rError =>
+    new A3rError("USAGE", message, {
+      where: options.swarm !== undefined && options.url.length === 0 ? options.swarm : "--url",
+      hint: `give one server per role: ${task.roles.map((role) => `--url ${role}=http://127.0.0.1:PORT`).join(" ")}`,
+    });
+  for (const entry of given) {
+    if (entry.role === undefined) throw usage(`${task.name} has ${task.roles.length} roles (${task.roles.join(", ")}): name the role of ${entry.url}`);
+    if (!task.roles.includes(entry.role)) throw usage(`${task.name} has no role "${entry.role}" (its roles: ${task.roles.join(", ")})`);
+    if (urls[entry.role] !== undefined) throw usage(`the role "${entry.role}" is given two servers`);
+    urls[entry.role] = entry.url;
+  }
+  const missing = task.roles.filter((role) => urls[role] === undefined);
+  if (missing.length > 0) throw usage(`no server for the role${missing.length > 1 ? "s" : ""} ${missing.join(", ")} of ${task.name}`);
+  return urls;
+}
+
+/** A swarm file: a YAML mapping of role to server URL. */
+async function swarmFileUrls(path: string): Promise<ServerUrl[]> {
+  const text = await readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
+    throw new A3rError("FILE_NOT_FOUND", `cannot read the swarm file: ${error.code ?? error.message}`, {
+      where: path,
+      hint: "give a YAML file of role: URL lines",
+    });
+  });
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw new A3rError("CONFIG_INVALID", `the swarm file is not YAML: ${(error as Error).message.split("\n")[0]}`, {
+      where: path,
+      hint: "write one role: URL line per server",
+    });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new A3rError("CONFIG_INVALID", "the swarm file must map each role to its server URL", { where: path, hint: "e.g. proposer: http://127.0.0.1:10091" });
+  return Object.entries(parsed as Record<string, unknown>).map(([role, url]) => {
+    try {
+      return { role, url: urlOption(String(url)) };
+    } catch {
+      throw new A3rError("CONFIG_INVALID", `the role ${role} has no http(s) URL (${JSON.stringify(url)})`, {
+        where: path,
+        hint: `e.g. ${role}: http://127.0.0.1:10091`,
+      });
+    }
+  });
+}
+
+function clientError(error: unknown, where: string): unknown {
+  if (error instanceof SwarmRequestError) return new A3rError("SWARM_REQUEST_REFUSED", error.message, { where });
+  if (error instanceof Error && error.name === "SwarmUnreachableError")
+    return new A3rError("SWARM_UNREACHABLE", error.message, { where, hint: "start it with `a3r swarm serve --config swarm.yaml` or pass --url" });
+  return error;
+}
+
+async function client(taskArgument: string, options: ClientOptions): Promise<void> {
   const task = await loadTask(taskArgument);
-  const url = options.url ?? defaultUrl();
+  if (isMultiRoleTask(task)) return multiClient(task, options);
+  if (options.swarm !== undefined || options.url.length > 1 || options.url[0]?.role !== undefined) {
+    throw new A3rError("USAGE", `${task.name} is a single-policy task: it takes one server`, {
+      where: "--url",
+      hint: "give --url URL (no role name, no --swarm)",
+    });
+  }
+  const url = options.url[0]?.url ?? defaultUrl();
   const swarmClient = new SwarmClient({ url });
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort(new Error("interrupted")));
@@ -323,10 +439,7 @@ async function client(
       signal: controller.signal,
     });
   } catch (error) {
-    if (error instanceof SwarmRequestError) throw new A3rError("SWARM_REQUEST_REFUSED", error.message, { where: url });
-    if (error instanceof Error && error.name === "SwarmUnreachableError")
-      throw new A3rError("SWARM_UNREACHABLE", error.message, { where: url, hint: "start it with `a3r swarm serve --config swarm.yaml` or pass --url" });
-    throw error;
+    throw clientError(error, url);
   }
   if (tty) process.stderr.write("\n");
   const { outcomes, ...totals } = summary;
@@ -337,6 +450,47 @@ async function client(
       `${task.name}: ${totals.completed}/${totals.requested} episodes, reward mean ${totals.rewardMean.toFixed(3)}, success ${(totals.successRate * 100).toFixed(1)}%, failed ${totals.failed}${totals.stoppedEarly ? ` (stopped early: ${totals.stoppedEarly})` : ""}\n`,
     );
   if ((totals.completed === 0 && totals.failed > 0) || totals.engineFailed !== undefined) process.exitCode = exitCode.failure;
+}
+
+/** A multi-model task: each episode one claim per role's server (runMultiEpisodes), each role rewarded on its own. */
+async function multiClient(task: MultiRoleTask, options: ClientOptions): Promise<void> {
+  const urls = await roleUrls(task, options);
+  const clients = Object.fromEntries(Object.entries(urls).map(([role, url]) => [role, new SwarmClient({ url, backoff: { initialMs: 20, maxMs: 1000 } })]));
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort(new Error("interrupted")));
+  const seed = options.seed ?? seedFromRun(process.env);
+  const window: Array<Record<string, number>> = [];
+  let summary;
+  try {
+    summary = await runMultiEpisodes({
+      clients,
+      task,
+      episodes: options.episodes,
+      concurrency: options.concurrency,
+      ...(seed === undefined ? {} : { seed }),
+      episodeType: options.eval ? "eval" : "train",
+      discardEpisodeTimeout: options.discardTimeout,
+      signal: controller.signal,
+      onEpisode: (done, record) => {
+        if (options.json) return;
+        if (record.rewards) window.push(record.rewards);
+        if (done % 100 !== 0 && done !== options.episodes) return;
+        const means = task.roles.map(
+          (role) => `${role} ${(window.reduce((sum, rewards) => sum + (rewards[role] ?? 0), 0) / Math.max(1, window.length)).toFixed(2)}`,
+        );
+        process.stdout.write(`${done}/${options.episodes} episodes, last ${window.length}: reward ${means.join(", ")}\n`);
+        window.length = 0;
+      },
+    });
+  } catch (error) {
+    throw clientError(error, Object.values(urls).join(", "));
+  }
+  if (options.json) process.stdout.write(`${JSON.stringify({ task: task.name, urls, ...summary })}\n`);
+  else
+    process.stdout.write(
+      `${task.name}: ${summary.completed}/${summary.requested} episodes, reward mean ${task.roles.map((role) => `${role} ${summary.rewardMean[role]!.toFixed(3)}`).join(" ")}, failed ${summary.failed}${summary.stoppedEarly ? ` (stopped early: ${summary.stoppedEarly})` : ""}\n`,
+    );
+  if ((summary.completed === 0 && summary.failed > 0) || summary.engineFailed !== undefined) process.exitCode = exitCode.failure;
 }
 
 /**

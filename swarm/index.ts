@@ -11,4 +11,5 @@ export type { StepMetrics } from "./server/step-metrics.ts";
 export { createSwarmLogger, silentLogger, type SwarmLogger } from "./server/logger.ts";
 export { loadSwarmConfig, parseSwarmConfig, swarmConfigSchema, sampleCollectionMethods, SwarmConfigError } from "./config/config.ts";
 export type { SwarmConfig, SwarmConfigInput, SampleCollectionMethod } from "./config/config.ts";
+export type { AgentJetMapping } from "./config/agentjet.ts";
 export * from "./client/index.ts";

@@ -5,3 +5,5 @@ export type { EpisodeTask, EpisodeOutcome, RunProgress, RunSummary, RunEpisodesO
 export { backoffDelay, isConnectionError } from "./backoff.ts";
 export { beginMultiEpisode, runMultiEpisode, MultiEpisodeEndError, MultiEpisodeClaimTimeoutError } from "./multi-model.ts";
 export type { RoleClients, MultiEpisode, MultiEpisodeOptions } from "./multi-model.ts";
+export { runMultiEpisodes, isMultiRoleTask } from "./run-multi-episodes.ts";
+export type { MultiRoleTask, MultiRunOptions, MultiRunSummary, MultiEpisodeRecord } from "./run-multi-episodes.ts";

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { canonicalKeys } from "./config-keys.ts";
 import { modelConfigSchema } from "./config-model.ts";
+import { madnessChecks } from "../tracking/madness.ts";
 
 /**
  * The swarm server's configuration (swarm.yaml). Every object is strict: an unknown key is
@@ -57,6 +58,32 @@ const limitsSchema = z.strictObject({
   max_episode_bytes: positiveInteger.default(64 * 1024 * 1024),
   /** Finished episodes remembered (pool + history); past it the oldest are dropped and counted. */
   max_cached_episodes: positiveInteger.default(4096),
+  /**
+   * The keys below are AgentJet's length and sample limits (`ajet.data.*`, `ajet.rollout.*`,
+   * mapped by agentjet.ts); each is off unless set. Timelines one episode may give; past it
+   * a random subset this large is trained (AgentJet's max_sample_per_task).
+   */
+  max_samples_per_episode: positiveInteger.optional(),
+  /** A sample's context before its first trained token counts up to this many tokens (AgentJet's max_prompt_length)... */
+  max_prompt_tokens: positiveInteger.optional(),
+  /** ...and this many tokens after that are kept: a longer sample is cut (max_response_length). */
+  max_response_tokens: positiveInteger.optional(),
+  /** A request's max_tokens is lowered to this (max_response_length_in_one_turn). */
+  max_tokens_per_call: positiveInteger.optional(),
+  /**
+   * Context window (max_model_len): a call whose prompt leaves fewer than max_tokens_per_call
+   * (else its max_tokens) tokens is answered with AgentJet's overflow message, not generated
+   * and not trained on.
+   */
+  max_model_len: positiveInteger.optional(),
+});
+
+/** AgentJet's madness checks (tracking/madness.ts): a mad episode is trained on `reward` instead of its own. */
+const madnessSchema = z.strictObject({
+  checklist: z.array(z.enum(madnessChecks)).default([]),
+  reward: z.number().default(0),
+  /** Calls after the first mad one are not trained on (AgentJet's agent_madness_termination). */
+  terminate: z.boolean().default(true),
 });
 
 /** The configuration with its keys in their one (snake_case) spelling. */
@@ -122,6 +149,11 @@ export const swarmConfigObject = z.strictObject({
    * into the prompt. On: AgentJet's faster choice (fewer samples, less faithful context).
    */
   ignore_tools: z.boolean().default(false),
+  /** Timeline merging exactly as AgentJet merges (tracking/MERGE.md, the last section). */
+  agentjet_compat: z.boolean().default(false),
+  /** Tools are not passed to the engine nor tool calls parsed (AgentJet's force_disable_toolcalls). */
+  disable_tool_calls: z.boolean().default(false),
+  madness: madnessSchema.default({ checklist: [], reward: 0, terminate: true }),
   /**
    * Sampling parameters on train episodes. `server` (default, as AgentJet): the client's
    * temperature and top_p are ignored (named in x-swarm-warnings) and `sampling` applies,

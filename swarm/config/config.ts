@@ -1,9 +1,10 @@
 import { readFile } from "node:fs/promises";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { basename, dirname, isAbsolute, resolve } from "node:path";
 import type { z } from "zod";
 import { LineCounter, parseDocument } from "yaml";
 import { SwarmConfigError } from "./config-error.ts";
 import { canonicalKeys, deprecationMessage, droppedMessage, objectsOf, snakeCase } from "./config-keys.ts";
+import { AgentJetConfigError, applyAgentJetConfig, isAgentJetConfig, type AgentJetMapping } from "./agentjet.ts";
 import { swarmConfigObject, type SwarmConfig } from "./config-schema.ts";
 
 export { SwarmConfigError } from "./config-error.ts";
@@ -20,6 +21,11 @@ export interface ParseSwarmConfigOptions {
    * ..."); default: the line goes to stderr as a warning.
    */
   onDeprecation?: (line: string) => void;
+  /**
+   * Told what an AgentJet-form file (top-level `ajet:`) became: the keys mapped and those
+   * ignored, with why (agentjet.ts). Default: nothing is said.
+   */
+  onAgentJet?: (mapping: AgentJetMapping) => void;
 }
 
 const printDeprecation = (line: string): void => {
@@ -53,15 +59,27 @@ export function parseSwarmConfig(text: string, options: ParseSwarmConfigOptions 
     const offset = findKeyOffset(document.contents, keyPath);
     return offset === undefined ? undefined : lineCounter.linePos(offset).line;
   };
+  if (isAgentJetConfig(raw)) return parseAgentJetForm(raw, { file, options, lineOf });
+  return parseA3rForm(raw, [], { file, options, lineOf });
+}
+
+interface FormContext {
+  file: string;
+  options: ParseSwarmConfigOptions;
+  lineOf: (keyPath: string[]) => number | undefined;
+}
+
+/** swarm.yaml's own form (or the `a3r:` section of an AgentJet file, `prefix` ["a3r"]). */
+function parseA3rForm(raw: unknown, prefix: string[], { file, options, lineOf }: FormContext): SwarmConfig {
   const canonical = canonicalKeys(raw, swarmConfigObject);
   const result = swarmConfigObject.safeParse(canonical.value);
   if (!result.success) {
     const issue = result.error.issues[0]!;
-    throw describeIssue(issue, issue.path.map(String), file, lineOf);
+    throw describeIssue(issue, issue.path.map(String), file, (keyPath) => lineOf([...prefix, ...keyPath]), prefix);
   }
   const report = options.onDeprecation ?? printDeprecation;
   const where = (key: { writtenPath: string[] }): string => {
-    const line = lineOf(key.writtenPath);
+    const line = lineOf([...prefix, ...key.writtenPath]);
     return line === undefined ? file : `${file}:${line}`;
   };
   for (const renamed of canonical.renamed) report(`${where(renamed)}: ${deprecationMessage(renamed)}`);
@@ -74,8 +92,29 @@ export function parseSwarmConfig(text: string, options: ParseSwarmConfigOptions 
   };
 }
 
+/** AgentJet's form: its `ajet:` tree onto the `a3r:` section (or a3r's defaults), as the server's sync_train_config applies it. */
+function parseAgentJetForm(raw: { ajet: unknown; a3r?: unknown }, context: FormContext): SwarmConfig {
+  const base = parseA3rForm(raw.a3r ?? {}, ["a3r"], context);
+  let mapping: AgentJetMapping;
+  try {
+    const yamlName = context.file.includes(".") ? basename(context.file).replace(/\.[^.]*$/, "") : undefined;
+    mapping = applyAgentJetConfig(raw, base, base.experiment_dir, { a3rSectionApplied: true, ...(yamlName ? { yamlName } : {}) });
+  } catch (error) {
+    if (!(error instanceof AgentJetConfigError)) throw error;
+    const line = context.lineOf(error.path.split(" ")[0]!.split("."));
+    throw new SwarmConfigError(`AgentJet key ${error.message}`, {
+      file: context.file,
+      ...(line === undefined ? {} : { line }),
+      field: error.path,
+      hint: "change or remove that key; swarm/README.md (AgentJet's YAML) lists what a3r maps, refuses and ignores",
+    });
+  }
+  context.options.onAgentJet?.(mapping);
+  return mapping.config;
+}
+
 /** Reads and parses a swarm.yaml file. */
-export async function loadSwarmConfig(path: string, options: Pick<ParseSwarmConfigOptions, "onDeprecation"> = {}): Promise<SwarmConfig> {
+export async function loadSwarmConfig(path: string, options: Pick<ParseSwarmConfigOptions, "onDeprecation" | "onAgentJet"> = {}): Promise<SwarmConfig> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -89,11 +128,17 @@ export async function loadSwarmConfig(path: string, options: Pick<ParseSwarmConf
   return parseSwarmConfig(text, { ...options, file: path, baseDirectory: dirname(resolve(path)) });
 }
 
-function describeIssue(issue: z.core.$ZodIssue, path: string[], file: string, lineOf: (keyPath: string[]) => number | undefined): SwarmConfigError {
-  const dotted = path.join(".");
+function describeIssue(
+  issue: z.core.$ZodIssue,
+  path: string[],
+  file: string,
+  lineOf: (keyPath: string[]) => number | undefined,
+  prefix: string[] = [],
+): SwarmConfigError {
+  const dotted = [...prefix, ...path].join(".");
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0]!;
-    const full = [...path, key].join(".");
+    const full = [...prefix, ...path, key].join(".");
     const known = knownKeysAt(swarmConfigObject, path);
     const suggestion = closest(key, known);
     const line = lineOf([...path, key]);
