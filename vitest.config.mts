@@ -24,6 +24,11 @@ export default defineConfig({
           exclude: ["node_modules/**", "runs/**"],
           testTimeout: 120_000,
           hookTimeout: 60_000,
+          // Runs are unconfined here unless a test asks for the sandbox (the worker's
+          // sandbox tests do): many tests watch a run's processes from outside, through pid
+          // and gate files in their temp folder, which a sandboxed run cannot see.
+          // `A3R_SANDBOX=bwrap npm test` runs every worker test inside bubblewrap.
+          env: { A3R_SANDBOX: process.env.A3R_SANDBOX ?? "none" },
           pool: "forks",
           // Four at once: they mostly wait on child processes.
           maxWorkers: 4,

@@ -65,6 +65,10 @@ export const blueprintFrontMatterSchema = z.looseObject({
   /** The campaign's command rules on top of the defaults (see `blueprintCommandRules`). */
   command_rules: z.array(commandRuleSchema).optional(),
   /** Model-provider keys the run's processes may see (withheld otherwise; see worker/launch/attempt-plan.ts). */
+  /** Whether the run's commands execute in bubblewrap (worker/launch/sandbox-plan.ts); default: bwrap where it works. */
+  sandbox: z.enum(["bwrap", "none"]).optional(),
+  /** `host`: the sandboxed run keeps the host's network (downloads, remote APIs); default: loopback only. */
+  network: z.enum(["loopback", "host"]).optional(),
   env_passthrough: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")).optional(),
 });
 

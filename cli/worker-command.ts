@@ -20,6 +20,7 @@ interface RunFlags {
   resultDir?: string;
   dryRun?: boolean;
   gpus?: string;
+  sandbox?: string;
   ledger?: string;
   llmTokens?: number;
   llmUsd?: number;
@@ -59,6 +60,7 @@ export function registerWorkerCommands(program: Command): void {
     .option("--result-dir <dir>", "write the result directory here instead of the blueprint's Result Directory")
     .option("--dry-run", "print what would be prepared, launched and watched; change nothing")
     .option("--gpus <list>", "GPU slots for CUDA_VISIBLE_DEVICES, e.g. 0,1", gpuList)
+    .option("--sandbox <mode>", "bwrap | none: the host's sandbox for the run's commands (hosts.yaml sandbox:); default A3R_SANDBOX, else bwrap where it works")
     .option(
       "--ledger <file>",
       "ledger for LLM tokens and GPU-hours; default: the campaign's ledger.jsonl when the result directory is <campaign>/results/<id>, else <result dir>/ledger.jsonl",
@@ -211,6 +213,7 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
     signal: cancel.signal,
     configSchemas: { swarm: swarmConfigSchema },
     ...(flags.gpus ? { gpus: flags.gpus } : {}),
+    ...(flags.sandbox ? { sandbox: flags.sandbox } : {}),
     ...(flags.allowedRoot ? { allowedRoots: flags.allowedRoot.map((root) => resolve(root)) } : {}),
   });
   if (flags.json) process.stdout.write(`${JSON.stringify(outcome)}\n`);

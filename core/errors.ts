@@ -29,6 +29,8 @@ export const errorCatalogue = {
   CONFIG_INVALID: { retryable: false, user: true },
   /** An attempt's final command line (its placeholders filled) is refused by the command policy. */
   COMMAND_FORBIDDEN: { retryable: false, user: true },
+  /** `sandbox: bwrap` was asked for, but bubblewrap is missing or cannot create its namespaces here. */
+  SANDBOX_UNAVAILABLE: { retryable: false, user: true },
   LLM_CONFIG_INVALID: { retryable: false, user: true },
   LLM_AUTH_FAILED: { retryable: false, user: true },
   LLM_RATE_LIMITED: { retryable: true, user: false },

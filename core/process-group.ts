@@ -22,6 +22,31 @@ export interface LaunchOptions {
   env: NodeJS.ProcessEnv;
   logFile: string;
   exitFile: string;
+  /**
+   * Words that confine the command (`bwrap ... --`, perhaps after `nsenter ... --`), put
+   * before its shell. See `confinedShell` for how TERM still reaches the command there.
+   */
+  confine?: readonly string[];
+  /** Open descriptors the command inherits as fd 3, 4, ... (a listening socket for a relay). */
+  inheritFds?: readonly number[];
+}
+
+/**
+ * The command's shell inside a confinement whose PID namespace ends with its first process
+ * (bubblewrap: when its child exits, everything inside is killed). Two things keep the
+ * group's signal semantics those of an unconfined run:
+ * - bubblewrap starts with TERM, INT and HUP ignored, so a group-wide TERM does not kill
+ *   it (with --die-with-parent its death would SIGKILL the command at once, with no time
+ *   to save); `env --default-signal` gives the command back the default actions;
+ * - after a TERM, the shell inside waits for every other process of the namespace (a
+ *   trainer saving its checkpoint outlives the `sh -c` that started it, as it would
+ *   outside), so the namespace ends when they do; KILL after the grace period ends all.
+ */
+function confinedShell(confine: readonly string[], command: string): string {
+  const waitForOthers =
+    'while :; do alive=; for p in /proc/[0-9]*; do n=${p#/proc/}; [ "$n" = 1 ] || [ "$n" = $$ ] || { [ -e "$p/stat" ] && alive=1; }; done; [ -z "$alive" ] && break; sleep 0.1; done';
+  const inner = `trap 'termed=1' TERM INT HUP; sh -c ${shellQuote(command)}; code=$?; if [ -n "$termed" ]; then ${waitForOthers}; fi; exit $code`;
+  return `(trap '' TERM INT HUP; exec ${confine.map(shellQuote).join(" ")} env --default-signal=TERM,INT,HUP sh -c ${shellQuote(inner)})`;
 }
 
 export async function launchProcessGroup(options: LaunchOptions): Promise<LaunchedProcess> {
@@ -36,12 +61,13 @@ export async function launchProcessGroup(options: LaunchOptions): Promise<Launch
     // The wrapper traps TERM/INT/HUP so that a group-wide TERM (budget, cancel) reaches the
     // command, which may save and exit cleanly, while the wrapper lives on to record how it
     // ended; KILL after the grace period still ends everything.
-    const wrapper = `trap : TERM INT HUP; sh -c ${shellQuote(options.command)}; echo $? > ${partial} && mv -f ${partial} ${exitFile}`;
+    const run = options.confine?.length ? confinedShell(options.confine, options.command) : `sh -c ${shellQuote(options.command)}`;
+    const wrapper = `trap : TERM INT HUP; ${run}; echo $? > ${partial} && mv -f ${partial} ${exitFile}`;
     const child = spawn("sh", ["-c", wrapper], {
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ["ignore", log.fd, log.fd],
+      stdio: ["ignore", log.fd, log.fd, ...(options.inheritFds ?? [])],
     });
     const pid = await new Promise<number>((resolve, reject) => {
       child.once("error", reject);

@@ -37,6 +37,7 @@ import {
   latestSwarmCheckpointStep,
   launchAttempt,
   readyUrlOf,
+  swarmClientConfine,
   swarmHooks,
   type SwarmHooks,
 } from "./launch/attempt-launch.ts";
@@ -70,6 +71,7 @@ import {
 } from "./supervise/storage-failure.ts";
 import { interpreterFound } from "./launch/interpreter.ts";
 import { swarmConfigRefusal } from "./launch/swarm-preflight.ts";
+import { decideSandbox } from "./launch/sandbox-plan.ts";
 
 /**
  * `a3r worker run`: one blueprint to one complete result directory.
@@ -117,6 +119,11 @@ export interface RunWorkerOptions {
    * Without one, keys land by the config file alone (blueprints/overrides/).
    */
   configSchemas?: ConfigSchemas;
+  /**
+   * The host's sandbox setting (`--sandbox`, else `A3R_SANDBOX`: hosts.yaml `sandbox:`),
+   * beside the blueprint's own (launch/sandbox-plan.ts, core/sandbox/sandbox-choice.ts).
+   */
+  sandbox?: string;
 }
 
 export interface WorkerOutcome {
@@ -257,6 +264,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerOutcom
       runStartedAtMs: status?.startedAt ? Date.parse(status.startedAt) : Date.now(),
       attempt: status?.attempt ?? 0,
       ...(options.configSchemas?.[blueprint.mode] ? { configSchema: options.configSchemas[blueprint.mode] } : {}),
+      ...sandboxOf(blueprint, options.sandbox ?? env.A3R_SANDBOX, env),
     };
     watched = context;
     const abandoned = await findStorageFailureRecord(resultDir);
@@ -404,6 +412,16 @@ async function finishedState(paths: ReturnType<typeof resultDirPaths>): Promise<
   return status.state;
 }
 
+/** The run's sandbox, or why it must not start (prepare() records it as a problem). */
+function sandboxOf(blueprint: Blueprint, hostSetting: string | undefined, env: NodeJS.ProcessEnv): Pick<RunContext, "sandbox" | "sandboxRefusal"> {
+  try {
+    return { sandbox: decideSandbox(blueprint, hostSetting, env) };
+  } catch (error) {
+    if (error instanceof A3rError) return { sandboxRefusal: `[${error.code}] ${error.message} (${error.hint ?? ""})` };
+    throw error;
+  }
+}
+
 /** Checks paths, interpreter and config, copies the blueprint; false when the run failed here. */
 async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   const { blueprint, writer } = context;
@@ -411,7 +429,12 @@ async function prepare(context: RunContext, fresh: boolean): Promise<boolean> {
   await writer.writeStatus({ state: "preparing", host: hostname() });
   await writer.appendEvent("run.preparing", { blueprint: blueprint.id, mode: blueprint.mode });
   await writer.writeBlueprint(await blueprintTextForCopy(blueprint.file!));
-  const problems: string[] = [];
+  const problems: string[] = context.sandboxRefusal ? [context.sandboxRefusal] : [];
+  if (context.sandbox) {
+    await writer.writeStatus({ sandbox: { mode: context.sandbox.mode, why: context.sandbox.why } });
+    await writer.appendEvent("run.sandbox", { mode: context.sandbox.mode, why: context.sandbox.why, fellBack: context.sandbox.fellBack });
+    if (context.sandbox.fellBack) context.progress.event(`${blueprint.id}: warning: not sandboxed: ${context.sandbox.why}`);
+  }
   const isDirectory = await stat(blueprint.codebase).then(
     (info) => info.isDirectory(),
     () => false,
@@ -471,18 +494,19 @@ function attemptPlanInput(context: RunContext, attempt: number, resume: boolean)
 async function reattachSwarm(context: RunContext): Promise<SwarmHooks | undefined> {
   if (context.blueprint.mode !== "swarm") return undefined;
   const server = context.memory.processes[0];
+  // Sandboxed, the worker reaches the server through its relay (swarmUrl) and the clients
+  // by the URL it printed inside their namespace; unconfined, the two are the same.
   const url = context.memory.swarmUrl ?? (server ? await readyUrlOf(server) : undefined);
   if (!url) return undefined;
-  const plan = planAttempt({ ...attemptPlanInput(context, context.attempt, false), swarmUrl: url });
+  const clientUrl = (server ? await readyUrlOf(server) : undefined) ?? url;
+  const plan = planAttempt({ ...attemptPlanInput(context, context.attempt, false), swarmUrl: clientUrl });
   // The live server's token, read back from its environment: restarted clients need it.
   const token = server ? swarmAdminTokenOf(server.pid) : undefined;
   if (token) context.swarmAdminToken = token;
   const env = processEnv(context.env, plan, context.blueprint.venv, envPassthroughOf(context.blueprint));
-  return swarmHooks(
-    url,
-    clientRelauncher(context.attempt, resultDirPaths(context.resultDir).logs, plan.cwd, token ? { ...env, [swarmAdminTokenVariable]: token } : env),
-    token,
-  );
+  const clientEnv = token ? { ...env, [swarmAdminTokenVariable]: token } : env;
+  const confine = swarmClientConfine(context.sandbox, { blueprint: context.blueprint, resultDir: context.resultDir, env: clientEnv }, server, plan.cwd);
+  return swarmHooks(url, clientRelauncher(context.attempt, resultDirPaths(context.resultDir).logs, plan.cwd, clientEnv, confine), token);
 }
 
 /** `unwatchedSince`: on re-attach, the dead worker's last heartbeat (what the run made after it is marked late). */
@@ -571,6 +595,7 @@ async function launchNext(context: RunContext, resume: boolean): Promise<Attempt
       ...(blueprint.mode === "swarm" ? { swarmAdminToken: (context.swarmAdminToken ??= newSwarmAdminToken()) } : {}),
       ...(context.configSchema ? { configSchema: context.configSchema } : {}),
       ...(context.commandRules ? { commandRules: context.commandRules } : {}),
+      ...(context.sandbox ? { sandbox: context.sandbox } : {}),
       onProcesses: async (records) => {
         crashPoint("after-spawn");
         memory.processes = records;

@@ -25,6 +25,13 @@ export function lastStepOf(records: readonly MetricsRecord[]): number | null {
   return records.length === 0 ? null : Math.max(...records.map((record) => record.step));
 }
 
+/** What confined the run, from this worker's decision or (a run finished by a later worker) status.json's. */
+function sandboxLine(context: RunContext, status: Record<string, unknown> | undefined): Pick<ResultReportInput, "sandbox"> {
+  if (context.sandbox) return { sandbox: `${context.sandbox.mode} (${context.sandbox.why})` };
+  const recorded = status?.sandbox as { mode?: unknown; why?: unknown } | undefined;
+  return typeof recorded?.mode === "string" ? { sandbox: `${recorded.mode} (${String(recorded.why ?? "")})` } : {};
+}
+
 export async function finalizeRun(context: RunContext, state: RunState, reason: string | null, options: { alreadyTerminal?: boolean } = {}): Promise<void> {
   const { writer, blueprint } = context;
   const paths = resultDirPaths(context.resultDir);
@@ -49,6 +56,7 @@ export async function finalizeRun(context: RunContext, state: RunState, reason: 
     elapsedMs: status?.startedAt ? Date.now() - Date.parse(status.startedAt) : 0,
     budgetMs: blueprint.timeBudgetMs,
     finalOverrides: context.memory.overrides,
+    ...sandboxLine(context, status),
     ...(typeof blueprint.frontMatter.campaign === "string" ? { campaign: blueprint.frontMatter.campaign } : {}),
     ...(typeof blueprint.frontMatter.stage === "number" || typeof blueprint.frontMatter.stage === "string" ? { stage: blueprint.frontMatter.stage } : {}),
   };

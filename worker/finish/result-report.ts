@@ -23,6 +23,8 @@ export interface ResultReportInput {
   /** The blueprint's campaign and stage (front matter), to say where the leader's verdict is. */
   campaign?: string;
   stage?: number | string;
+  /** What confined the run's commands: "bwrap (...)" or "none (why)" (launch/sandbox-plan.ts). */
+  sandbox?: string;
   /** Set when the run ended before its planned steps (`stopped at step 3 of 20`): the prediction is not judged. */
   partial?: string;
 }
@@ -69,6 +71,7 @@ export function renderResultMarkdown(input: ResultReportInput): string {
   lines.push(`- Time: ${formatDuration(input.elapsedMs)} of a ${formatDuration(input.budgetMs)} budget`);
   const lastStep = input.records[input.records.length - 1]?.step;
   lines.push(`- Steps recorded: ${input.records.length}${lastStep === undefined ? "" : ` (last step ${lastStep})`}`);
+  if (input.sandbox) lines.push(`- Sandbox: ${input.sandbox}`);
   lines.push("", "## Prediction", "");
   if (input.hypothesis) lines.push(`Hypothesis: ${input.hypothesis}`, "");
   lines.push(`Prediction: ${input.prediction ?? "(none)"}`, "");

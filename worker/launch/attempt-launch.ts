@@ -19,6 +19,10 @@ import { envPassthroughOf, outputDirOf, planAttempt, processEnv, type AttemptPla
 import { collectExit, isRecordRunning, launchRecorded, type LaunchedProcessRecord } from "./launched-process.ts";
 import { swarmAdminTokenVariable } from "./swarm-admin-token.ts";
 import type { Overrides } from "../../blueprints/index.ts";
+import { createServer } from "node:net";
+import { shellQuote } from "../../core/shell-quote.ts";
+import { groupNetworkNamespace } from "../../core/sandbox/network-namespace.ts";
+import { confineWords, relayScript, wantsHostNetwork, type SandboxDecision } from "./sandbox-plan.ts";
 
 /**
  * Starts one attempt: writes the config copy, launches the classic command, or the swarm
@@ -95,10 +99,12 @@ async function clientLogName(logs: string, attempt: number, index: number): Prom
   for (let restart = 1; ; restart += 1) if (!names.has(`${base}.r${restart}.log`)) return join(logs, `${base}.r${restart}.log`);
 }
 
-export function clientRelauncher(attempt: number, logs: string, cwd: string, env: NodeJS.ProcessEnv) {
-  return async (record: LaunchedProcessRecord): Promise<LaunchedProcessRecord> => {
+/** `confine`: the sandbox's words for a client, asked at each relaunch (the server's namespace is read from /proc then). */
+export function clientRelauncher(attempt: number, logs: string, cwd: string, env: NodeJS.ProcessEnv, confine?: () => readonly string[] | undefined) {
+  return async (record: Pick<LaunchedProcessRecord, "role" | "command">): Promise<LaunchedProcessRecord> => {
     const index = Number(/client-(\d+)/.exec(record.role)?.[1] ?? 1);
     const logFile = await clientLogName(logs, attempt, index);
+    const words = confine?.();
     return launchRecorded({
       role: record.role,
       command: record.command,
@@ -106,6 +112,7 @@ export function clientRelauncher(attempt: number, logs: string, cwd: string, env
       env: { ...env, A3R_CLIENT_INDEX: String(index) },
       logFile,
       exitFile: logFile.replace(/\.log$/, ".exit"),
+      ...(words ? { confine: words } : {}),
     });
   };
 }
@@ -123,6 +130,8 @@ export async function launchAttempt(
     configSchema?: z.ZodType;
     /** The command policy the final command lines are held to (the blueprint's and the campaign's rules). */
     commandRules?: readonly CommandRule[];
+    /** The run's sandbox (sandbox-plan.ts); absent or `none`: unconfined. */
+    sandbox?: SandboxDecision;
   },
 ): Promise<LaunchedAttempt | LaunchFailure> {
   const { blueprint, resultDir, attempt } = input;
@@ -149,16 +158,44 @@ export async function launchAttempt(
   if (blueprint.mode === "classic") {
     const plan = planAttempt(planInput);
     const env = processEnv(options.baseEnv, plan, blueprint.venv, envPassthroughOf(blueprint));
-    const main = await launchRecorded({ role: "main", command: plan.commands[0]!, cwd: plan.cwd, env, logFile, exitFile });
+    const confine = confineWords(options.sandbox, { blueprint, resultDir, env }, { kind: "main" }, plan.cwd);
+    const main = await launchRecorded({ role: "main", command: plan.commands[0]!, cwd: plan.cwd, env, logFile, exitFile, ...(confine ? { confine } : {}) });
     await options.onProcesses([main]);
     return { plan, processes: [main] };
   }
+  return launchSwarm(planInput, options, { logs, logFile, exitFile });
+}
+
+/** The swarm server (waiting for its ready line), then its clients; sandboxed, all in one loopback-only namespace. */
+async function launchSwarm(
+  planInput: Omit<AttemptPlanInput, "swarmUrl">,
+  options: Parameters<typeof launchAttempt>[1],
+  files: { logs: string; logFile: string; exitFile: string },
+): Promise<LaunchedAttempt | LaunchFailure> {
+  const { blueprint, resultDir, attempt } = planInput;
+  const { logs, logFile, exitFile } = files;
 
   const serverPlan = planAttempt(planInput);
   const withToken = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv =>
     options.swarmAdminToken ? { ...env, [swarmAdminTokenVariable]: options.swarmAdminToken } : env;
   const serverEnv = withToken(processEnv(options.baseEnv, serverPlan, blueprint.venv, envPassthroughOf(blueprint)));
-  const server = await launchRecorded({ role: "server", command: serverPlan.serverCommand!, cwd: serverPlan.cwd, env: serverEnv, logFile, exitFile });
+  const confine = confineWords(options.sandbox, { blueprint, resultDir, env: serverEnv }, { kind: "server" }, serverPlan.cwd);
+  // Sandboxed without the host's network, the server's loopback is its own: the worker
+  // reaches it through a relay inside, on a socket opened here (core/sandbox/port-relay.mjs).
+  const door = confine && !wantsHostNetwork(blueprint) ? await openDoor() : undefined;
+  const serverCommand = door
+    ? `${shellQuote(process.execPath)} ${shellQuote(relayScript)} 3 ${shellQuote(logFile)} ${shellQuote(readyLine.source)} & ${serverPlan.serverCommand!}`
+    : serverPlan.serverCommand!;
+  const server = await launchRecorded({
+    role: "server",
+    command: serverCommand,
+    cwd: serverPlan.cwd,
+    env: serverEnv,
+    logFile,
+    exitFile,
+    ...(confine ? { confine } : {}),
+    ...(door ? { inheritFds: [door.fd] } : {}),
+  }).finally(() => door?.close());
   await options.onProcesses([server]);
   const url = await waitForReady(server, options.readyTimeoutMs);
   if (typeof url !== "string") {
@@ -167,22 +204,50 @@ export async function launchAttempt(
   }
   const plan = planAttempt({ ...planInput, swarmUrl: url });
   const env = withToken(processEnv(options.baseEnv, plan, blueprint.venv, envPassthroughOf(blueprint)));
+  const relaunch = clientRelauncher(attempt, logs, plan.cwd, env, swarmClientConfine(options.sandbox, { blueprint, resultDir, env }, server, plan.cwd));
   const processes: LaunchedProcessRecord[] = [server];
-  for (const [index, command] of plan.commands.entries()) {
-    const clientLog = join(logs, `attempt-${attempt}-client-${index + 1}.log`);
-    processes.push(
-      await launchRecorded({
-        role: `client-${index + 1}`,
-        command,
-        cwd: plan.cwd,
-        env: { ...env, A3R_CLIENT_INDEX: String(index + 1) },
-        logFile: clientLog,
-        exitFile: clientLog.replace(/\.log$/, ".exit"),
-      }),
-    );
-  }
+  for (const index of plan.commands.keys()) processes.push(await relaunch({ role: `client-${index + 1}`, command: plan.commands[index]! }));
   await options.onProcesses(processes);
-  return { plan, processes, swarm: swarmHooks(url, clientRelauncher(attempt, logs, plan.cwd, env), options.swarmAdminToken) };
+  return { plan, processes, swarm: swarmHooks(door?.url ?? url, relaunch, options.swarmAdminToken) };
+}
+
+/**
+ * The sandbox's words for a swarm client, asked at each (re)launch: it joins the
+ * namespace of its server's group, read from /proc then (a restarted worker finds it too).
+ */
+export function swarmClientConfine(
+  sandbox: SandboxDecision | undefined,
+  input: Parameters<typeof confineWords>[1],
+  server: LaunchedProcessRecord | undefined,
+  cwd: string,
+): () => readonly string[] | undefined {
+  return () => {
+    if (sandbox?.mode !== "bwrap") return undefined;
+    const serverNamespace = server ? groupNetworkNamespace(server.pgid) : undefined;
+    if (!serverNamespace && !wantsHostNetwork(input.blueprint))
+      throw new A3rError(
+        "LAUNCH_FAILED",
+        "the sandboxed swarm server's network namespace is gone (no process of its group is left): its clients cannot join it",
+      );
+    return confineWords(sandbox, input, { kind: "client", serverNamespace: serverNamespace ?? "" }, cwd);
+  };
+}
+
+/** A listening socket on the host's loopback, for the relay inside a sandbox to inherit as fd 3. */
+async function openDoor(): Promise<{ fd: number; url: string; close(): void }> {
+  const server = createServer();
+  await new Promise<void>((resolveListen, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolveListen());
+  });
+  const address = server.address();
+  const fd = (server as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  if (typeof address !== "object" || !address || typeof fd !== "number" || fd < 0) {
+    server.close();
+    throw new A3rError("LAUNCH_FAILED", "could not open the loopback socket the sandboxed swarm server's relay needs");
+  }
+  // The child keeps its own copy of the descriptor: closing ours leaves it listening.
+  return { fd, url: `http://127.0.0.1:${address.port}`, close: () => server.close() };
 }
 
 /**

@@ -43,6 +43,9 @@ export async function launchRecorded(options: {
   env: NodeJS.ProcessEnv;
   logFile: string;
   exitFile: string;
+  /** The sandbox's words (sandbox-plan.ts), when the run is sandboxed. */
+  confine?: readonly string[];
+  inheritFds?: readonly number[];
 }): Promise<LaunchedProcessRecord> {
   const launched = await launchProcessGroup(options);
   return {

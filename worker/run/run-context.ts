@@ -5,6 +5,7 @@ import type { ChatModel } from "../../llm/index.ts";
 import type { ProgressReporter } from "../supervise/progress-reporter.ts";
 import type { RunMemory } from "./run-memory.ts";
 import type { WorkerSettings } from "../rules/worker-settings.ts";
+import type { SandboxDecision } from "../launch/sandbox-plan.ts";
 
 /**
  * Everything one worker knows about the run it owns while it drives it: the blueprint and
@@ -30,6 +31,10 @@ export interface RunContext {
   attempt: number;
   /** The engine's config schema for this blueprint's mode, where the caller gave one (blueprints/overrides/). */
   configSchema?: z.ZodType;
+  /** The run's sandbox (launch/sandbox-plan.ts): decided once, when the worker starts. */
+  sandbox?: SandboxDecision;
+  /** Why the run must not start under the sandbox settings it was given (a problem of prepare()). */
+  sandboxRefusal?: string;
   /** swarm: the run's admin token (launch/swarm-admin-token.ts); held in memory only, never in status.json. */
   swarmAdminToken?: string;
 }
