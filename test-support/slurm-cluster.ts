@@ -34,6 +34,8 @@ export interface SlurmClusterHandle {
   gpus: number;
   /** CPUs the node offers: more than the machine has (config_overrides), so many small jobs run at once. */
   cpus: number;
+  /** With `preemption`: a partition on the same node whose jobs preempt (requeue) `partition`'s. */
+  urgentPartition?: string;
   /** Runs a Slurm client command against this cluster. */
   client(command: string, args: string[]): Promise<{ stdout: string; stderr: string }>;
   stop(): Promise<void>;
@@ -48,7 +50,7 @@ export const slurmMissing: string | undefined =
     ? undefined
     : `Slurm is not installed (${missing.join(", ")} missing): apt-get install slurmctld slurmd slurm-client munge, as .ci/run does`;
 
-export async function startSlurmCluster(options: { cpus?: number } = {}): Promise<SlurmClusterHandle> {
+export async function startSlurmCluster(options: { cpus?: number; preemption?: boolean } = {}): Promise<SlurmClusterHandle> {
   if (slurmMissing) throw new Error(slurmMissing);
   const dir = await mkdtemp(join(tmpdir(), "a3r-slurm-"));
   const children: ChildProcess[] = [];
@@ -87,6 +89,7 @@ export async function startSlurmCluster(options: { cpus?: number } = {}): Promis
     const [controllerPort, nodePort] = [await freePort(), await freePort()];
     const confFile = join(dir, "slurm.conf");
     const partition = "a3rtest";
+    const urgent = "a3rurgent";
     await writeFile(
       confFile,
       [
@@ -124,6 +127,14 @@ export async function startSlurmCluster(options: { cpus?: number } = {}): Promis
         ...(gpus > 0 ? ["GresTypes=gpu"] : []),
         `NodeName=${nodeName} NodeAddr=127.0.0.1 CPUs=${nodeCpus} RealMemory=${memoryMb}${gpus > 0 ? ` Gres=gpu:${gpus}` : ""} State=UNKNOWN`,
         `PartitionName=${partition} Nodes=${nodeName} Default=YES MaxTime=INFINITE State=UP`,
+        // A higher tier on the same node: its jobs requeue the ones in the way (PreemptMode=REQUEUE).
+        ...(options.preemption
+          ? [
+              "PreemptType=preempt/partition_prio",
+              "PreemptMode=REQUEUE",
+              `PartitionName=${urgent} Nodes=${nodeName} PriorityTier=2 PreemptMode=off MaxTime=INFINITE State=UP`,
+            ]
+          : []),
         "",
       ].join("\n"),
     );
@@ -155,10 +166,12 @@ export async function startSlurmCluster(options: { cpus?: number } = {}): Promis
       nodeName,
       gpus,
       cpus: nodeCpus,
+      ...(options.preemption ? { urgentPartition: urgent } : {}),
       client,
       stop: async () => {
         // Jobs first, so no slurmstepd (and no worker) outlives the cluster.
-        await client("scancel", ["--full", "--partition", partition]).catch(() => undefined);
+        for (const name of options.preemption ? [partition, urgent] : [partition])
+          await client("scancel", ["--full", "--partition", name]).catch(() => undefined);
         await waitForAsync(
           async () =>
             (await client("squeue", ["-h", "-t", "RUNNING,COMPLETING,CONFIGURING,SUSPENDED", "-o", "%i"]).catch(() => ({ stdout: "" }))).stdout.trim() === "",

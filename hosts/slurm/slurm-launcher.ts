@@ -16,7 +16,19 @@ import { stopRequestAnswer, stopRequestScript } from "../port/stop-request-scrip
 import type { ClusterShell } from "./cluster-shell.ts";
 import { batchScript, jobNameOf, sbatchArguments, timeLimitMinutes } from "./slurm-job.ts";
 import { parseSinfo, type SlurmCapacity } from "./sinfo.ts";
-import { jobOfRun, parseJobId, parseSacct, parseSqueue, sacctFields, slurmProgress, squeueFormat, type SlurmJobView } from "./slurm-states.ts";
+import {
+  jobOfRun,
+  parseJobId,
+  parseRestarts,
+  parseSacct,
+  parseSlurmStart,
+  parseSqueue,
+  sacctFields,
+  slurmProgress,
+  squeueFormat,
+  type SlurmJobView,
+  type SlurmStart,
+} from "./slurm-states.ts";
 
 /**
  * Runs blueprints through a cluster's own scheduler: each run is one `sbatch` of a batch
@@ -100,6 +112,7 @@ export class SlurmLauncher implements Launcher {
       gpus,
       timeLimitMinutes: timeLimitMinutes(this.options.host, blueprint),
       llmAllowance: request.llmAllowance,
+      stopMs: cancelWaitMs(blueprintGraceMs(await readFile(request.blueprintFile, "utf8").catch(() => undefined))),
     };
     const made = await this.exec(`mkdir -p ${q}`, true);
     if (made.code !== 0) throw remoteFailure(this.host, this.shell.where, "could not create the run folder", made.stderr);
@@ -161,7 +174,10 @@ export class SlurmLauncher implements Launcher {
       // so the finish.flag its worker wrote is there to read (never a false "lost").
       `echo @@squeue; squeue -h -t all --me --name=${shellQuote(names)} -o ${shellQuote(squeueFormat)}; echo "@@squeue-exit $?"`,
       `echo @@sacct; sacct -n -X -P --name=${shellQuote(names)} -S now-60days -o ${sacctFields} 2>/dev/null; echo "@@sacct-exit $?"`,
-      `for d in ${dirs.map(shellQuote).join(" ")}; do echo @@run; tail -v -n +1 "$d/launch.json" "$d/result/status.json" "$d/result/finish.flag" 2>/dev/null; echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null; echo; echo @@log; tail -n 2 "$d/worker.log" 2>/dev/null | cut -c 1-200; echo; echo @@aside; cat "$d/set-aside-jobs" 2>/dev/null; echo; done`,
+      // How often Slurm restarted each job (no %-letter has it); a job requeued since the
+      // run's last recorded start is one whose cancelled end its next start reopens.
+      `echo @@restarts; squeue -h -t all --me --name=${shellQuote(names)} -O JobID,RestartCnt 2>/dev/null; echo "@@restarts-exit $?"`,
+      `for d in ${dirs.map(shellQuote).join(" ")}; do echo @@run; tail -v -n +1 "$d/launch.json" "$d/result/status.json" "$d/result/finish.flag" 2>/dev/null; echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null; echo; echo @@log; tail -n 2 "$d/worker.log" 2>/dev/null | cut -c 1-200; echo; echo @@aside; cat "$d/set-aside-jobs" 2>/dev/null; echo; echo @@starts; tail -n 1 "$d/result/slurm-starts.jsonl" 2>/dev/null; echo; done`,
     ].join("\n");
     const result = await this.exec(script, true, 60_000);
     const squeueText = between(result.stdout, "@@squeue\n", "@@squeue-exit");
@@ -177,12 +193,14 @@ export class SlurmLauncher implements Launcher {
       );
     const squeue = parseSqueue(squeueText);
     const sacct = /^@@sacct-exit 0$/m.test(result.stdout) ? parseSacct(between(result.stdout, "@@sacct\n", "@@sacct-exit")) : [];
+    const restarts = /^@@restarts-exit 0$/m.test(result.stdout) ? parseRestarts(between(result.stdout, "@@restarts\n", "@@restarts-exit")) : undefined;
     const blocks = result.stdout.split(/^@@run$/m).slice(1);
     return refs.map((ref, index) => {
-      const { files, logTail, setAsideJobs } = runFiles(blocks[index] ?? "");
+      const { files, logTail, setAsideJobs, lastStart } = runFiles(blocks[index] ?? "");
       const current = (job: SlurmJobView) => !setAsideJobs.has(job.jobId);
-      const job = jobOfRun(jobNameOf(ref), parseJobId(files.launch), squeue.filter(current), sacct.filter(current));
-      const progress = slurmProgress(ref, this.host, files, job);
+      const found = jobOfRun(jobNameOf(ref), parseJobId(files.launch), squeue.filter(current), sacct.filter(current));
+      const job = found && restarts?.has(found.jobId) ? { ...found, restarts: restarts.get(found.jobId)! } : found;
+      const progress = slurmProgress(ref, this.host, files, job, new Date(), lastStart);
       // A job Slurm ended before its worker could write anything: the log says why.
       // Redacted: the reason travels into the leader's notes and reports.
       return progress.state === "lost" && logTail ? { ...progress, reason: `${progress.reason}; worker.log ends: ${redactSecrets(logTail)}` } : progress;
@@ -227,6 +245,8 @@ export class SlurmLauncher implements Launcher {
     const rounds = Math.max(1, Math.ceil(graceMs / 200));
     const script = [
       `cd ${q} 2>/dev/null || { echo none; exit 0; }`,
+      // Said first: a requeue racing this cancel must not reopen the run (slurm-job.ts batchScript).
+      "[ -e launch.json ] && : > cancel-requested",
       `job=$(sed -n 's/.*"jobId":"\\([0-9]*\\)".*/\\1/p' launch.json 2>/dev/null)`,
       freshJobs,
       `[ -n "$job" ] || job=$(squeue -h --me --name=${shellQuote(jobNameOf(ref))} -o %A 2>/dev/null | fresh | sort -n | tail -n 1)`,
@@ -309,7 +329,7 @@ function between(text: string, start: string, end: string): string {
 }
 
 /** One run's block of the poll output: `tail -v` headers name the files, then the metrics tail. */
-function runFiles(block: string): { files: RawRunFiles; logTail: string | undefined; setAsideJobs: Set<string> } {
+function runFiles(block: string): { files: RawRunFiles; logTail: string | undefined; setAsideJobs: Set<string>; lastStart: SlurmStart | undefined } {
   const files: Record<string, string> = {};
   const byFile: Record<string, keyof RawRunFiles> = { "launch.json": "launch", "status.json": "status", "finish.flag": "finish" };
   let current: string | undefined;
@@ -320,7 +340,7 @@ function runFiles(block: string): { files: RawRunFiles; logTail: string | undefi
       if (current) files[current] = "";
       continue;
     }
-    if (line === "@@metrics" || line === "@@log" || line === "@@aside") {
+    if (line === "@@metrics" || line === "@@log" || line === "@@aside" || line === "@@starts") {
       current = line.slice(2) === "metrics" ? "metricsTail" : line.slice(2);
       files[current] = "";
       continue;
@@ -336,6 +356,7 @@ function runFiles(block: string): { files: RawRunFiles; logTail: string | undefi
       .split("\n")
       .map((line) => [...line].filter((character) => character >= " " && character !== "\u007f").join(""))
       .join(" / "),
+    lastStart: parseSlurmStart(files.starts),
     setAsideJobs: new Set(
       (files.aside ?? "")
         .split("\n")

@@ -149,6 +149,8 @@ describe("sinfo and the job request", () => {
       "--chdir=/w/c1/b1",
       "--output=/w/c1/b1/worker.log",
       "--open-mode=append",
+      "--requeue",
+      "--signal=B:TERM@65",
       "--nodes=1",
       "--ntasks=1",
       "--partition=gpu",

@@ -18,6 +18,62 @@ export interface SlurmJobView {
   /** squeue's %r (Resources, Priority, BeginTime, ...) or sacct's Reason; "" when none. */
   reason: string;
   source: "squeue" | "sacct";
+  /** How often Slurm requeued and restarted it (squeue's RestartCnt), where known. */
+  restarts?: number;
+}
+
+/** A line of the run's `result/slurm-starts.jsonl`: one start of its batch script (slurm-job.ts). */
+export interface SlurmStart {
+  job: string;
+  /** SLURM_RESTART_COUNT of that start: 0 for the first. */
+  restart: number;
+}
+
+export function parseSlurmStart(line: string | undefined): SlurmStart | undefined {
+  if (!line?.trim()) return undefined;
+  try {
+    const value = JSON.parse(line.trim()) as { job?: unknown; restart?: unknown };
+    return typeof value.restart === "number" ? { job: String(value.job ?? ""), restart: value.restart } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `squeue -O JobID,RestartCnt` (space-padded columns): restart count by job id. */
+export function parseRestarts(text: string): Map<string, number> {
+  const restarts = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const [jobId, count] = line.trim().split(/\s+/);
+    if (jobId && /^\d+$/.test(jobId) && count && /^\d+$/.test(count)) restarts.set(jobId, Number(count));
+  }
+  return restarts;
+}
+
+/** Job states in which Slurm will still run (or runs) the job's batch script. */
+const livingStates = new Set([
+  "RUNNING",
+  "CONFIGURING",
+  "COMPLETING",
+  "PENDING",
+  "REQUEUED",
+  "REQUEUE_HOLD",
+  "REQUEUE_FED",
+  "SUSPENDED",
+  "RESV_DEL_HOLD",
+  "SPECIAL_EXIT",
+]);
+
+/**
+ * A run whose worker recorded `cancelled` because Slurm requeued its job (the TERM of a
+ * requeue or preemption): the job is still alive and Slurm restarted it more often than
+ * the run has recorded starts (`slurm-starts.jsonl`). Its next start reopens and resumes
+ * it (slurm-job.ts batchScript), so it is not finished. Without a restart count (an old
+ * squeue), a job waiting again after the run's end says the same.
+ */
+function requeuedSinceEnd(base: RunProgress, job: SlurmJobView | undefined, lastStart: SlurmStart | undefined): boolean {
+  if (!job || base.state !== "cancelled" || !livingStates.has(job.state)) return false;
+  if (job.restarts !== undefined) return job.restarts > (lastStart?.restart ?? 0);
+  return isPendingState(job.state);
 }
 
 /** squeue's output format for `parseSqueue`: job id, name, state, reason. */
@@ -92,15 +148,32 @@ export function parseJobId(launchText: string | undefined): string | undefined {
 }
 
 /** The run's progress from its files and its Slurm job (undefined: Slurm knows no such job). */
-export function slurmProgress(ref: RunRef, host: string, files: RawRunFiles, job: SlurmJobView | undefined, now: Date = new Date()): RunProgress {
+export function slurmProgress(
+  ref: RunRef,
+  host: string,
+  files: RawRunFiles,
+  job: SlurmJobView | undefined,
+  now: Date = new Date(),
+  lastStart?: SlurmStart,
+): RunProgress {
   const base = describeProgress(ref, host, { ...files, alive: undefined }, now);
   const jobId = job?.jobId ?? parseJobId(files.launch);
+  if (base.finished && requeuedSinceEnd(base, job, lastStart)) {
+    const start = (lastStart?.restart ?? 0) + 2;
+    return {
+      ...base,
+      finished: false,
+      // Running again (its batch script about to reopen the run), or still pending or being killed.
+      state: job!.state === "RUNNING" || job!.state === "CONFIGURING" ? "launching" : "queued",
+      reason: `requeued by Slurm as job ${job!.jobId} (${job!.state}): the requeue's TERM ended start ${start - 1} as cancelled, start ${start} resumes the run`,
+    };
+  }
   if (base.finished) {
     // While Slurm still kills a job over its limit, squeue says COMPLETING with reason TimeLimit.
     const ending = job?.state === "COMPLETING" && job.reason === "TimeLimit" ? "TIMEOUT" : job?.state;
     const imposed = ending ? imposedEndings[ending] : undefined;
     if (imposed) return { ...base, reason: `${base.reason ?? base.state}; Slurm: job ${job!.jobId} ${ending} (${imposed})` };
-    // Requeued after its worker recorded the end (a preemption's TERM): the next start finds it finished.
+    // Requeued after its worker finished the run otherwise (succeeded, stopped early): the next start finds it finished.
     if (job && isPendingState(job.state))
       return { ...base, reason: `${base.reason ?? base.state}; Slurm requeued job ${job.jobId} (its next start finds the run finished)` };
     return base;
