@@ -7,12 +7,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SwarmClient } from "../../../swarm/client/index.ts";
 import { startServerProcess, temporaryDirectory, waitFor, waitForState, type ServerProcess } from "../../../swarm/server/server-process.test-support.ts";
 import { slowTests, slowTierNote } from "../../../test-support/slow-tests.ts";
+import { a3rEntry } from "../../../test-support/run-cli.ts";
 
 /**
  * A multi-model swarm end to end, as a person would run it: two `a3r swarm serve`
- * processes started from this task's two swarm.yaml (one policy each) and the task's own
- * client process, whose every episode claims on both servers, sends each role's call to its
- * own server and ends each server's episode with that role's reward.
+ * processes started from this task's two swarm.yaml (one policy each) and one
+ * `a3r swarm client proposal-review --url proposer=… --url reviewer=…` process, whose every
+ * episode claims on both servers, sends each role's call to its own server and ends each
+ * server's episode with that role's reward.
  */
 const here = fileURLToPath(new URL(".", import.meta.url));
 const runTs = fileURLToPath(new URL("../../../bin/run-ts.js", import.meta.url));
@@ -64,16 +66,16 @@ interface ClientSummary {
   failures: string[];
 }
 
+/** One client process for both roles: `a3r swarm client proposal-review --url proposer=URL --url reviewer=URL`. */
 async function runClient(clients: Record<Role, SwarmClient>, episodes: number, seed: number): Promise<ClientSummary> {
   const { stdout } = await run(
     process.execPath,
     [
-      runTs,
-      join(here, "client.ts"),
-      "--proposer",
-      clients.proposer.url,
-      "--reviewer",
-      clients.reviewer.url,
+      a3rEntry,
+      "swarm",
+      "client",
+      "proposal-review",
+      ...["--url", `proposer=${clients.proposer.url}`, "--url", `reviewer=${clients.reviewer.url}`],
       ...["--episodes", String(episodes), "--concurrency", "8", "--seed", String(seed), "--discard-timeout", "60", "--json"],
     ],
     { env: { ...process.env, NO_COLOR: "1" }, maxBuffer: 16 * 1024 * 1024 },
@@ -118,7 +120,24 @@ describe("proposal-review: two policies on two swarm servers", () => {
     expect(Object.keys(reviewerMetrics[0]!)).not.toContain("log/accepted");
   });
 
-  it("the client names the flag to fix when a server URL is missing or bad (exit 2)", async () => {
+  it("a3r swarm client names the role to fix when a server is missing, unknown or unnamed (exit 2)", async () => {
+    const attempt = (flags: string[]) =>
+      run(process.execPath, [a3rEntry, "swarm", "client", "proposal-review", ...flags]).then(
+        () => ({ code: 0, stderr: "" }),
+        (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+      );
+    expect(await attempt(["--url", "proposer=http://127.0.0.1:1"])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/no server for the role reviewer/),
+    });
+    expect(await attempt(["--url", "proposer=http://127.0.0.1:1", "--url", "critic=http://127.0.0.1:2"])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/has no role "critic" \(its roles: proposer, reviewer\)/),
+    });
+    expect(await attempt(["--url", "http://127.0.0.1:1"])).toMatchObject({ code: 2, stderr: expect.stringMatching(/name the role of http/) });
+  });
+
+  it("the example's own client.ts names the flag to fix when a server URL is missing or bad (exit 2)", async () => {
     const attempt = (flags: string[]) =>
       run(process.execPath, [runTs, join(here, "client.ts"), ...flags]).then(
         () => ({ code: 0, stderr: "" }),
