@@ -1,5 +1,7 @@
 /**
- * The proposal–review client: two policies, each on its own swarm server.
+ * The proposal–review client: two policies, each on its own swarm server. The same run as
+ * `a3r swarm client proposal-review --url proposer=URL --url reviewer=URL` (task.ts), kept as
+ * a script that shows the SDK's multi-model helper without the CLI.
  *
  *   a3r swarm serve --config examples/tasks/proposal-review/proposer/swarm.yaml --port 10091
  *   a3r swarm serve --config examples/tasks/proposal-review/reviewer/swarm.yaml --port 10092

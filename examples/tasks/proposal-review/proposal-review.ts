@@ -14,8 +14,9 @@ import { askThroughOpenAI, firstWord, seededIndex, type AskPolicy, type EpisodeO
  * learns: at first nearly every proposal is wrong and "no" pays; later it must say "yes"
  * to the right colours. Six items with six different colours keep the prompts few.
  *
- * Not a SwarmTask (that is one policy): `a3r swarm client` runs single-policy tasks, this
- * one runs with its own client (client.ts) over the SDK's multi-model helper.
+ * Not a SwarmTask (that is one policy): task.ts wraps it as a MultiRoleTask, which
+ * `a3r swarm client proposal-review --url proposer=URL --url reviewer=URL` runs over the
+ * SDK's multi-model helper (client.ts is the same run as a script of its own).
  */
 export const roles = ["proposer", "reviewer"] as const;
 export type Role = (typeof roles)[number];
