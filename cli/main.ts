@@ -18,6 +18,7 @@ const commandGroups: ReadonlyArray<{ names: readonly string[]; load: () => Promi
   { names: ["hosts", "dispatch", "runs"], load: async () => (await import("./hosts-command.ts")).registerHostsCommands },
   { names: ["topic"], load: async () => (await import("./topic-command.ts")).registerTopicCommands },
   { names: ["history"], load: async () => (await import("./history-command.ts")).registerHistoryCommand },
+  { names: ["writeup"], load: async () => (await import("./writeup-command.ts")).registerWriteupCommand },
   { names: ["research", "resume", "status", "report", "demo", "stop"], load: async () => (await import("./research-command.ts")).registerResearchCommands },
 ];
 

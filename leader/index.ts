@@ -7,6 +7,7 @@ import type { LlmPlannerOptions } from "./planners/llm/llm-planner.ts";
 
 export type { LeaderRun, ReviewAnswer } from "./graph/leader-graph.ts";
 export { rewriteCampaignReport } from "./report/campaign-report.ts";
+export { writeCampaignWriteup } from "./report/writeup.ts";
 
 // LangGraph, SQLite and the model SDKs cost about 1.5 s to load: `a3r status` and
 // `a3r report` never pay for them; only the commands that run the graph or a model do.

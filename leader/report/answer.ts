@@ -7,6 +7,7 @@ import { withinRange } from "../domain/statistics.ts";
 import type { KnobValue, Topic } from "../domain/topic.ts";
 import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
 import { contrastParagraph, levelText } from "./question-answer.ts";
+import type { Paragraph } from "./inline.ts";
 
 /**
  * The report's answer in words, from the computed figures only. When the question asks
@@ -16,8 +17,7 @@ import { contrastParagraph, levelText } from "./question-answer.ts";
  * settle what is still open (seeds per configuration at 80% power), the extrapolations,
  * the comparison with the baseline, and why the campaign stopped. Pure.
  */
-export type Inline = string | { strong: string };
-export type Paragraph = Inline[];
+export type { Inline, Paragraph } from "./inline.ts";
 
 export interface AnswerInputs {
   topic: Topic;

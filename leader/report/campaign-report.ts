@@ -9,7 +9,7 @@ import { analyzeStageResults, readStageRuns } from "../analysis/analyze-stage.ts
 import type { Conclusion, ExperimentOutcome, FramedQuestion, StageRecord } from "../domain/planner.ts";
 import { renderReportHtml } from "./html.ts";
 import { renderReportMarkdown } from "./markdown.ts";
-import { buildReportModel, type ReportRunFiles } from "./model.ts";
+import { buildReportModel, type CampaignReportModel, type ReportRunFiles } from "./model.ts";
 import { readStagePlan } from "../record/stage-plan-file.ts";
 import { answerKeyIn, eventsOfCurrentRound, openRoundOf } from "../record/reopen.ts";
 import type { Topic } from "../domain/topic.ts";
@@ -35,6 +35,14 @@ export type CampaignStop = { reason: string; explanation: string } | null;
 
 /** Writes report.md and report.html (each atomically) and returns their text. */
 export async function writeCampaignReport(input: CampaignReportInput): Promise<{ markdown: string; html: string }> {
+  const model = await campaignReportModel(input);
+  const markdown = await writeRedactedFile(input.paths.report, renderReportMarkdown(model));
+  const html = await writeRedactedFile(input.paths.reportHtml, renderReportHtml(model));
+  return { markdown, html };
+}
+
+/** The report's figures from the history and the files (result directories, ledger, plans, events). */
+export async function campaignReportModel(input: CampaignReportInput): Promise<CampaignReportModel> {
   const { paths } = input;
   const runs: Record<string, ReportRunFiles> = {};
   for (const record of input.history) {
@@ -47,7 +55,7 @@ export async function writeCampaignReport(input: CampaignReportInput): Promise<{
       const explanation = (event.after as { explanation?: unknown } | undefined)?.explanation;
       return { time: event.time, ...(typeof explanation === "string" ? { after: explanation } : {}) };
     });
-  const model = buildReportModel({
+  return buildReportModel({
     campaignId: paths.id,
     topic: input.topic,
     history: input.history,
@@ -60,9 +68,6 @@ export async function writeCampaignReport(input: CampaignReportInput): Promise<{
     plannedStages: await plannedStageNumbers(paths),
     reopenings,
   });
-  const markdown = await writeRedactedFile(paths.report, renderReportMarkdown(model));
-  const html = await writeRedactedFile(paths.reportHtml, renderReportHtml(model));
-  return { markdown, html };
 }
 
 /**
@@ -105,12 +110,17 @@ export async function historyFromFiles(paths: CampaignPaths, topic: Topic): Prom
  * are the answers the leader stored (`leader-answers/`), so no model is called.
  */
 export async function rewriteCampaignReport(paths: CampaignPaths, topic: Topic): Promise<{ markdown: string; html: string }> {
+  return writeCampaignReport(await reportInputFromFiles(paths, topic));
+}
+
+/** What the report is built from, read from the campaign's files alone (no model is called). */
+export async function reportInputFromFiles(paths: CampaignPaths, topic: Topic): Promise<CampaignReportInput> {
   const { history, stop } = await historyFromFiles(paths, topic);
   const round = openRoundOf((await readEvents(paths.events)).events);
   const framing = await latestStoredAnswer<FramedQuestion>(paths, "frame", round);
   // The conclusion is about the round's own stop: an earlier round's is never shown.
   const conclusion = await readStoredAnswer<Conclusion>(paths, answerKeyIn("conclude", round));
-  return writeCampaignReport({ paths, topic, history, stop, ...(framing ? { framing } : {}), ...(conclusion ? { conclusion } : {}) });
+  return { paths, topic, history, stop, ...(framing ? { framing } : {}), ...(conclusion ? { conclusion } : {}) };
 }
 
 /** The answer stored under `key` in the latest open round that has one (leader/record/reopen.ts). */

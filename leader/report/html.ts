@@ -105,7 +105,7 @@ function framingHtml(model: CampaignReportModel): string {
   return `<p>Framed as: ${escapeHtml(framing.question)}</p><ul>${items.join("")}</ul>`;
 }
 
-function scoreFigure(model: CampaignReportModel): string {
+export function scoreFigure(model: CampaignReportModel): string {
   const metric = model.metric!;
   const svg = renderIntervalChart(
     model.configurations.map((row) => ({ label: row.id, value: row.mean, low: row.low, high: row.high, highlight: row.isBest, note: `n=${row.n}` })),
@@ -118,7 +118,7 @@ function scoreFigure(model: CampaignReportModel): string {
   return `<figure class="chart" data-chart="scores">${svg}<figcaption>Mean score of each configuration (dot) with its 95% interval across seeds (bar); no bar with fewer than two scored seeds; the best configuration in red.</figcaption></figure>`;
 }
 
-function curveFigure(model: CampaignReportModel, curves: StageCurves): string {
+export function curveFigure(model: CampaignReportModel, curves: StageCurves): string {
   const metric = model.metric!;
   const height = Math.max(360, 36 + 14 * curves.series.length + 60);
   const svg = renderLineChart(curves.series, { title: `Stage ${curves.stage}: ${metric.name}`, xLabel: "step", yLabel: metric.name, height });

@@ -1,6 +1,6 @@
 import { formatNumber } from "../domain/configurations.ts";
 import type { ContrastMember, ContrastVerdict } from "../domain/contrast-verdicts.ts";
-import type { Paragraph } from "./answer.ts";
+import type { Paragraph } from "./inline.ts";
 
 /**
  * The question's own contrasts answered in words (leader/domain/question.ts,
