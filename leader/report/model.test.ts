@@ -135,6 +135,29 @@ describe("buildReportModel", () => {
     expect(text).not.toMatch(/overlaps/);
   });
 
+  it("answers a yes/no question in its own terms first: yes, with the effect and its Holm-adjusted interval", () => {
+    const text = reportFixtureTopicText().replace("Which learning rate gives the best final reward_mean?", "Does a smaller learning rate help?");
+    const model = buildReportModel({ ...inputs(), topic: parseTopic(text) });
+    const first = model.answer[0]!.map((run) => (typeof run === "string" ? run : `**${run.strong}**`)).join("");
+    expect(first).toMatch(
+      /^Smaller lr vs the baseline lr=0\.1: does it help\? \*\*Yes\*\*: lr-0\.03 is better than the baseline by 0\.29 in the mean \(difference 0\.29, Holm-adjusted [\d.]+% interval \[0\.2\d*, 0\.3\d*\], Holm p [\d.e-]+, 2 and 3 seed\(s\)\), better beyond seed noise\. Also: lr-0\.01 worse beyond seed noise/,
+    );
+    expect(model.contrasts.map((verdict) => verdict.answer)).toEqual(["yes"]);
+    expect(model.method).toContain("the question's contrasts against the baseline (2 comparison(s))");
+    // A "which" question has no contrast: the best configuration answers it.
+    expect(buildReportModel(inputs()).contrasts).toEqual([]);
+  });
+
+  it("draws each configuration in one colour across every chart: its place among all the campaign's configurations", () => {
+    const model = buildReportModel(inputs());
+    // lr-0.03 is the 4th configuration of the campaign, and the only one of stage 2.
+    expect(model.curves[1]!.series.map((series) => [series.name, series.colorIndex])).toEqual([["lr-0.03", 3]]);
+    expect(model.curves[0]!.series.map((series) => series.colorIndex)).toEqual([0, 1, 2]);
+    const html = renderReportHtml(model);
+    const stage2 = html.slice(html.indexOf('data-stage="2"'));
+    expect(stage2).toMatch(/<path class="series" data-name="lr-0\.03" d="[^"]+" fill="none" stroke="#d62728"/);
+  });
+
   it("names the configurations whose intervals overlap the best's, and a budget stop", () => {
     const base = inputs();
     // Only stage 1: baseline (0.5) is best-but-one, lr-1 (0.52) best, and their intervals overlap.
