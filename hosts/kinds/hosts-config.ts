@@ -52,7 +52,7 @@ import { hostKindOf, hostKinds, kindList } from "./registry.ts";
  * environment variables (the worker reads its own configuration on the host).
  */
 function hostsFileSchema() {
-  const [first, ...rest] = hostKinds().map((kind) => kind.schema);
+  const [first, ...rest] = hostKinds().map((kind) => kind.schema.extend(sandboxField));
   if (!first) throw new Error("no host kind is registered");
   return z.strictObject({
     ssh_config: z.string().min(1).optional(),
@@ -170,8 +170,24 @@ export async function loadHostsFile(file: string, options: LoadHostsOptions = {}
   // An entry another one claims (a slurm host's login node) submits; it is not a host runs are placed on.
   const claimed = new Set(parsed.hosts.flatMap((host) => hostKindOf(host).claims?.(host) ?? []));
   const hosts: HostConfig[] = [];
-  for (const host of parsed.hosts) if (!claimed.has(host.name)) hosts.push(await hostKindOf(host).resolve(host, context));
+  for (const host of parsed.hosts) if (!claimed.has(host.name)) hosts.push(withSandbox(host, await hostKindOf(host).resolve(host, context)));
   return { file, hosts };
+}
+
+/**
+ * Any entry may say `sandbox: bwrap | none`: whether its runs' commands execute in
+ * bubblewrap (worker/launch/sandbox-plan.ts; absent = bwrap where it works). Every kind
+ * runs `<a3r> worker run` through a shell, so the setting reaches the worker as
+ * `env A3R_SANDBOX=...` before the host's a3r command. Queue daemons are started on their
+ * cluster with their own environment: set A3R_SANDBOX there.
+ */
+const sandboxField = { sandbox: z.enum(["bwrap", "none"]).optional() };
+
+function withSandbox(entry: HostEntry, host: HostConfig): HostConfig {
+  const sandbox = (entry as { sandbox?: unknown }).sandbox;
+  if (sandbox !== "bwrap" && sandbox !== "none") return host;
+  const a3r = (host as { a3r?: unknown }).a3r;
+  return { ...host, sandbox, ...(typeof a3r === "string" ? { a3r: `env A3R_SANDBOX=${sandbox} ${a3r}` } : {}) } as HostConfig;
 }
 
 export function findHost(hostsFile: HostsFile, hostName: string): HostConfig {
