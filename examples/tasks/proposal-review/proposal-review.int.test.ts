@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -135,6 +135,11 @@ describe("proposal-review: two policies on two swarm servers", () => {
       stderr: expect.stringMatching(/has no role "critic" \(its roles: proposer, reviewer\)/),
     });
     expect(await attempt(["--url", "http://127.0.0.1:1"])).toMatchObject({ code: 2, stderr: expect.stringMatching(/name the role of http/) });
+    // A swarm file maps roles to servers the same way.
+    directory = await temporaryDirectory("proposal-review-swarm-file");
+    const swarmFile = join(directory.path, "servers.yaml");
+    await writeFile(swarmFile, "proposer: http://127.0.0.1:1\n");
+    expect(await attempt(["--swarm", swarmFile])).toMatchObject({ code: 2, stderr: expect.stringMatching(/servers\.yaml: no server for the role reviewer/) });
   });
 
   it("the example's own client.ts names the flag to fix when a server URL is missing or bad (exit 2)", async () => {
