@@ -30,7 +30,7 @@ interface Mapped {
   bucket: "mapped";
   /** What it becomes in a3r (said in the answer). */
   to: string;
-  /** AgentJet's value when the key is absent (its default YAML), applied too; none: absent means unchanged. */
+  /** AgentJet's value when the key is absent (its default YAML; its swarm default where they differ), applied too; none: absent means unchanged. */
   agentjetDefault?: unknown;
   /** Sets a3r's key; returns a reason when the key takes no effect on this server after all. */
   apply: (value: unknown, context: MappingContext) => string | undefined;

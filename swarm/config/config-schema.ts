@@ -139,8 +139,9 @@ export const swarmConfigObject = z.strictObject({
   /**
    * end_episode and abort_episode must carry the episode's key (`Authorization: Bearer
    * <openai_api_key>`). Default: on once an admin token is set or the server listens
-   * beyond loopback; off otherwise, so AgentJet's client (which sends no key) works on a
-   * private machine unchanged. A key that is sent must always be the episode's own.
+   * beyond loopback; off otherwise, where a keyless end is still accepted only from the OS
+   * user running the server (AgentJet's client sends no key), never from another local
+   * user (swarm/PROTOCOL.md §7). A key that is sent must always be the episode's own.
    */
   require_episode_key: z.boolean().optional(),
   /**

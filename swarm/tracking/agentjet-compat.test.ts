@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mergeTimelines, type CompareLevel, type RecordedCall } from "./index.ts";
+import { buildTrainingSamples, mergeTimelines, type CompareLevel, type RecordedCall } from "./index.ts";
 import { canonicalJson } from "./call-keys.ts";
 import { generatedEpisode, levels, namedCases, recorded, shape, tokenizer } from "./merge-corpus.test-support.ts";
 
@@ -80,6 +80,21 @@ describe("agentjet_compat: AgentJet's partition on the merge corpus", () => {
       });
     }
   }
+
+  it("builds one sample per timeline, the loss on exactly the trained calls' completions", () => {
+    for (const calls of corpus) {
+      for (const compareLevel of levels) {
+        const options = { compareLevel, ignoreTools: true, agentjetCompat: true };
+        const timelines = mergeTimelines(calls, options);
+        const { samples } = buildTrainingSamples(calls, { ...options, taskId: "t", episodeUuid: "e", reward: 1, encodeChat: tokenizer.encodeChat });
+        expect(samples).toHaveLength(timelines.length);
+        timelines.forEach((timeline, index) => {
+          const generated = timeline.calls.reduce((sum, call) => sum + call.completionTokenIds.length, 0);
+          expect(samples[index]!.lossMask.reduce((sum, bit) => sum + bit, 0)).toBe(generated);
+        });
+      }
+    }
+  });
 
   it("keeps the last of identical calls as the trained one, the others its duplicates", () => {
     const calls = recorded(namedCases[0]!.calls);
