@@ -77,7 +77,7 @@ describe.skipIf(!bwrapWorks)("worker runs inside the sandbox", () => {
       mode: "bwrap",
       fellBack: false,
     });
-    expect(await readFile(join(resultDir, "result.md"), "utf8")).toMatch(/- Sandbox: bwrap \(bubblewrap \(\/.*bwrap\)\)/);
+    expect(await readFile(join(resultDir, "result.md"), "utf8")).toMatch(/- Sandbox: bwrap \(bubblewrap \(\/\S*bwrap\); loopback only\)/);
     const log = await readFile(join(resultDir, "logs", "attempt-1.log"), "utf8");
     expect(log).not.toContain("CANARY-KEY");
     expect(log).toContain("connect ECONNREFUSED");

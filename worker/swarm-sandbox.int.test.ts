@@ -92,7 +92,7 @@ describe.skipIf(!bwrapWorks || !slowTests)(`a swarm run inside the sandbox${slow
     expect(readlinkSync(groupNetworkNamespace(restarted.pgid)!)).toBe(serverNet);
     expect(await running).toMatchObject({ state: "succeeded" });
     const final = (await readRunStatus(join(resultDir, "status.json"))).status as Record<string, unknown>;
-    expect(final.sandbox).toMatchObject({ mode: "bwrap" });
+    expect(final.sandbox).toMatchObject({ mode: "bwrap", why: expect.stringContaining("loopback only, shared by the server and its clients") });
     expect(Math.max(...(await readMetrics(join(resultDir, "metrics.jsonl"))).records.map((record) => record.step))).toBe(4);
     expect(await readFile(join(resultDir, "result.md"), "utf8")).toContain("- Sandbox: bwrap");
   });

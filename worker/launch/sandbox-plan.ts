@@ -47,12 +47,28 @@ const systemSecretFiles = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/
 export function decideSandbox(blueprint: Blueprint, hostSetting: string | undefined, env: NodeJS.ProcessEnv): SandboxDecision {
   const host = parseSandboxMode(hostSetting, "the host's sandbox setting (--sandbox, A3R_SANDBOX or hosts.yaml sandbox:)");
   const fromBlueprint = parseSandboxMode(blueprint.frontMatter.sandbox, "front matter sandbox");
-  return chooseSandbox({ ...(host ? { host } : {}), ...(fromBlueprint ? { blueprint: fromBlueprint } : {}) }, env);
+  const decision = chooseSandbox({ ...(host ? { host } : {}), ...(fromBlueprint ? { blueprint: fromBlueprint } : {}) }, env);
+  if (decision.mode !== "bwrap") return decision;
+  const network =
+    blueprint.frontMatter.network === "host"
+      ? "the host's network (network: host)"
+      : wantsHostNetwork(blueprint)
+        ? "the host's network (a swarm run of a worker that is not root: its clients could not join the server's namespace)"
+        : blueprint.mode === "swarm"
+          ? "loopback only, shared by the server and its clients"
+          : "loopback only";
+  return { ...decision, why: `${decision.why}; ${network}` };
 }
 
-/** `network: host` in the front matter: the run needs the host's network (downloads, remote APIs). */
+/**
+ * Whether the run keeps the host's network: `network: host` in the front matter (downloads,
+ * remote APIs), or a swarm run of a worker that is not root, whose clients could not join
+ * their server's namespace (it belongs to bubblewrap's user namespace, and nsenter, which
+ * enters the network namespace before the user one, is refused; the file system is
+ * confined all the same, and the decision's `why` says so).
+ */
 export function wantsHostNetwork(blueprint: Blueprint): boolean {
-  return blueprint.frontMatter.network === "host";
+  return blueprint.frontMatter.network === "host" || (blueprint.mode === "swarm" && process.getuid?.() !== 0);
 }
 
 /** The role of a process in its attempt: the classic command, the swarm server, a swarm client. */
