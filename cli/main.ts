@@ -76,7 +76,7 @@ export async function main(argv: string[]): Promise<number> {
 export function reportError(error: unknown, debug: boolean): number {
   if (isA3rError(error)) {
     // A message that already opens with its place (TOPIC_INVALID's "topic.md:1: ...") is not prefixed twice.
-    const where = error.where && !error.message.startsWith(error.where) ? `${error.where}: ` : "";
+    const where = error.where && !error.message.startsWith(`${error.where}:`) ? `${error.where}: ` : "";
     process.stderr.write(`error [${error.code}] ${where}${error.message}\n`);
     if (error.hint) process.stderr.write(`  hint: ${error.hint}\n`);
     if (debug || !error.isUserError) process.stderr.write(`${error.stack ?? ""}\n`);
