@@ -434,6 +434,13 @@ export class TrainingCoordinator {
         throw error;
       }
       this.registry.finish(episode.episodeUuid, "ended", "rewarded");
+      // AgentJet's limits (swarm/config/agentjet.ts) change what is trained: said, as AgentJet warns.
+      const { droppedSamples, truncatedSamples, mad } = built.stats;
+      if (droppedSamples > 0 || truncatedSamples > 0 || mad)
+        this.logger.warn(
+          { episodeUuid: episode.episodeUuid, droppedSamples, truncatedSamples, mad },
+          "samples changed by the AgentJet limits: max_samples_per_episode (dropped, at random), max_prompt_tokens/max_response_tokens (truncated), madness (madness.reward)",
+        );
       this.#rolloutRewards.push(reward);
       this.pool.add({
         episodeUuid: episode.episodeUuid,
