@@ -7,6 +7,7 @@ import { HttpError, bearerToken, sendJson } from "./wire/http-tools.ts";
 import { abortEpisodeSchema, claimEpisodeSchema, clientRefSchema, endEpisodeSchema, episodeBufferSchema, episodeRefSchema } from "./protocol-schemas.ts";
 import { loopbackPeerUid, ownUid } from "./peer-user.ts";
 import type { RouteContext, RouteGroupContext } from "./route-types.ts";
+import type { TrainingCoordinator } from "./training-coordinator.ts";
 
 /** An episode's life as a client sees it (PROTOCOL.md §3): claim, end or abort, and the episode buffer. */
 export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToken: string | undefined }): void {
@@ -62,32 +63,11 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
           }),
     });
   });
-  // An end or abort must carry the episode's own key (PROTOCOL.md §7). The one exception
-  // is AgentJet's client, which never sends it: on a token-less loopback server (and unless
-  // require_episode_key is true) a keyless end is accepted from the server's own OS user,
-  // which the kernel's socket table names, and from no other local user.
-  const checkEpisodeKey = (request: IncomingMessage, episodeUuid: string, endpoint: string, context: RouteContext): void => {
-    // The admin may end or abort any episode (cleanup, tests); its token is not an episode key.
-    if (context.privileged) return;
-    const key = bearerToken(request);
-    if (key === undefined) {
-      const strict = requireEpisodeKey({ ...coordinator.config, admin_token: security.adminToken ?? coordinator.config.admin_token });
-      if (strict)
-        throw new HttpError(401, `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (require_episode_key is on)`);
-      const uid = ownUid();
-      if (uid === undefined || loopbackPeerUid(request.socket) !== uid)
-        throw new HttpError(
-          401,
-          `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (a keyless ${endpoint} is accepted only from the OS user running this server)`,
-        );
-      return;
-    }
-    const episode = coordinator.registry.running(episodeUuid);
-    if (episode !== undefined && !sameSecret(key, episode.apiKey)) throw new HttpError(403, `${endpoint}: that key does not belong to this episode`);
-  };
+  const checkKey = (request: IncomingMessage, episodeUuid: string, endpoint: string, context: RouteContext) =>
+    checkEpisodeKey(coordinator, security.adminToken, { request, episodeUuid, endpoint, context });
   add("POST /end_episode", "open", async (request, response, context) => {
     const end = await body(request, endEpisodeSchema, "end_episode");
-    checkEpisodeKey(request, end.episode_uuid, "end_episode", context);
+    checkKey(request, end.episode_uuid, "end_episode", context);
     const metadataTaskId = end.workflow_output.metadata?.task_id;
     if (metadataTaskId !== undefined && metadataTaskId !== end.task_id) {
       throw new HttpError(
@@ -107,7 +87,7 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
   });
   add("POST /abort_episode", "open", async (request, response, context) => {
     const abort = await body(request, abortEpisodeSchema, "abort_episode");
-    checkEpisodeKey(request, abort.episode_uuid, "abort_episode", context);
+    checkKey(request, abort.episode_uuid, "abort_episode", context);
     coordinator.abort(abort.client_uuid, abort.episode_uuid);
     sendJson(response, 200, { success: true });
   });
@@ -116,25 +96,8 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
     sendJson(response, 200, { can_continue: coordinator.canContinue(reference.client_uuid, reference.episode_uuid) });
   });
   add("POST /get_episode_buffer", "open", async (request, response, context) => {
-    const now = Date.now();
     await body(request, episodeBufferSchema, "get_episode_buffer");
-    // The admin sees every episode; a caller that presents one of its episode keys (running
-    // or recently finished) sees its own client's episodes; anyone else sees none. Naming a
-    // client_uuid proves nothing: it once let any local user read a victim's episode ids.
-    const key = bearerToken(request);
-    const owner = context.privileged || key === undefined ? undefined : coordinator.registry.ownerOfKey(key);
-    if (!context.privileged && owner === undefined) {
-      sendJson(response, 200, {
-        buffer: [],
-        detail: "get_episode_buffer answers about the caller's own episodes: send Authorization: Bearer <openai_api_key of one of them> (or the admin token)",
-      });
-      return;
-    }
-    const names: IdNames = context.privileged ? showIds : { episode: (uuid) => uuid, client: (uuid) => uuid };
-    const mine = (episode: Episode) => context.privileged || episode.clientUuid === owner;
-    const recent = coordinator.registry.historyEpisodes().filter(mine).slice(-200);
-    const running = coordinator.registry.runningEpisodes().filter(mine);
-    sendJson(response, 200, { buffer: [...running, ...recent].map((episode) => episodeView(episode, now, names)) });
+    sendJson(response, 200, episodeBuffer(coordinator, bearerToken(request), context.privileged));
   });
   add("POST /agree_sync_weight", "open", async (request, response) => {
     const { client_uuid } = await body(request, clientRefSchema, "agree_sync_weight");
@@ -143,6 +106,55 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
     // whether its agreement started the step (it did when triggered is true).
     sendJson(response, 200, { success: true, triggered, global_step: coordinator.globalStep, engine_status: coordinator.state.state });
   });
+}
+
+/**
+ * An end or abort must carry the episode's own key (PROTOCOL.md §7). The one exception is
+ * AgentJet's client, which never sends it: on a token-less loopback server (and unless
+ * require_episode_key is true) a keyless end is accepted from the server's own OS user,
+ * which the kernel's socket table names, and from no other local user.
+ */
+function checkEpisodeKey(
+  coordinator: TrainingCoordinator,
+  adminToken: string | undefined,
+  { request, episodeUuid, endpoint, context }: { request: IncomingMessage; episodeUuid: string; endpoint: string; context: RouteContext },
+): void {
+  // The admin may end or abort any episode (cleanup, tests); its token is not an episode key.
+  if (context.privileged) return;
+  const key = bearerToken(request);
+  if (key === undefined) {
+    if (requireEpisodeKey({ ...coordinator.config, admin_token: adminToken ?? coordinator.config.admin_token }))
+      throw new HttpError(401, `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (require_episode_key is on)`);
+    const uid = ownUid();
+    if (uid === undefined || loopbackPeerUid(request.socket) !== uid)
+      throw new HttpError(
+        401,
+        `${endpoint} needs the episode's key: send Authorization: Bearer <openai_api_key of the claim> (a keyless ${endpoint} is accepted only from the OS user running this server)`,
+      );
+    return;
+  }
+  const episode = coordinator.registry.running(episodeUuid);
+  if (episode !== undefined && !sameSecret(key, episode.apiKey)) throw new HttpError(403, `${endpoint}: that key does not belong to this episode`);
+}
+
+/**
+ * get_episode_buffer: the admin sees every episode; a caller presenting one of its episode
+ * keys (running or recently finished) its own client's; anyone else none. Naming a
+ * client_uuid proves nothing: it once let any local user read a victim's episode ids.
+ */
+function episodeBuffer(coordinator: TrainingCoordinator, key: string | undefined, privileged: boolean): object {
+  const now = Date.now();
+  const owner = privileged || key === undefined ? undefined : coordinator.registry.ownerOfKey(key);
+  if (!privileged && owner === undefined)
+    return {
+      buffer: [],
+      detail: "get_episode_buffer answers about the caller's own episodes: send Authorization: Bearer <openai_api_key of one of them> (or the admin token)",
+    };
+  const names: IdNames = privileged ? showIds : { episode: (uuid) => uuid, client: (uuid) => uuid };
+  const mine = (episode: Episode) => privileged || episode.clientUuid === owner;
+  const recent = coordinator.registry.historyEpisodes().filter(mine).slice(-200);
+  const running = coordinator.registry.runningEpisodes().filter(mine);
+  return { buffer: [...running, ...recent].map((episode) => episodeView(episode, now, names)) };
 }
 
 /** require_episode_key as configured, or its default (on with an admin token or a non-loopback bind). */

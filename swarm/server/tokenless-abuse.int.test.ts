@@ -114,7 +114,7 @@ describe("a token-less loopback server refuses a second local client", () => {
     const episode = await victim.beginEpisode();
     const attacker = new SwarmClient({ url: server.url, clientUuid: "attacker-client" });
     const own = await attacker.beginEpisode();
-    const tries = [
+    const tries: Array<{ body: Record<string, string>; headers: Record<string, string> }> = [
       { body: { client_uuid: "victim-client" }, headers: {} },
       { body: {}, headers: {} },
       { body: { client_uuid: "victim-client" }, headers: { authorization: `Bearer ${own.apiKey}` } },
@@ -147,7 +147,8 @@ describe("a token-less loopback server refuses a second local client", () => {
     expect(chat.status).toBe(200);
     const attacker = new SwarmClient({ url: server.url, clientUuid: "attacker-client" });
     const own = await attacker.beginEpisode();
-    for (const headers of [{}, { authorization: `Bearer ${own.apiKey}` }, { authorization: "Bearer sk-swarm-guessed" }]) {
+    const attempts: Array<Record<string, string>> = [{}, { authorization: `Bearer ${own.apiKey}` }, { authorization: "Bearer sk-swarm-guessed" }];
+    for (const headers of attempts) {
       const answer = await rawRequest(`${server.url}/replay_latest_llm_call`, { body: "{}", headers });
       const leaked = JSON.stringify(answer.body).includes(secretPrompt);
       count("replay_latest_llm_call of another client", !leaked && answer.status >= 400);

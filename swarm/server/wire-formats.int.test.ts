@@ -60,7 +60,7 @@ function recordedCalls(target: SwarmServer, episode: EpisodeHandle) {
 
 describe("Anthropic's POST /v1/messages", () => {
   it("answers the Anthropic SDK with the episode's key as x-api-key or Bearer, records the call, and refuses a revoked key", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const message = await anthropicFor(episode).messages.create({
       model: "claude-anything",
@@ -108,7 +108,7 @@ describe("Anthropic's POST /v1/messages", () => {
   });
 
   it("streams Anthropic's event sequence, which the SDK's stream helper assembles into the message", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const anthropic = anthropicFor(episode);
     const stream = await anthropic.messages.create({
@@ -136,7 +136,7 @@ describe("Anthropic's POST /v1/messages", () => {
   });
 
   it("answers bad input in Anthropic's error shape, naming the field", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const bad = await rawRequest(`${server.url}/v1/messages`, {
       headers: { "x-api-key": episode.apiKey },
@@ -156,7 +156,7 @@ describe("Anthropic's POST /v1/messages", () => {
 
 describe("OpenAI's POST /v1/responses", () => {
   it("answers client.responses.create, plain and streaming, with the episode's key", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
     const response = await openai.responses.create({
@@ -192,7 +192,7 @@ describe("OpenAI's POST /v1/responses", () => {
   });
 
   it("refuses previous_response_id with the fix", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey, maxRetries: 0 });
     const error = await openai.responses.create({ model: "m", input: "hi", previous_response_id: "resp_1" }).catch((caught: unknown) => caught);
@@ -204,7 +204,7 @@ describe("OpenAI's POST /v1/responses", () => {
 
 describe("one episode through three formats, and the sampling policy", () => {
   it("records the same conversation whatever the format, so the turns merge into one timeline", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     const episode = await client.beginEpisode();
     const system = "You walk a compass.";
     const first = await anthropicFor(episode).messages.create({ model: "m", max_tokens: 3, system, messages: [{ role: "user", content: "Face north." }] });
@@ -241,7 +241,7 @@ describe("one episode through three formats, and the sampling policy", () => {
   });
 
   it("on train episodes uses the server's temperature and says so (train_sampling: server); eval episodes honour the client", async () => {
-    const client = new SwarmClient({ url: server.url });
+    const client = new SwarmClient({ url: server.url, adminToken });
     for (const type of ["train", "eval"] as const) {
       const episode = await client.beginEpisode({ type });
       const headers = { "x-api-key": episode.apiKey };
@@ -330,7 +330,7 @@ const lookupSchema = { type: "object" as const, properties: { item: { type: "str
 describe("tool calls in the policy's answer", () => {
   it("come back as tool_use blocks (Anthropic), function_call items (Responses) and tool_calls (chat), and replayed turns merge", async () => {
     toolServer ??= await startToolServer();
-    const client = new SwarmClient({ url: toolServer.url });
+    const client = new SwarmClient({ url: toolServer.url, adminToken });
 
     // Anthropic, streaming through the SDK's helper: the tool_use block's input is assembled from input_json_delta.
     const episode = await client.beginEpisode();
@@ -431,7 +431,7 @@ describe("tool calls in the policy's answer", () => {
       ["server", toolServer],
       ["client", clientSampling],
     ] as const) {
-      const client = new SwarmClient({ url: target.url });
+      const client = new SwarmClient({ url: target.url, adminToken });
       for (const type of ["train", "eval"] as const) {
         const episode = await client.beginEpisode({ type });
         // This SDK's typings no longer list temperature and top_p; the wire format (and older agents) still send them.
