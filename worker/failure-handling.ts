@@ -10,6 +10,7 @@ import { pendingApprovalOf, waitForApproval, type PendingApproval } from "./reco
 import { isRecordRunning, stopRecord } from "./launch/launched-process.ts";
 import { setAsideCheckpointsFrom } from "./recover/checkpoint-choice.ts";
 import { commandAllowOf, judgeProposedCommand } from "./rules/command-approval.ts";
+import { commandLinesRewrittenBy } from "./recover/override-text.ts";
 import { lossMetricsOf } from "./rules/loss-metrics.ts";
 import { checkpointDirOf } from "./launch/attempt-plan.ts";
 import { classifyFailure, type Classification } from "./rules/failure-classifier.ts";
@@ -274,8 +275,50 @@ async function applyDiagnosis(
       reason: `${label}: ${classification.evidence}`,
     },
   };
-  if (diagnosis.command === undefined || diagnosis.command === next.command) return next;
+  if (diagnosis.command === undefined || diagnosis.command === next.command) return adoptOverrideText(context, failure, next, diagnosis);
   return adoptProposedCommand(context, failure, next, diagnosis, diagnosis.command);
+}
+
+/**
+ * Overrides a model proposed that rewrite the command text (a `{port}`, `{overrides}` or
+ * `{overrides_json}` placeholder, the swarm server's port) run only if commands.allow
+ * covers the rewritten lines or a person approves them, like a new command
+ * (recover/override-text.ts); overrides of config values alone stay automatic.
+ */
+async function adoptOverrideText(
+  context: RunContext,
+  failure: ClassifiedFailure,
+  plan: RecoveryPlan,
+  diagnosis: Extract<DiagnosisOutcome, { kind: "apply" }>,
+): Promise<RecoveryPlan | Finished> {
+  const rewritten = commandLinesRewrittenBy(context, plan.command, context.memory.overrides, diagnosis.overrides);
+  if (rewritten.length === 0) return plan;
+  const verdict = judgeProposedCommand(rewritten.join("\n"), "", commandAllowOf(context.blueprint.frontMatter));
+  if (verdict.automatic) return plan;
+  const why = "the model's overrides rewrite the command line, and the campaign's commands.allow does not cover the new lines";
+  const answer = await requestApproval(
+    context,
+    {
+      attempt: context.attempt,
+      command: plan.command,
+      previousCommand: plan.command,
+      overrides: diagnosis.overrides,
+      diagnosis: redactFor(context, diagnosis.diagnosis),
+      unapprovedLines: verdict.unapprovedLines,
+      failureClass: failure.classification.failureClass,
+      requestedAt: new Date().toISOString(),
+    },
+    { why, shown: verdict.unapprovedLines.join("\n") },
+  );
+  if (answer.kind === "timed_out" || answer.kind === "cancelled") {
+    await finalizeRun(context, answer.kind, answer.reason);
+    return { kind: "finished", state: answer.kind, reason: answer.reason };
+  }
+  if (answer.kind === "refused") {
+    const reason = `${failure.label}: ${failure.classification.evidence}; ${answer.by} refused the overrides the model proposed${answer.note ? ` (${answer.note})` : ""}`;
+    return { ...plan, decision: { kind: "fail", reason } };
+  }
+  return { ...plan, diagnosisNote: `${plan.diagnosisNote ?? ""}\n\nThe overrides that rewrite the command line were approved by ${answer.by}.`.trim() };
 }
 
 /**
@@ -428,23 +471,23 @@ async function backOff(context: RunContext, failure: ClassifiedFailure, delayMs:
  * attempts.md, events.jsonl and on the terminal, and waits for the answer. Back in
  * `recovering` after an answer (approve or refuse); the caller finishes the run otherwise.
  */
-async function requestApproval(context: RunContext, pending: PendingApproval) {
+async function requestApproval(context: RunContext, pending: PendingApproval, about: { why: string; shown: string } | undefined = undefined) {
   const { writer } = context;
   const lines = pending.unapprovedLines.map((line) => `  ${line}`).join("\n");
-  const why = "the model's fix is a command the blueprint does not contain and the campaign's commands.allow does not cover";
+  const why = about?.why ?? "the model's fix is a command the blueprint does not contain and the campaign's commands.allow does not cover";
   await writer.appendAttempt({
     attempt: pending.attempt,
     title: "awaiting approval of a proposed command",
     body: redactSecrets(
       [
-        `The diagnosis proposes a new command; ${why}, so it runs only after a person approves it.`,
+        `The diagnosis proposes ${about ? "overrides that change the command" : "a new command"}; ${why}, so it runs only after a person approves it.`,
         "",
         `Diagnosis: ${pending.diagnosis}`,
         "",
-        "Proposed command:",
+        about ? "The command lines they rewrite, as they would run:" : "Proposed command:",
         "",
         "```sh",
-        pending.command.replace(/`{3,}/g, "'''"),
+        (about?.shown ?? pending.command).replace(/`{3,}/g, "'''"),
         "```",
         "",
         `Approve with \`a3r worker approve ${context.resultDir}\`, or refuse with \`a3r worker approve ${context.resultDir} --refuse\`.`,

@@ -11,8 +11,9 @@ import { allowPatternLimits, wholeLinePattern } from "../../blueprints/index.ts"
  * pattern cannot carry a second command. The model saw the failing program's log, which
  * an attacker can write: its command is untrusted until one of these holds.
  *
- * Overrides are not commands: the diagnosis's overrides of the blueprint's own config keys
- * stay automatic (worker/recover/diagnose.ts checks their shape).
+ * Overrides of config values are not commands: they stay automatic (worker/recover/diagnose.ts
+ * checks their shape); overrides that rewrite the command line are judged here like a new
+ * command, line by line (worker/recover/override-text.ts).
  */
 const maxAllowedLineLength = 512;
 const shellSyntax = /[;&|`$<>"'\\#(){}\n]/;
