@@ -207,6 +207,11 @@ export class SwarmClient {
     return answer.can_continue === true;
   }
 
+  /**
+   * Agrees to train now (C4, C5). The server refuses (SwarmRequestError 400, with the
+   * reason) when the agreement could not lead to a step: outside ROLLING, before this client
+   * ended a rewarded episode, or on an empty pool (PROTOCOL.md §2).
+   */
   async agreeSyncWeight(): Promise<void> {
     await this.#call("POST", "/agree_sync_weight", { client_uuid: this.clientUuid });
   }

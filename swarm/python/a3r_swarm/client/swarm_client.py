@@ -170,6 +170,9 @@ class SwarmClient:
             raise
 
     def agree_sync_weight(self) -> None:
+        """Agrees to train now (C4, C5). Raises SwarmRequestError (400, with the reason) when
+        the agreement could not lead to a step: outside ROLLING, before this client ended a
+        rewarded episode, or on an empty pool (PROTOCOL.md section 2)."""
         self._call("POST", "/agree_sync_weight", {"client_uuid": self.client_uuid})
 
     # ---- engine control (admin token when the server has one) ----------------------------
