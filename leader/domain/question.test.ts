@@ -42,6 +42,11 @@ describe("the question read as contrasts", () => {
     ]);
   });
 
+  it("a one-letter knob is not found in every 'a' of the sentence", () => {
+    const parsed = parseQuestion(topic("Does a larger learning rate help?", { a: [1, 2], lr: [0.2, 0.5] }));
+    expect(parsed.contrasts.map((contrast) => [contrast.knob, contrast.direction])).toEqual([["lr", "larger"]]);
+  });
+
   it("a 'which' question without a direction asks no contrast: the best configuration answers it", () => {
     expect(parseQuestion(topic("Which learning rate gives the best final reward?", { lr: [0.1, 0.01, 1] })).contrasts).toEqual([]);
     expect(parseQuestion(topic("How much does a smaller lr gain?", { lr: [0.1, 0.01, 1] })).contrasts[0]?.direction).toBe("smaller");

@@ -138,7 +138,8 @@ function tokens(text: string): Token[] {
 function namesOf(knob: string): string[][] {
   const last = knob.split(".").at(-1)!.toLowerCase();
   const names = new Set([knob.toLowerCase(), last, last.replaceAll("_", " "), last.replaceAll("_", "-"), ...(knownNames[last] ?? [])]);
-  return [...names].map((name) => name.split(/\s+/));
+  // A one-letter key (`n`, `k`) would match any "a" or "n" of the sentence: only its usual names count.
+  return [...names].filter((name) => name.length >= 2).map((name) => name.split(/\s+/));
 }
 
 /** The index of the first word of the knob's first mention, if any. */
