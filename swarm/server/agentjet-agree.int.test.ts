@@ -240,6 +240,9 @@ describe("AgentJet's agree-to-sync loop against a3r", () => {
     const held = await other.beginEpisode("u");
     await other.endEpisode("u", held.episode_uuid, 0);
     const straggler = await other.beginEpisode("v");
+    // The pool's rewards per task, as AgentJet's model and monitor spell them.
+    const pool = (await rawRequest(`${server.url}/get_current_batch_rollout_pool_information`, { method: "GET" })).body;
+    expect(pool.completed_tasks_rewards).toEqual({ t: [1], u: [0] });
     expect((await agree(client.clientUuid)).status).toBe(200);
     expect((await agree(other.clientUuid)).body).toMatchObject({ success: true, triggered: true });
     expect(server.coordinator.state.state).toBe("ENGINE.ROLLING_POST");
