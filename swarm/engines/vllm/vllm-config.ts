@@ -48,8 +48,41 @@ export const vllmEngineConfigSchema = z.strictObject({
       max_grad_norm: z.number().positive().default(1),
       weight_decay: z.number().min(0).default(0),
       env: z.record(z.string(), z.string()).default({}),
+      /** Trainer processes, one per GPU of `gpus`: above 1 the trainer runs under torchrun, rank 0 speaking the protocol. */
+      nprocs: z.number().int().min(1).max(64).default(1),
+      /** ddp: every rank holds the model, the batch is sharded by tokens, gradients are all-reduced (a3r_swarm/trainer/distributed.py). */
+      strategy: z.enum(["ddp"]).default("ddp"),
     })
-    .default({ device: "auto", micro_batch_tokens: 4096, gradient_checkpointing: false, max_grad_norm: 1, weight_decay: 0, env: {} }),
+    .superRefine((trainer, context) => {
+      if (trainer.nprocs > 1 && trainer.command)
+        context.addIssue({
+          code: "custom",
+          path: ["nprocs"],
+          message: "nprocs starts the trainer under torchrun itself: leave trainer.command out, or put torchrun in it and drop nprocs",
+        });
+      if (trainer.nprocs > 1 && trainer.gpus && trainer.gpus.length !== trainer.nprocs)
+        context.addIssue({
+          code: "custom",
+          path: ["gpus"],
+          message: `one GPU per trainer rank: ${trainer.nprocs} ranks but ${trainer.gpus.length} GPUs listed`,
+        });
+    })
+    // torchrun (the venv's torch.distributed.run), one process per rank, on this node.
+    .transform((trainer) =>
+      trainer.nprocs > 1
+        ? { ...trainer, command: ["{python}", "-m", "torch.distributed.run", "--standalone", `--nproc_per_node=${trainer.nprocs}`, "-m", "a3r_swarm.trainer"] }
+        : trainer,
+    )
+    .default({
+      device: "auto",
+      micro_batch_tokens: 4096,
+      gradient_checkpointing: false,
+      max_grad_norm: 1,
+      weight_decay: 0,
+      env: {},
+      nprocs: 1,
+      strategy: "ddp",
+    }),
   /** Restarts of a dead inference server or trainer before the engine gives up. */
   max_restarts: z.number().int().min(0).default(5),
 });

@@ -83,4 +83,8 @@ def main() -> int:
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # one rank of a torchrun group (trainer.nprocs > 1)
+        from .distributed import serve_distributed
+
+        return serve_distributed(sys.stdin, protocol_out)
     return serve(sys.stdin, protocol_out)
