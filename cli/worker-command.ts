@@ -166,6 +166,7 @@ async function runBlueprint(blueprintPath: string, flags: RunFlags): Promise<voi
       await describeRun(blueprint, settings, resultDir, {
         configSchema: swarmConfigSchema,
         ...(flags.gpus ? { gpus: flags.gpus } : {}),
+        ...(flags.sandbox ? { sandbox: flags.sandbox } : {}),
         ...(choice ? { model: choice } : {}),
       }),
     );

@@ -11,7 +11,18 @@ import { interpreterFound } from "./launch/interpreter.ts";
 import { isRecordRunning } from "./launch/launched-process.ts";
 import { swarmConfigRefusal } from "./launch/swarm-preflight.ts";
 import { memoryFromStatus } from "./run/run-memory.ts";
+import { decideSandbox } from "./launch/sandbox-plan.ts";
 import type { WorkerSettings } from "./rules/worker-settings.ts";
+
+/** The sandbox the run would get (it probes bubblewrap once; starts nothing of the run). */
+function sandboxLine(blueprint: Blueprint, hostSetting: string | undefined): string {
+  try {
+    const decision = decideSandbox(blueprint, hostSetting, process.env);
+    return `${decision.mode} (${decision.why})`;
+  } catch (error) {
+    return `REFUSED ${(error as Error).message}`;
+  }
+}
 
 /**
  * `a3r worker run --dry-run`: what the worker would do, from the same plan a real run
@@ -21,7 +32,7 @@ export async function describeRun(
   blueprint: Blueprint,
   settings: WorkerSettings,
   resultDir: string,
-  options: { gpus?: string; model?: string; configSchema?: z.ZodType } = {},
+  options: { gpus?: string; model?: string; configSchema?: z.ZodType; sandbox?: string } = {},
 ): Promise<string> {
   const paths = resultDirPaths(resultDir);
   const lines = [`Blueprint ${blueprint.id} (${blueprint.mode} mode) from ${blueprint.file ?? "<text>"}`, `Result directory: ${resultDir}`];
@@ -85,6 +96,7 @@ export async function describeRun(
     nodeExecutable: process.execPath,
   });
   lines.push("", `Launch attempt 1 in ${plan.cwd} (own process group, log ${resolve(paths.logs, "attempt-1.log")}):`);
+  lines.push(`  sandbox: ${sandboxLine(blueprint, options.sandbox ?? process.env.A3R_SANDBOX)}`);
   if (plan.serverCommand) lines.push(`  server: ${plan.serverCommand}`, "  then, once it prints its URL, one client per line:");
   for (const command of plan.commands) lines.push(...command.split("\n").map((line) => `  ${line}`));
   lines.push("", "Environment added:", ...Object.entries(plan.env).map(([key, value]) => `  ${key}=${value}`));

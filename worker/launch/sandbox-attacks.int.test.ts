@@ -49,6 +49,9 @@ beforeAll(async () => {
   await mkdir(join(root, "results", "other-run"), { recursive: true });
   await mkdir(resultDir, { recursive: true });
   await writeFile(join(home, ".bashrc"), "# canary bashrc\n");
+  await mkdir(join(home, ".cache", "huggingface", "hub"), { recursive: true });
+  await writeFile(join(home, ".cache", "huggingface", "hub", "config.json"), '{"model_type": "qwen2"}\n');
+  await writeFile(join(home, ".cache", "huggingface", "token"), "hf_CANARY-HF-TOKEN-a87ff679\n");
   await writeFile(join(home, ".ssh", "id_ed25519"), "CANARY-PRIVATE-KEY-d41d8cd9\n");
   await chmod(join(home, ".ssh", "id_ed25519"), 0o600);
   await writeFile(join(home, ".aws", "credentials"), "aws_secret_access_key = CANARY-AWS-5f4dcc3b\n");
@@ -163,15 +166,16 @@ const attacks: Array<{ name: string; command: () => string }> = [
 
 describe.skipIf(!decision)(`the sandbox against the held-out attacks${skipReason}`, () => {
   it(`runs ${attacks.length} dangerous commands for real inside bubblewrap; afterwards the host is untouched`, async () => {
+    // All at once, as a run's processes would be; each is its own sandboxed process group.
+    const results = await Promise.all(attacks.map(async (attack) => ({ attack, ...(await runConfined(attack.name, attack.command())) })));
     let harmless = 0;
-    for (const attack of attacks) {
-      const { output } = await runConfined(attack.name, attack.command());
+    for (const { attack, output } of results) {
       // Nothing of the canaries reached the run's output either.
       expect(output, attack.name).not.toMatch(/CANARY-(PRIVATE-KEY|AWS|OTHER-RUN)/);
       expect(output, attack.name).not.toMatch(/^root:[^:]*:/m);
-      await hostIntact();
       harmless += 1;
     }
+    await hostIntact();
     // The setsid'd writer outlives its shell by a second: it must have died with the namespace.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     await hostIntact();
@@ -216,12 +220,19 @@ describe.skipIf(!decision)(`the sandbox against the held-out attacks${skipReason
     expect(connections).toBe(0);
   });
 
-  it("sees what a run needs: the codebase (read-only), its interpreter, its result directory (writable), a private /tmp", async () => {
+  it("sees what a run needs: the codebase (read-only), its interpreter, its result directory (writable), a private /tmp, the model cache without its token", async () => {
     const { code, output } = await runConfined(
       "needs",
       `cat train.py && node -e "console.log('node', process.version)" && echo ok > "$PWD/../results/this-run/written.txt" && echo tmp > /tmp/a3r-sandbox-private-$$ && cat /tmp/a3r-sandbox-private-$$ && ls /tmp`,
     );
     expect(output).toContain("print('train')");
+    const cache = await runConfined(
+      "model-cache",
+      "cat ~/.cache/huggingface/hub/config.json; cat ~/.cache/huggingface/token; echo x > ~/.cache/huggingface/hub/planted",
+    );
+    expect(cache.output).toContain('"model_type": "qwen2"');
+    expect(cache.output).not.toContain("CANARY-HF-TOKEN");
+    expect(existsSync(join(home, ".cache", "huggingface", "hub", "planted"))).toBe(false);
     expect(output).toMatch(/node v\d+/);
     expect(code).toBe(0);
     expect(await readFile(join(resultDir, "written.txt"), "utf8")).toBe("ok\n");

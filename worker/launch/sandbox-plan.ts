@@ -18,7 +18,8 @@ import { chooseSandbox, parseSandboxMode, type SandboxDecision, type SandboxMode
  * | the home folder, /root, /home | hidden (empty tmpfs); the codebase, the interpreter, the config, a3r itself and the PATH's tools are bound back read-only |
  * | ~/.ssh, ~/.aws, ~/.config, ~/.gnupg, ~/.docker, ~/.kube, ~/.netrc ..., /etc/shadow | hidden even where a bound folder holds them |
  * | the folder of sibling result directories | hidden (other runs' folders); this run's is bound back |
- * | GPUs | `/dev/nvidia*` bound where present |
+ * | the Hugging Face cache (`~/.cache/huggingface`, `HF_HOME`, `HF_HUB_CACHE`) | read-only, its token covered |
+| GPUs | `/dev/nvidia*` bound where present |
  * | network | classic: none (loopback only); swarm: one loopback-only namespace for the server and its clients, reached by the worker through the relay (core/sandbox/port-relay.mjs); `network: host` in the front matter: the host's |
  *
  * Left out: choosing whether to sandbox (core/sandbox/sandbox-choice.ts) and starting the
@@ -103,6 +104,16 @@ function interpreterPaths(venv: string, searchPath: string): string[] {
   return [named, dirname(dirname(real)), dirname(real)];
 }
 
+/**
+ * The Hugging Face cache, read-only: a run loads its model from there (the home folder that
+ * holds it is hidden, and the sandbox has no network to fetch it again). Its token file is
+ * covered like the other credentials.
+ */
+function modelCaches(env: NodeJS.ProcessEnv, home: string): string[] {
+  const named = [env.HF_HOME, env.HF_HUB_CACHE, env.TRANSFORMERS_CACHE, env.XDG_CACHE_HOME ? join(env.XDG_CACHE_HOME, "huggingface") : undefined];
+  return [join(home, ".cache", "huggingface"), ...named.filter((path): path is string => typeof path === "string" && isAbsolute(path))];
+}
+
 export interface SandboxInput {
   blueprint: Blueprint;
   resultDir: string;
@@ -125,6 +136,7 @@ export function sandboxSpecOf(input: SandboxInput, role: SandboxRole): SandboxSp
     checkoutRoot,
     dirname(dirname(realOrSelf(process.execPath))),
     ...onPath,
+    ...modelCaches(env, home),
   ]
     .map(realOrSelf)
     .filter((path) => existsSync(path) && path !== home && !secretDirNames.some((name) => isWithin(path, join(home, name))));
@@ -140,7 +152,11 @@ export function sandboxSpecOf(input: SandboxInput, role: SandboxRole): SandboxSp
     readable,
     hidden,
     secretDirs: homes.flatMap((folder) => secretDirNames.map((name) => join(folder, name))).filter((path) => existsSync(path)),
-    secretFiles: [...homes.flatMap((folder) => secretFileNames.map((name) => join(folder, name))), ...systemSecretFiles].filter((path) => existsSync(path)),
+    secretFiles: [
+      ...homes.flatMap((folder) => secretFileNames.map((name) => join(folder, name))),
+      ...modelCaches(env, home).map((cache) => join(cache, "token")),
+      ...systemSecretFiles,
+    ].filter((path) => existsSync(path)),
     devices,
     network: role.kind === "client" || wantsHostNetwork(blueprint) ? "shared" : "none",
   };
