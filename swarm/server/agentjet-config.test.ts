@@ -113,4 +113,19 @@ describe("the gateway's per-call limits (max_response_length_in_one_turn, max_mo
     expect(overflow?.warning).toContain("limits.max_model_len 10 leaves room for 6");
     expect(contextOverflow(current, tokenizer, [{ role: "user", content: "a a b b" }], 4)).toBeUndefined();
   });
+
+  it("tokenizes the prompt only when its size could reach the limit", () => {
+    let encoded = 0;
+    const counting = {
+      encodeChat: (...args: Parameters<typeof tokenizer.encodeChat>) => {
+        encoded += 1;
+        return tokenizer.encodeChat(...args);
+      },
+    };
+    const roomy = { ...current, limits: { ...current.limits, max_tokens_per_call: 4, max_model_len: 18000 } };
+    expect(contextOverflow(roomy, counting, [{ role: "user", content: "a b" }], 4)).toBeUndefined();
+    expect(encoded).toBe(0);
+    expect(contextOverflow(roomy, counting, [{ role: "user", content: "a ".repeat(20_000) }], 4)).toBeDefined();
+    expect(encoded).toBe(1);
+  });
 });

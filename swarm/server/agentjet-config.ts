@@ -9,6 +9,9 @@ import type { ChatMessage, Engine, GenerateResult } from "../engines/port/engine
  */
 export { AgentJetConfigError, applyAgentJetConfig, isAgentJetConfig, type AgentJetMapping } from "../config/agentjet.ts";
 
+const templateSlack = 256;
+const perMessageSlack = 16;
+
 /** What AgentJet answers in place of a call whose prompt leaves no room (its overflow response). */
 export const contextOverflowText = "ajet_proxy: Exceeded max model context length.";
 
@@ -33,6 +36,12 @@ export function contextOverflow(
   const limit = config.limits.max_model_len;
   if (limit === undefined) return undefined;
   const room = limit - (config.limits.max_tokens_per_call ?? maxTokens);
+  // A token is at least one byte of UTF-8; the template adds a few per message and maybe a
+  // default system prompt. Below that bound the prompt fits, and the gateway's hot path
+  // tokenizes nothing twice.
+  let bound = templateSlack;
+  for (const message of messages) bound += Buffer.byteLength(message.content, "utf8") + perMessageSlack;
+  if (bound < room) return undefined;
   const promptTokens = engine.encodeChat(messages, { addGenerationPrompt: true }).tokenIds.length;
   if (promptTokens < room) return undefined;
   return {
