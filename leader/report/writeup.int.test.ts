@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -121,6 +121,34 @@ describe("a3r writeup", () => {
     expect(written.html.match(/<figure class="chart"/g)?.length).toBe(3);
     expect(written.html).toContain('<tr id="cfg-lr-0.03">');
     expect(written.html).not.toContain("<script");
+  });
+
+  it("with --llm, a scripted model drafts an abstract shown apart, and a number the facts do not hold is flagged", async () => {
+    const script = join(runsDir, "draft.yaml");
+    await writeFile(
+      script,
+      [
+        "model: scripted",
+        "steps:",
+        "  - match: { role: analyze }",
+        "    parsed:",
+        '      abstract: "A smaller learning rate helps: lr-0.03 beats the baseline by 0.29."',
+        '      discussion: "With 2 seeds of lr-0.03 the interval is wide; a gain of 0.777 is not shown."',
+      ].join("\n"),
+    );
+    const result = await runA3r(["writeup", "written", "--runs-dir", runsDir, "--llm"], { env: { A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: script } });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain("numbers the facts do not hold (flagged in the document): 0.777");
+    const markdown = await readFile(join(paths.root, "writeup.md"), "utf8");
+    expect(markdown).toContain("## Drafted abstract and discussion (model-written)");
+    expect(markdown).toContain("FLAGGED: numbers that occur nowhere in the facts: 0.777.");
+    expect(markdown).toContain("lr-0.03 beats the baseline by 0.29.");
+    // The template's abstract stays first, the record.
+    expect(markdown.indexOf("## Abstract")).toBeLessThan(markdown.indexOf("## Drafted abstract"));
+    expect(await readFile(paths.ledger, "utf8")).toMatch(/"role":"analyze"/);
+    const none = await runA3r(["writeup", "written", "--runs-dir", runsDir, "--llm"]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/error \[LLM_CONFIG_INVALID\]/);
   });
 
   it("is a command: a3r writeup ID writes both files", async () => {
