@@ -145,6 +145,16 @@ export const swarmConfigObject = z.strictObject({
    */
   require_episode_key: z.boolean().optional(),
   /**
+   * Absolute directories a client may name over HTTP (sync_train_config's experiment_dir,
+   * resume_from_checkpoint's path), besides the server's start directory and this file's
+   * experiment_dir (swarm/PROTOCOL.md §6).
+   */
+  allowed_roots: z.array(z.string().regex(/^\//, "must be an absolute path")).optional(),
+  /** Distinct client_uuids that may hold episodes claimed without a credential (default 32; PROTOCOL.md §2). */
+  max_unkeyed_claimers: positiveInteger.optional(),
+  /** C4/C5: seconds a step stays observable (ROLLING_POST to leaving WEIGHT_SYNCING) for polling clients (default 8; PROTOCOL.md §1). */
+  sync_observable_seconds: z.number().min(0).max(600).optional(),
+  /**
    * Timeline merging across calls offered different tool lists (swarm/tracking/MERGE.md).
    * Off: a changed tool list refuses the merge, because chat templates render the tools
    * into the prompt. On: AgentJet's faster choice (fewer samples, less faithful context).

@@ -24,13 +24,13 @@ export interface SwarmServerOptions {
   tickMs?: number;
   /**
    * Directories a client may name over HTTP (sync_train_config's experiment_dir, a
-   * checkpoint to resume from), besides the server's start directory and its configured
-   * experiment_dir (PROTOCOL.md §7).
+   * checkpoint to resume from), besides the server's start directory, its configured
+   * experiment_dir and swarm.yaml's allowed_roots (PROTOCOL.md §6).
    */
   allowedRoots?: string[];
-  /** C4/C5: the least time a step stays observable to polling clients (ms; CoordinatorOptions). */
+  /** C4/C5: the least time a step stays observable to polling clients (ms; over swarm.yaml's sync_observable_seconds). */
   syncObservableMs?: number;
-  /** Distinct client_uuids that may hold episodes claimed without a credential (default 32). */
+  /** Distinct client_uuids that may hold episodes claimed without a credential (over swarm.yaml's max_unkeyed_claimers; default 32). */
   maxUnkeyedClaimers?: number;
 }
 
@@ -53,9 +53,12 @@ export interface SwarmServer {
  */
 export async function startSwarmServer(options: SwarmServerOptions): Promise<SwarmServer> {
   const logger = options.logger ?? createSwarmLogger();
+  // The options win over swarm.yaml's keys (tests pass them); both fall back to the defaults.
+  const syncObservableMs = options.syncObservableMs ?? secondsToMs(options.config.sync_observable_seconds);
+  const maxUnkeyedClaimers = options.maxUnkeyedClaimers ?? options.config.max_unkeyed_claimers;
   const coordinator = new TrainingCoordinator(options.config, logger, options.engineFactory, {
-    ...(options.syncObservableMs === undefined ? {} : { syncObservableMs: options.syncObservableMs }),
-    ...(options.maxUnkeyedClaimers === undefined ? {} : { maxUnkeyedClaimers: options.maxUnkeyedClaimers }),
+    ...(syncObservableMs === undefined ? {} : { syncObservableMs }),
+    ...(maxUnkeyedClaimers === undefined ? {} : { maxUnkeyedClaimers }),
   });
   const gateway = new Gateway(coordinator, logger);
   const adminToken = options.adminToken ?? options.config.admin_token;
@@ -63,7 +66,12 @@ export async function startSwarmServer(options: SwarmServerOptions): Promise<Swa
   // sync_train_config and save_checkpoint to the network by forgetting a token.
   if (!isLoopbackHost(options.config.host) && (adminToken === undefined || adminToken.length < minimumAdminTokenLength))
     throw new Error(`listening on ${options.config.host} (beyond this machine) needs an admin token of at least ${minimumAdminTokenLength} characters`);
-  const confinement = new PathConfinement([process.cwd(), options.config.experiment_dir, ...(options.allowedRoots ?? [])]);
+  const confinement = new PathConfinement([
+    process.cwd(),
+    options.config.experiment_dir,
+    ...(options.config.allowed_roots ?? []),
+    ...(options.allowedRoots ?? []),
+  ]);
   const routes = protocolRoutes(coordinator, gateway, { adminToken }, { experimentRoot: options.config.experiment_dir, logger, confinement });
 
   const server = createServer((request, response) => {
@@ -157,6 +165,10 @@ function checkAdmin(request: IncomingMessage, adminToken: string): void {
   if (!presentsAdmin(request, adminToken)) {
     throw new HttpError(401, "this control endpoint requires the server's admin token (send it as `Authorization: Bearer <token>` or `x-admin-token`)");
   }
+}
+
+function secondsToMs(seconds: number | undefined): number | undefined {
+  return seconds === undefined ? undefined : seconds * 1000;
 }
 
 function closeServer(server: Server): Promise<void> {
