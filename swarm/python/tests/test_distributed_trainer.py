@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import deque
+from pathlib import Path
 
 import pytest
 import torch
@@ -118,3 +119,27 @@ def test_two_ranks_take_the_same_step_as_one_process(tiny_model, tmp_path, monke
     print(f"\nfastest of steps 2-4 on a {len(batch_samples())}-sample batch (tiny model, CPU): 1 process "
           f"{single_seconds[0]:.3f} s in the trainer ({single_seconds[1]:.3f} s round trip), "
           f"2 gloo ranks {group_seconds[0]:.3f} s ({group_seconds[1]:.3f} s round trip)")
+
+
+def test_a_killed_rank_ends_the_group_instead_of_hanging_it(tiny_model, tmp_path):
+    """The engine restarts a dead trainer from its checkpoint; a group with a dead rank
+    must therefore exit (rank 0's collective fails, torchrun stops the rest), never wait."""
+    import os
+    import signal
+
+    batch = write_batch(tmp_path / "batch.jsonl", batch_samples())
+    group = TrainerGroup(2)
+    try:
+        group.call("load", model=tiny_model, **LOAD)
+        group.call("train", batch_file=batch, step=1, output_dir=str(tmp_path / "step-1"))
+        ranks = subprocess.run(["pgrep", "-P", str(group.process.pid)], capture_output=True, text=True).stdout.split()
+        rank_one = [pid for pid in ranks if b"RANK=1" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")]
+        assert len(rank_one) == 1, ranks
+        os.kill(int(rank_one[0]), signal.SIGKILL)
+        # Answered with RANK_LOST, or (here, as rank 0 waits in its broadcast) the group is gone.
+        with pytest.raises((RuntimeError, BrokenPipeError)):
+            group.request("train", batch_file=batch, step=2, output_dir=str(tmp_path / "step-2"))
+        assert group.process.wait(timeout=120) != 0
+    finally:
+        if group.process.poll() is None:
+            group.process.kill()
