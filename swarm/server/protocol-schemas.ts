@@ -72,7 +72,7 @@ export const abortEpisodeSchema = z.looseObject({
 
 export const episodeRefSchema = z.looseObject({ client_uuid: uuid, episode_uuid: uuid });
 export const clientRefSchema = z.looseObject({ client_uuid: uuid });
-/** get_episode_buffer: a client that names itself sees its own episodes unredacted. */
+/** get_episode_buffer: a named client_uuid is accepted and ignored (the caller is known by its key, PROTOCOL.md §7). */
 export const episodeBufferSchema = z.looseObject({ client_uuid: uuid.optional() });
 export const syncTrainConfigSchema = z.looseObject({ yaml_as_string: z.string().max(1_000_000) });
 export const pushVerboseLogSchema = z.looseObject({ tag: z.string().max(200).default(""), message: z.string().max(10_000) });
