@@ -28,7 +28,9 @@ function count(group: string, refused: boolean): void {
 beforeAll(async () => {
   directory = await temporaryDirectory("swarm-abuse");
   const config = parseSwarmConfig(
-    ["port: 0", "train_batch_size: 1000", "max_env_worker: 16", "max_claims_per_client: 2", "max_unkeyed_claimers: 4", "experiment_dir: ./experiment"].join("\n"),
+    ["port: 0", "train_batch_size: 1000", "max_env_worker: 16", "max_claims_per_client: 2", "max_unkeyed_claimers: 4", "experiment_dir: ./experiment"].join(
+      "\n",
+    ),
     { baseDirectory: directory.path },
   );
   server = await startSwarmServer({ config, logger: silentLogger });
