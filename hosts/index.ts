@@ -1,6 +1,6 @@
 /**
  * How work reaches machines (hosts/README.md): hosts.yaml, the pure scheduler, the launcher port
- * with its host kinds (local, ssh, queue and slurm; plug-ins listed in kinds/registry.ts), the
+ * with its host kinds (local, ssh, queue, slurm and ray; plug-ins listed in kinds/registry.ts), the
  * worker daemon of the queue backend, and the dispatcher used by `a3r dispatch` (and by the
  * leader's dispatch node).
  */

@@ -7,7 +7,7 @@ import { writeFixtureBlueprint } from "./fixture-blueprint.ts";
 import type { Launcher, RunProgress, RunRef } from "../hosts/port/launcher.ts";
 
 /**
- * The one suite every launcher passes (local, ssh, queue). A launcher under test runs
+ * The one suite every launcher passes (local, ssh, queue, slurm, ray). A launcher under test runs
  * blueprints with the fixture worker (test-support/fixture-a3r.js), so the suite checks the
  * port, not training.
  *

@@ -42,7 +42,7 @@ export function hostKindOf(host: Pick<HostEntry, "name" | "kind">): HostKind {
   });
 }
 
-/** "local, ssh, queue or slurm". */
+/** "local, ssh, queue, slurm or ray". */
 export function kindList(): string {
   const names = hostKinds().map((kind) => kind.kind);
   return names.length < 2 ? (names[0] ?? "(none)") : `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;

@@ -4,7 +4,7 @@ import type { MetricsRecord, RunState, StopRequest } from "../../campaign/index.
  * The launcher port: how one blueprint reaches one host and how its run is followed.
  * Implementations: one per host kind (port/host-kind.ts, kinds/registry.ts): `local` (this
  * machine), `ssh` (ssh2 to a remote host), `queue` (BullMQ on Redis, pulled by worker
- * daemons) and `slurm` (sbatch). All pass `launcher-conformance.ts`.
+ * daemons), `slurm` (sbatch) and `ray` (detached Ray actors). All pass `launcher-conformance.ts`.
  *
  * Contract:
  * - Every method is keyed by campaign and blueprint id (`RunRef`), never by an in-memory
