@@ -49,6 +49,9 @@ function hostEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, HOME: home, ...extra };
 }
 
+/** A loaded machine may take seconds to start a process: no first-signal or stall retry here. */
+const patient = { frontMatter: { first_signal_timeout: "60s" }, worker: { stall_timeout: "60s" } };
+
 async function until(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -68,7 +71,7 @@ describe.skipIf(!bwrapWorks)("worker runs inside the sandbox", () => {
       `t('rm-home-parent',()=>fs.rmSync(p.join(h,'..'),{recursive:true,force:true}));`,
       `require('net').connect(1,'127.0.0.1').on('error',e=>console.log('connect',e.code))"`,
     ].join(" ");
-    const { path, resultDir } = await folder.write({ id: "confined", command: `${attacks}; node trainer.mjs --steps 3` });
+    const { path, resultDir } = await folder.write({ id: "confined", command: `${attacks}; node trainer.mjs --steps 3`, ...patient });
     const outcome = await runWorker({ blueprintPath: path, progress: silentProgress, env: hostEnv() });
     expect(outcome).toMatchObject({ state: "succeeded", attempts: 1 });
     const status = (await readRunStatus(join(resultDir, "status.json"))).status as Record<string, unknown>;
@@ -107,6 +110,7 @@ describe.skipIf(!bwrapWorks)("worker runs inside the sandbox", () => {
     const { path, resultDir } = await folder.write({
       id: "confined-reattach",
       command: "node trainer.mjs --steps 6 --step-ms 50 --pause-after 3 --until-file $A3R_OUTPUT_DIR/gate",
+      frontMatter: { first_signal_timeout: "60s" },
       worker: { stall_timeout: "2m" },
     });
     const start = (): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string }> } => {
@@ -137,7 +141,7 @@ describe("worker where bubblewrap is missing", () => {
   const missing = { A3R_BWRAP: "/nonexistent/a3r-test/bwrap" };
 
   it("by default the run goes unconfined, and says so in status.json, events.jsonl and result.md", async () => {
-    const { path, resultDir } = await folder.write({ id: "no-bwrap-default", command: "node trainer.mjs --steps 2" });
+    const { path, resultDir } = await folder.write({ id: "no-bwrap-default", command: "node trainer.mjs --steps 2", ...patient });
     const outcome = await runWorker({ blueprintPath: path, progress: silentProgress, env: hostEnv(missing) });
     expect(outcome.state).toBe("succeeded");
     const status = (await readRunStatus(join(resultDir, "status.json"))).status as Record<string, unknown>;

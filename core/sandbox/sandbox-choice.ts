@@ -65,16 +65,33 @@ export function findBwrap(env: NodeJS.ProcessEnv): { binary?: string; looked: st
 const probes = new Map<string, string | null>();
 
 /**
- * Why bubblewrap cannot confine a process here, or null when it can: it runs `true` with
- * the namespaces a run gets (containers often forbid user or network namespaces). Run once
- * per binary and process.
+ * Why bubblewrap cannot confine a process here, or null when it can: it runs, with the
+ * namespaces a run gets (containers often forbid user or network namespaces), the
+ * `env --default-signal` a confined command starts through (core/process-group.ts; GNU
+ * coreutils 8.31 or later). Run once per binary and process.
  */
 export function bwrapProbeFailure(binary: string): string | null {
   const known = probes.get(binary);
   if (known !== undefined) return known;
   const probe = spawnSync(
     binary,
-    ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--cap-drop", "ALL", "--die-with-parent", "true"],
+    [
+      "--ro-bind",
+      "/",
+      "/",
+      "--dev",
+      "/dev",
+      "--proc",
+      "/proc",
+      "--unshare-net",
+      "--unshare-pid",
+      "--cap-drop",
+      "ALL",
+      "--die-with-parent",
+      "env",
+      "--default-signal=TERM",
+      "true",
+    ],
     { encoding: "utf8", timeout: 15_000 },
   );
   const failure =

@@ -40,7 +40,7 @@ describe("a diagnosis's overrides", () => {
     const { path, resultDir } = await folder.write({
       id: "port-override",
       command: `${failFirst} && node trainer.mjs --steps 2 --port {port}`,
-      frontMatter: { overrides: { port: before } },
+      frontMatter: { overrides: { port: before }, first_signal_timeout: "60s" },
       budget: "2m",
     });
     const model = createScriptedChatModel([{ parsed: { diagnosis: "The port is wrong.", retry: true, overrides: { port: after } } }], {
@@ -67,7 +67,7 @@ describe("a diagnosis's overrides", () => {
     const { path, resultDir } = await folder.write({
       id: "port-override-refused",
       command: `${failFirst} && node trainer.mjs --steps 2 --port {port}`,
-      frontMatter: { overrides: { port: before } },
+      frontMatter: { overrides: { port: before }, first_signal_timeout: "60s" },
       budget: "2m",
     });
     const model = createScriptedChatModel([{ parsed: { diagnosis: "The port is wrong.", retry: true, overrides: { port: after } } }], {
@@ -88,7 +88,7 @@ describe("a diagnosis's overrides", () => {
     const { path, resultDir } = await folder.write({
       id: "lr-override",
       command: `${failFirst} && node trainer.mjs --steps 2`,
-      frontMatter: { overrides: { lr: 0.1 } },
+      frontMatter: { overrides: { lr: 0.1 }, first_signal_timeout: "60s" },
       budget: "2m",
     });
     const model = createScriptedChatModel([{ parsed: { diagnosis: "Lower the rate.", retry: true, overrides: { lr: 0.05 } } }], {
