@@ -128,7 +128,9 @@ export function sandboxSpecOf(input: SandboxInput, role: SandboxRole): SandboxSp
   const onPath = searchPath
     .split(delimiter)
     .filter(isAbsolute)
-    .map((folder) => homeEntryOf(realOrSelf(folder), home));
+    .map((folder) => homeEntryOf(realOrSelf(folder), home))
+    // A PATH entry that is the home folder itself would show all of it.
+    .filter((path) => path !== home);
   const readable = [
     blueprint.codebase,
     ...interpreterPaths(blueprint.venv, searchPath),
@@ -139,7 +141,8 @@ export function sandboxSpecOf(input: SandboxInput, role: SandboxRole): SandboxSp
     ...modelCaches(env, home),
   ]
     .map(realOrSelf)
-    .filter((path) => existsSync(path) && path !== home && !secretDirNames.some((name) => isWithin(path, join(home, name))));
+    // A codebase that is the home folder is bound, its credentials covered again (bwrap-command.ts).
+    .filter((path) => existsSync(path) && !secretDirNames.some((name) => isWithin(path, join(home, name))));
   const hidden = [home, "/root", "/home", dirname(realOrSelf(resultDir))].filter((path) => existsSync(path));
   const devices = existsSync("/dev")
     ? readdirSync("/dev")
