@@ -56,6 +56,10 @@ describe("a3r history and reused runs", () => {
     const stopOf = async (id: string) => (await readEvents(join(runsDir, id, "events.jsonl"))).events.find((event) => event.kind === "campaign.stop_decided");
     expect((await stopOf("second"))?.reason).toBe((await stopOf("first"))?.reason);
     expect((await stopOf("second"))?.best).toBe((await stopOf("first"))?.best);
+    // The report cites what the first campaign had found, and that its runs were reused.
+    const report = await readFile(join(runsDir, "second", "report.md"), "utf8");
+    expect(report).toMatch(/Known before this campaign .*first .*stopped separated.*6 of this campaign's runs were taken from it/s);
+    expect(await readFile(join(runsDir, "first", "report.md"), "utf8")).not.toContain("Known before this campaign");
     const audit = await runA3r(["audit", join(runsDir, "second")]);
     expect(audit.code, audit.stdout).toBe(0);
 

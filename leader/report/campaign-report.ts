@@ -13,6 +13,7 @@ import { buildReportModel, type CampaignReportModel, type ReportRunFiles } from 
 import { readStagePlan } from "../record/stage-plan-file.ts";
 import { answerKeyIn, eventsOfCurrentRound, openRoundOf } from "../record/reopen.ts";
 import type { Topic } from "../domain/topic.ts";
+import { earlierCampaignsOnBase } from "../history/earlier-campaigns.ts";
 
 /**
  * The campaign's final report, `report.md` and `report.html`, from the history the graph
@@ -67,6 +68,7 @@ export async function campaignReportModel(input: CampaignReportInput): Promise<C
     ledgerProblems: ledger.problems.length,
     plannedStages: await plannedStageNumbers(paths),
     reopenings,
+    earlierCampaigns: await earlierCampaignsOnBase(paths),
   });
 }
 

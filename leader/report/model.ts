@@ -14,6 +14,7 @@ import { answerParagraphs, settingsText, type Paragraph } from "./answer.ts";
 import { parseQuestion } from "../domain/question.ts";
 import { judgeContrasts, type ContrastVerdict } from "../domain/contrast-verdicts.ts";
 import { methodLine } from "./method-line.ts";
+import type { EarlierCampaign } from "../history/earlier-campaigns.ts";
 
 /**
  * Everything the campaign report says, as plain data computed in code: the answer with
@@ -49,6 +50,8 @@ export interface ReportInputs {
   plannedStages: number[];
   /** Each re-opening after a budget stop (leader/record/reopen.ts): when, and the stop it undid. */
   reopenings?: { time: string; after?: string }[];
+  /** Campaigns that ran the same base before this one (leader/history/earlier-campaigns.ts). */
+  earlierCampaigns?: EarlierCampaign[];
 }
 
 export interface ConfigurationRow {
@@ -167,6 +170,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
         },
       }),
       ...reopeningParagraphs(inputs.reopenings ?? []),
+      ...earlierCampaignParagraphs(inputs.earlierCampaigns ?? []),
     ],
     bestId: best?.configuration.id,
     configurations: summaries.map((summary) => {
@@ -224,6 +228,18 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
 }
 
 /** One line per re-opening, so a reader sees that an earlier stop was lifted and why. */
+function earlierCampaignParagraphs(earlier: readonly EarlierCampaign[]): Paragraph[] {
+  if (earlier.length === 0) return [];
+  const items = earlier.map((campaign) => {
+    const stop = campaign.stop
+      ? `stopped ${campaign.stop.reason}: ${campaign.stop.explanation.split(/(?<=[.;])\s/)[0]!.replace(/[.;\s]+$/, "")}`
+      : "not finished";
+    const reused = campaign.reusedRuns > 0 ? `; ${campaign.reusedRuns} of this campaign's runs were taken from it, not trained again` : "";
+    return `${campaign.id}${campaign.title ? ` ("${campaign.title}")` : ""}, ${stop}${reused}`;
+  });
+  return [[`Known before this campaign (earlier campaigns on the same code, config and command; a3r history lists them): ${items.join("; ")}.`]];
+}
+
 function reopeningParagraphs(reopenings: NonNullable<ReportInputs["reopenings"]>): Paragraph[] {
   return reopenings.map((reopening, index) => [
     `Re-opened (round ${index + 1}, ${reopening.time.slice(0, 16).replace("T", " ")} UTC) after it had stopped on a budget${reopening.after === undefined ? "" : `: ${reopening.after.replace(/[.\s]+$/, "")}`}.`,
