@@ -61,7 +61,7 @@ def learn(model_dir, work, *, seed=0, steps=40, prompts=8, repeats=8):
                 lines.append({"taskId": task.task_id, "episodeUuid": f"{step}-{index}-{row}", "tokenIds": prompt + tokens[row],
                               "lossMask": [0] * len(prompt) + [1] * len(tokens[row]),
                               "logprobs": [None] * len(prompt) + logprobs[row],
-                              "reward": task.score(policy.decode(tokens[row]))})
+                              "reward": task.score(policy.decode(tokens[row]), tokens[row])})
         batch = work / f"step-{step}.jsonl"
         batch.write_text("".join(json.dumps(line) + "\n" for line in lines))
         result = session.train({"batch_file": str(batch), "step": step, "output_dir": str(work / f"adapter-{step}")})

@@ -88,7 +88,7 @@ class ServerProcess:
 
     def __init__(self, model: str, *, python: str = sys.executable, device: str = "auto", port: int | None = None,
                  served_name: str = "policy", extra: list[str] | None = None, echo_stderr: bool = False,
-                 start_timeout: float = 120):
+                 start_timeout: float = 600):  # loading transformers on a loaded 2-core machine takes minutes
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [python, "-m", "a3r_swarm.server", "--model", model, "--port", str(self.port),

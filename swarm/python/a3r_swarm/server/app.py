@@ -144,6 +144,8 @@ def make_handler(state: ServerState):
         def _run(self, action) -> None:
             try:
                 self._send(200, action())
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up waiting (its timeout): nothing to answer
             except HttpError as error:
                 self._send(error.status, _error_body(error.message, error.kind, error.param, error.status))
             except A3RError as error:
@@ -188,8 +190,14 @@ def _error_body(message: str, kind: str, param: str | None, status: int) -> dict
             "message": message}
 
 
+class ReferenceHTTPServer(ThreadingHTTPServer):
+    # The standard library's listen backlog of 5 resets connections when a swarm opens
+    # dozens at once; they are meant to wait for the batcher instead.
+    request_queue_size = 1024
+
+
 def bind_server(host: str, port: int) -> ThreadingHTTPServer:
     """Bind before the model loads so a taken port fails at once; the handler is set later."""
-    server = ThreadingHTTPServer((host, port), BaseHTTPRequestHandler, bind_and_activate=True)
+    server = ReferenceHTTPServer((host, port), BaseHTTPRequestHandler, bind_and_activate=True)
     server.daemon_threads = True
     return server
