@@ -42,7 +42,13 @@ export function objectsOf(schema: z.ZodType): z.ZodObject[] {
   if (delegate) return objectsOf(delegate);
   if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional) return objectsOf(schema.unwrap() as z.ZodType);
   if (schema instanceof z.ZodLazy) return objectsOf(schema.unwrap() as z.ZodType);
-  if (schema instanceof z.ZodPipe) return objectsOf(schema.out as z.ZodType);
+  if (schema instanceof z.ZodPipe) {
+    // Keys are written against the input: `object.transform(f)` is a pipe whose input is the
+    // object (its output a ZodTransform, which has no shape); `z.preprocess(f, object)` is one
+    // whose input is the transform and output the object.
+    const input = objectsOf(schema.in as z.ZodType);
+    return input.length > 0 ? input : objectsOf(schema.out as z.ZodType);
+  }
   if (schema instanceof z.ZodObject) return [schema];
   if (schema instanceof z.ZodDiscriminatedUnion || schema instanceof z.ZodUnion) {
     return (schema.options as z.ZodType[]).flatMap(objectsOf);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { parseSwarmConfig, SwarmConfigError, swarmConfigSchema } from "./config.ts";
-import { snakeCase } from "./config-keys.ts";
+import { canonicalKeys, snakeCase } from "./config-keys.ts";
 
 function errorOf(text: string): SwarmConfigError {
   try {
@@ -136,6 +137,15 @@ describe("parseSwarmConfig", () => {
     const parsed = swarmConfigSchema.safeParse({ model: { kind: "openai-compatible", baseUrl: "http://127.0.0.1:1/v1", model: "m" } });
     expect(parsed.success && parsed.data.model).toMatchObject({ base_url: "http://127.0.0.1:1/v1" });
     expect(swarmConfigSchema.safeParse({ model: { kind: "embedded", seeed: 1 } }).success).toBe(false);
+  });
+
+  it("finds a key's old spelling through a transformed or preprocessed object (vLLM's trainer is one)", () => {
+    const object = z.strictObject({ micro_batch_tokens: z.number() });
+    for (const schema of [object.transform((value) => value), z.preprocess((value) => value, object)]) {
+      const { value, renamed } = canonicalKeys({ microBatchTokens: 64 }, schema);
+      expect(value).toEqual({ micro_batch_tokens: 64 });
+      expect(renamed.map((key) => key.to)).toEqual(["micro_batch_tokens"]);
+    }
   });
 
   it("spells keys in snake_case", () => {
