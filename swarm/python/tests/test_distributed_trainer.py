@@ -22,7 +22,7 @@ import torch
 from a3r_swarm.gpu_check.processes import TrainerProcess, _drain, child_env
 from a3r_swarm.tiny.lora import read_adapter
 from a3r_swarm.trainer.batch import Sample
-from a3r_swarm.trainer.distributed import shard_by_tokens
+from a3r_swarm.trainer.distributed import agreed_answer, shard_by_tokens
 
 from conftest import sample, write_batch
 
@@ -34,11 +34,12 @@ PROMPT = [1, 300, 301, 4, 2]
 class TrainerGroup(TrainerProcess):
     """`python -m torch.distributed.run --nproc_per_node N -m a3r_swarm.trainer`, rank 0 speaking the protocol."""
 
-    def __init__(self, nprocs: int):
+    def __init__(self, nprocs: int, env_extra: dict[str, str] | None = None):
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nprocs}", "-m",
                 "a3r_swarm.trainer"]
         env = child_env()
         env["OMP_NUM_THREADS"] = "1"
+        env.update(env_extra or {})
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True, env=env)
         self.stderr_tail = deque(maxlen=50)
@@ -143,3 +144,34 @@ def test_a_killed_rank_ends_the_group_instead_of_hanging_it(tiny_model, tmp_path
     finally:
         if group.process.poll() is None:
             group.process.kill()
+
+
+def test_ranks_that_answer_alike_give_rank_0s_answer_and_a_split_ends_the_group():
+    ok = {"id": 3, "ok": True, "result": {"step": 1}}
+    failed = {"id": 3, "ok": False, "error": {"code": "OUT_OF_MEMORY", "message": "cuda:1 is full", "retryable": True}}
+    assert agreed_answer([ok, {"id": 3, "ok": True, "result": {}}]) is ok
+    assert agreed_answer([failed, dict(failed)]) is failed
+    split = agreed_answer([ok, failed])
+    assert split["ok"] is False and split["id"] == 3
+    assert split["error"]["code"] == "RANKS_DIVERGED" and split["error"]["retryable"] is True
+    assert "rank 1: OUT_OF_MEMORY: cuda:1 is full" in split["error"]["message"]
+
+
+def test_the_group_waits_for_requests_past_the_collective_timeout_and_survives_a_failed_save(tiny_model, tmp_path):
+    """The engine is idle between steps for as long as a rollout (or a person) takes: the
+    ranks' wait for the next request must not be held to the training collectives' limit
+    (5 s here). A checkpoint rank 0 cannot write fails on every rank alike, and the group
+    goes on training."""
+    batch = write_batch(tmp_path / "batch.jsonl", batch_samples())
+    group = TrainerGroup(2, {"A3R_TRAINER_COLLECTIVE_TIMEOUT_S": "5"})
+    try:
+        group.call("load", model=tiny_model, **LOAD)
+        time.sleep(12)
+        assert group.call("train", batch_file=batch, step=1, output_dir=str(tmp_path / "step-1"))["step"] == 1
+        (tmp_path / "a-file").write_text("not a folder\n")
+        refused = group.request("save", dir=str(tmp_path / "a-file" / "checkpoint"))
+        assert refused["ok"] is False, refused
+        assert group.call("train", batch_file=batch, step=2, output_dir=str(tmp_path / "step-2"))["step"] == 2
+        assert group.call("save", dir=str(tmp_path / "checkpoint"))["step"] == 2
+    finally:
+        assert group.close() == 0, "".join(group.stderr_tail)

@@ -23,7 +23,15 @@ tensors, NCCL for CUDA ones; each rank uses cuda:LOCAL_RANK of the GPUs it was g
 A rank that dies breaks the group: the collective raises on the others, rank 0 answers
 the request with RANK_LOST (retryable) and exits, and the engine restarts the trainer
 (the whole group) from its last checkpoint as it does for a dead trainer. torchrun also
-stops the remaining ranks when one exits.
+stops the remaining ranks when one exits. Ranks that answer one request differently (one
+failed where another succeeded: an out-of-memory load on one GPU, the adapter write of
+rank 0 rolled back while the others stepped) no longer hold the same replica: rank 0
+answers RANKS_DIVERGED (retryable) and the group ends the same way.
+
+Timeouts: the ranks wait for the next request on a gloo group of their own with no
+practical limit (the engine may be idle for hours: a long rollout, a person approving a
+command), never on the training collectives' group, whose limit
+(A3R_TRAINER_COLLECTIVE_TIMEOUT_S, default 1800 s) bounds a step waiting on a hung rank.
 
 Left out: FSDP / sharded optimizer states (`strategy: fsdp`), multi-node groups, and
 sharding the base model (each rank holds all of it).
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from typing import IO, Any
 
 import torch
@@ -42,13 +51,22 @@ from .. import TRAINER_PROTOCOL
 from ..errors import A3RError
 from .batch import Sample, assign_advantages, pack_micro_batches
 from .grpo import LossSums, collate, micro_batch_loss
-from .protocol import _finite, handle_line
+from .protocol import _finite, error_answer, handle_line
 from .session import TrainerSession, log
 
 
 class RankLost(A3RError):
     code = "RANK_LOST"
     retryable = True
+
+
+class RanksDiverged(A3RError):
+    code = "RANKS_DIVERGED"
+    retryable = True
+
+
+# Waiting for a request is no hang: a year, as "no limit" (gloo needs one).
+IDLE_TIMEOUT = timedelta(days=365)
 
 
 def shard_by_tokens(samples: list[Sample], world: int) -> list[list[Sample]]:
@@ -85,6 +103,20 @@ class DistributedTrainerSession(TrainerSession):
         if self.rank == 0:
             super().prune_adapters(written, keep)
 
+    def train(self, request: dict) -> dict:
+        """A rank that fails before the gradient exchange (a batch file it cannot read, no
+        model loaded) still joins it, with its failure: the others wait there, and would
+        otherwise meet its next request's collective instead."""
+        self.exchanged = False
+        try:
+            return super().train(request)
+        except RankLost:
+            raise
+        except Exception as error:
+            if not self.exchanged:
+                self._collect([f"rank {self.rank}: {type(error).__name__}: {error}", LossSums()])
+            raise
+
     def compute_gradients(self, samples: list[Sample]) -> tuple[LossSums, int]:
         policy, settings, optimizer = self.require_loaded()
         assign_advantages(samples)
@@ -106,6 +138,7 @@ class DistributedTrainerSession(TrainerSession):
             failure = f"rank {self.rank}: {type(error).__name__}: {error}"
         finally:
             policy.set_dropout_active(False)
+        self.exchanged = True
         gathered = self._collect([failure, totals])
         failures = [entry[0] for entry in gathered if entry[0] is not None]
         if failures:
@@ -121,14 +154,25 @@ class DistributedTrainerSession(TrainerSession):
         return combined, batch_masked
 
     def save(self, request: dict) -> dict:
+        """Rank 0 writes; every rank waits until the checkpoint is whole, and fails with it
+        when it could not be written (so the ranks answer alike and stay in step)."""
+        answer: dict = {}
+        failure: str | None = None
         if self.rank == 0:
-            answer = super().save(request)
-        else:
-            answer = {}
-        self._collective(dist.barrier)  # the checkpoint is whole before any rank goes on
+            try:
+                answer = super().save(request)
+            except Exception as error:  # noqa: BLE001 - the others wait for the outcome below
+                failure = f"{type(error).__name__}: {error}"
+                raised = error
+        outcome = self._collect(failure)[0]
+        if outcome is not None:
+            if self.rank == 0:
+                raise raised
+            raise RuntimeError(f"rank 0 could not write the checkpoint: {outcome}")
         return answer
 
     def _collect(self, value: Any) -> list[Any]:
+        """Every rank's `value`, by rank (a Python object: through the CPU, gloo)."""
         gathered: list[Any] = [None] * self.world
         self._collective(lambda: dist.all_gather_object(gathered, value))
         return gathered
@@ -148,11 +192,39 @@ def _request_of_rank0(stdin: IO[str]) -> str | None:
     return None
 
 
+def collective_timeout() -> timedelta:
+    """How long a training collective may wait for a rank: A3R_TRAINER_COLLECTIVE_TIMEOUT_S."""
+    text = os.environ.get("A3R_TRAINER_COLLECTIVE_TIMEOUT_S", "1800")
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise SystemExit(f"A3R_TRAINER_COLLECTIVE_TIMEOUT_S={text!r}: write a positive number of seconds, e.g. 1800")
+    return timedelta(seconds=seconds)
+
+
+def agreed_answer(answers: list[dict]) -> dict:
+    """Rank 0's answer, unless the ranks disagree: one succeeded where another failed, so
+    their replicas may differ, and the group must restart from its last checkpoint."""
+    first = answers[0]
+    if all(answer.get("ok") == first.get("ok") for answer in answers):
+        return first
+    failed = "; ".join(f"rank {rank}: {answer['error'].get('code')}: {answer['error'].get('message')}"
+                       for rank, answer in enumerate(answers) if not answer.get("ok"))
+    message = (f"the trainer ranks answered request {first.get('id')!r} differently ({failed}; the others succeeded): "
+               "their replicas may differ, so the group ends and is restarted from the last checkpoint")
+    return error_answer(first.get("id"), RanksDiverged.code, message, RanksDiverged.retryable)
+
+
 def serve_distributed(stdin: IO[str], out: IO[str]) -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend=backend)
+    cuda = torch.cuda.is_available()
+    if cuda and local_rank < torch.cuda.device_count():
+        torch.cuda.set_device(local_rank)  # NCCL's own buffers on this rank's GPU, not all on cuda:0
+    dist.init_process_group(backend="cpu:gloo,cuda:nccl" if cuda else "gloo", timeout=collective_timeout())
+    requests = dist.new_group(backend="gloo", timeout=IDLE_TIMEOUT)
     session = DistributedTrainerSession(rank, world, local_rank)
 
     def send(answer: dict) -> None:
@@ -167,7 +239,7 @@ def serve_distributed(stdin: IO[str], out: IO[str]) -> int:
     while True:
         box = [_request_of_rank0(stdin) if rank == 0 else None]
         try:
-            dist.broadcast_object_list(box, src=0)
+            dist.broadcast_object_list(box, src=0, group=requests)
         except (RuntimeError, dist.DistBackendError) as error:
             log(f"rank {rank}: the group broke while waiting for a request: {error}")
             code = 1
@@ -177,6 +249,14 @@ def serve_distributed(stdin: IO[str], out: IO[str]) -> int:
             break
         answer, stop = handle_line(session, line)
         lost = not answer.get("ok") and answer.get("error", {}).get("code") == RankLost.code
+        if not lost:
+            answers: list[Any] = [None] * world
+            try:
+                dist.all_gather_object(answers, answer, group=requests)
+                answer = agreed_answer(answers)
+            except (RuntimeError, dist.DistBackendError) as error:
+                answer = error_answer(answer.get("id"), RankLost.code, f"a trainer rank is gone ({error})", True)
+            lost = not answer.get("ok") and answer.get("error", {}).get("code") in (RankLost.code, RanksDiverged.code)
         if rank == 0:
             send(answer)
         if stop or lost:
@@ -188,4 +268,4 @@ def serve_distributed(stdin: IO[str], out: IO[str]) -> int:
     return code
 
 
-__all__ = ["DistributedTrainerSession", "RankLost", "serve_distributed", "shard_by_tokens"]
+__all__ = ["DistributedTrainerSession", "RankLost", "RanksDiverged", "agreed_answer", "serve_distributed", "shard_by_tokens"]
