@@ -87,7 +87,12 @@ export async function startRayCluster(options: { cpus?: number; gpus?: number } 
   const own = namespaceOf(process.pid);
   const deadline = Date.now() + 10_000;
   while (namespaceOf(holder.pid!) === own || namespaceOf(holder.pid!) === undefined) {
-    if (Date.now() > deadline || holder.exitCode !== null) throw new Error("unshare -n did not make a network namespace");
+    if (Date.now() > deadline || holder.exitCode !== null) {
+      // The holder would otherwise sleep on, for ever, after the test.
+      holder.kill("SIGKILL");
+      await rm(tempDir, { recursive: true, force: true });
+      throw new Error("unshare -n did not make a network namespace");
+    }
     await new Promise((resolveWait) => setTimeout(resolveWait, 20));
   }
   const ns = namespaceOf(holder.pid!)!;

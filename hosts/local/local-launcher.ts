@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { copyFile, cp, link, mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
+import { copyFile, cp, mkdir, open, rename, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { blueprintTextForCopy } from "../../blueprints/index.ts";
 import { writeJsonAtomic } from "../../core/atomic-file.ts";
@@ -11,6 +10,7 @@ import { withDirectoryLock } from "../../campaign/directory-lock.ts";
 import { liveFiles, type FetchOutcome, type LaunchOutcome, type LaunchRequest, type Launcher, type RunProgress, type RunRef } from "../port/launcher.ts";
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../port/run-progress.ts";
 import { workerRunCommand } from "../port/worker-command-line.ts";
+import { claimedRuns, createExclusively, listFiles, readTail, readText } from "../port/run-files.ts";
 import { isGroupAlive, terminateGroup } from "../../core/process-group.ts";
 import { cancelWaitOfBlueprintFile } from "../port/cancel-wait.ts";
 
@@ -223,84 +223,10 @@ export class LocalLauncher implements Launcher {
   }
 
   async list(): Promise<RunRef[]> {
-    const refs: RunRef[] = [];
-    for (const campaign of await readdir(this.workdir).catch(() => [] as string[])) {
-      for (const blueprintId of await readdir(join(this.workdir, campaign)).catch(() => [] as string[])) {
-        // A folder set aside (a3r stop, then resume) keeps its old launch.json: not a run here now.
-        if (blueprintId.includes(".set-aside-")) continue;
-        const marker = parseLaunchMarker(await readText(join(this.workdir, campaign, blueprintId, "launch.json")));
-        if (marker) refs.push({ campaign: marker.campaign, blueprintId: marker.blueprintId });
-      }
-    }
-    return refs;
+    return claimedRuns(this.workdir);
   }
 
   async close(): Promise<void> {}
-}
-
-export async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch {
-    return undefined;
-  }
-}
-
-/** The last `bytes` of a file (metrics.jsonl grows for days; only its end matters here). */
-export async function readTail(path: string, bytes: number): Promise<string | undefined> {
-  let handle;
-  try {
-    handle = await open(path, "r");
-    const { size } = await handle.stat();
-    const start = Math.max(0, size - bytes);
-    const buffer = Buffer.alloc(size - start);
-    await handle.read(buffer, 0, buffer.length, start);
-    const text = buffer.toString("utf8");
-    // Drop a partial first line when the read started mid-file.
-    return start > 0 ? text.slice(text.indexOf("\n") + 1) : text;
-  } catch {
-    return undefined;
-  } finally {
-    await handle?.close();
-  }
-}
-
-async function listFiles(root: string, prefix = ""): Promise<string[]> {
-  const entries = await readdir(join(root, prefix), { withFileTypes: true }).catch(() => []);
-  const files: string[] = [];
-  for (const entry of entries) {
-    const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
-    if (entry.isDirectory()) files.push(...(await listFiles(root, relative)));
-    else if (entry.isFile()) files.push(relative);
-  }
-  return files.sort();
-}
-
-/**
- * Creates `path` holding `text`, complete, or returns false when `path` exists. On a file
- * system without hard links it falls back to an exclusive create-then-write.
- */
-async function createExclusively(path: string, text: string): Promise<boolean> {
-  const draft = `${path}.${process.pid}-${randomBytes(4).toString("hex")}.draft`;
-  try {
-    await writeFile(draft, text, { flag: "wx" });
-    await link(draft, path);
-    return true;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") return false;
-    if (code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP")
-      return writeFile(path, text, { flag: "wx" }).then(
-        () => true,
-        (fallback: NodeJS.ErrnoException) => {
-          if (fallback.code === "EEXIST") return false;
-          throw fallback;
-        },
-      );
-    throw error;
-  } finally {
-    await unlink(draft).catch(() => undefined);
-  }
 }
 
 /**
@@ -315,17 +241,17 @@ async function staleUnreadable(path: string): Promise<boolean> {
   return modified !== undefined && Date.now() - modified > launchGraceMs;
 }
 
-/**
- * A claim past the launch grace with no process group and no status.json: the launcher
- * died between writing the claim and starting the worker (a worker that did start writes
- * status.json at once, and the launcher records its group right after the spawn).
- */
 /** The claim's worker group is dead and the run has no finish.flag: nobody supervises it. */
 async function workerGone(marker: LaunchMarker): Promise<boolean> {
   if (marker.pgid === null || isGroupAlive(marker.pgid)) return false;
   return (await readText(join(marker.resultDir, "finish.flag"))) === undefined;
 }
 
+/**
+ * A claim past the launch grace with no process group and no status.json: the launcher
+ * died between writing the claim and starting the worker (a worker that did start writes
+ * status.json at once, and the launcher records its group right after the spawn).
+ */
 async function neverStarted(marker: LaunchMarker): Promise<boolean> {
   if (marker.pgid !== null || Date.now() - Date.parse(marker.launchedAt) <= launchGraceMs) return false;
   return (await readText(join(marker.resultDir, "status.json"))) === undefined;

@@ -61,7 +61,7 @@ export class RayDriver {
 
   private failure(what: string): A3rError {
     const said = redactSecrets(this.stderrTail.trim().split("\n").slice(-3).join(" | ")).slice(0, 400);
-    return new A3rError("REMOTE_COMMAND_FAILED", `${this.options.host}: Ray driver ${what}${said ? `: ${said}` : ""}`, {
+    return new A3rError("REMOTE_COMMAND_FAILED", `${this.options.host}: Ray driver for ${this.options.address} ${what}${said ? `: ${said}` : ""}`, {
       hint: `check that the Ray head answers at ${this.options.address} (ray status there) and that "${this.options.python}" imports ray of the cluster's version (a3r hosts check)`,
     });
   }
@@ -82,15 +82,19 @@ export class RayDriver {
       this.pending.set(0, { resolve: () => resolveReady(), reject: rejectReady, timer });
     });
     createInterface({ input: child.stdout }).on("line", (line) => {
-      if (!line.startsWith("@@a3r ")) return;
-      const answer = JSON.parse(line.slice(6)) as { id: number; ok: boolean; result?: unknown; error?: string };
-      const waiting = this.pending.get(answer.id);
-      if (!waiting) return;
+      const answer = parseAnswer(line);
+      const waiting = answer && this.pending.get(answer.id);
+      if (!answer || !waiting) return;
       this.pending.delete(answer.id);
       clearTimeout(waiting.timer);
       if (answer.ok) waiting.resolve(answer.result);
+      // Redacted: Ray's errors may quote a run's arguments, its environment among them.
       else
-        waiting.reject(new A3rError("REMOTE_COMMAND_FAILED", `${this.options.host}: Ray: ${answer.error ?? "failed"}`, { hint: `the Ray head at ${address}` }));
+        waiting.reject(
+          new A3rError("REMOTE_COMMAND_FAILED", `${this.options.host}: Ray at ${address}: ${redactSecrets(answer.error ?? "failed")}`, {
+            hint: `the Ray head at ${address}`,
+          }),
+        );
     });
     const died = (why: string) => {
       if (this.child !== child) return;
@@ -103,7 +107,8 @@ export class RayDriver {
       }
     };
     child.on("error", (error) => died(`could not start (${error.message})`));
-    child.on("exit", (code, signal) => died(`exited (${signal ?? `code ${code}`})`));
+    // "close", not "exit": the stderr it wrote last (why it gave up) is read by then.
+    child.on("close", (code, signal) => died(`exited (${signal ?? `code ${code}`})`));
     child.stdin.on("error", () => undefined);
     return ready;
   }
@@ -119,12 +124,16 @@ export class RayDriver {
       throw error;
     }
     const child = this.child;
-    if (!child) return this.request(op, args, timeoutMs);
+    // Died right after connecting: said once, not started again in a loop.
+    if (!child) throw this.failure(`exited right after connecting, before ${op}`);
     const id = this.nextId++;
     return new Promise<T>((resolveAnswer, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(this.failure(`gave no answer to ${op} within ${timeoutMs / 1000} s`));
+        reject(this.failure(`gave no answer to ${op} within ${timeoutMs / 1000} s (stopped; the next request starts a new driver)`));
+        // Answers come in order: a driver stuck in a call to a dead or hung cluster would
+        // hold every later request too. A new one re-checks the head first.
+        if (this.child === child) child.kill("SIGKILL");
       }, timeoutMs);
       this.pending.set(id, { resolve: resolveAnswer as (value: unknown) => void, reject, timer });
       child.stdin.write(`${JSON.stringify({ id, op, args })}\n`);
@@ -139,5 +148,23 @@ export class RayDriver {
     const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
     await exited;
     clearTimeout(timer);
+  }
+}
+
+interface Answer {
+  id: number;
+  ok: boolean;
+  result?: unknown;
+  error?: string;
+}
+
+/** An `@@a3r {...}` line of the driver, or undefined for anything else Ray printed. */
+function parseAnswer(line: string): Answer | undefined {
+  if (!line.startsWith("@@a3r ")) return undefined;
+  try {
+    const value = JSON.parse(line.slice(6)) as Partial<Answer>;
+    return typeof value.id === "number" && typeof value.ok === "boolean" ? (value as Answer) : undefined;
+  } catch {
+    return undefined;
   }
 }

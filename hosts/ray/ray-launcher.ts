@@ -1,5 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { cp, link, mkdir, open, readdir, readFile, rename, unlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, rename, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { blueprintTextForCopy } from "../../blueprints/index.ts";
 import { assertCampaignId, assertSafeBlueprintId, writeStopRequest, type StopRequest } from "../../campaign/index.ts";
@@ -17,6 +16,7 @@ import {
 } from "../port/launcher.ts";
 import { describeProgress, launchGraceMs, parseLaunchMarker, type LaunchMarker } from "../port/run-progress.ts";
 import { workerRunCommand } from "../port/worker-command-line.ts";
+import { claimedRuns, createExclusively, listFiles, readTail, readText } from "../port/run-files.ts";
 import type { RayHostConfig } from "./ray-config.ts";
 import { RayDriver, type ActorView, type RayNodeView } from "./ray-driver.ts";
 
@@ -86,8 +86,10 @@ export class RayLauncher implements Launcher {
       actor: actorNameOf(ref),
     };
     const claimed = await createExclusively(join(runDir, "launch.json"), `${JSON.stringify(marker)}\n`);
-    if (claimed) await writeFile(join(runDir, "blueprint.md"), await blueprintTextForCopy(request.blueprintFile));
-    else if (!(await this.mayPlaceAgain(ref, request.revive === true))) return { ref, host: this.host, started: false, pgid: null };
+    if (!claimed && !(await this.mayPlaceAgain(ref, request.revive === true))) return { ref, host: this.host, started: false, pgid: null };
+    // Also when placing again: a launcher killed between its claim and this write left none.
+    if (claimed || (await readText(join(runDir, "blueprint.md"))) === undefined)
+      await writeFile(join(runDir, "blueprint.md"), await blueprintTextForCopy(request.blueprintFile));
     const { host } = this.options;
     const gpus = request.gpuIndices.length > 0 ? request.gpuIndices.length : host.gpus_per_run;
     const created = await this.driver.request<string>("launch", {
@@ -179,8 +181,9 @@ export class RayLauncher implements Launcher {
 
   async cancel(ref: RunRef): Promise<boolean> {
     // The worker stops the run within the blueprint's grace period and records `cancelled`: KILL only after that.
+    // Up to a minute more: an actor being restarted is waited for (ray_driver.py op_cancel).
     const waitMs = await cancelWaitOfBlueprintFile(join(this.runDir(ref), "blueprint.md"));
-    const answer = await this.driver.request<string>("cancel", { name: actorNameOf(ref), grace_seconds: waitMs / 1000 }, waitMs + 60_000);
+    const answer = await this.driver.request<string>("cancel", { name: actorNameOf(ref), grace_seconds: waitMs / 1000 }, waitMs + 120_000);
     return answer !== "none";
   }
 
@@ -210,17 +213,7 @@ export class RayLauncher implements Launcher {
   }
 
   async list(): Promise<RunRef[]> {
-    const refs: RunRef[] = [];
-    const { workdir } = this.options.host;
-    for (const campaign of await readdir(workdir).catch(() => [] as string[])) {
-      for (const blueprintId of await readdir(join(workdir, campaign)).catch(() => [] as string[])) {
-        // A folder set aside (a3r stop, then resume) keeps its old launch.json: not a run here now.
-        if (blueprintId.includes(".set-aside-")) continue;
-        const marker = parseLaunchMarker(await readText(join(workdir, campaign, blueprintId, "launch.json")));
-        if (marker) refs.push({ campaign: marker.campaign, blueprintId: marker.blueprintId });
-      }
-    }
-    return refs;
+    return claimedRuns(this.options.host.workdir);
   }
 
   /** The cluster's nodes with their resources, total and free now. */
@@ -235,57 +228,5 @@ export class RayLauncher implements Launcher {
 
   async close(): Promise<void> {
     await this.driver.close();
-  }
-}
-
-async function readText(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch {
-    return undefined;
-  }
-}
-
-/** The last `bytes` of a file, without a partial first line. */
-async function readTail(path: string, bytes: number): Promise<string | undefined> {
-  let handle;
-  try {
-    handle = await open(path, "r");
-    const { size } = await handle.stat();
-    const start = Math.max(0, size - bytes);
-    const buffer = Buffer.alloc(size - start);
-    await handle.read(buffer, 0, buffer.length, start);
-    const text = buffer.toString("utf8");
-    return start > 0 ? text.slice(text.indexOf("\n") + 1) : text;
-  } catch {
-    return undefined;
-  } finally {
-    await handle?.close();
-  }
-}
-
-async function listFiles(root: string, prefix = ""): Promise<string[]> {
-  const entries = await readdir(join(root, prefix), { withFileTypes: true }).catch(() => []);
-  const files: string[] = [];
-  for (const entry of entries) {
-    const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
-    if (entry.isDirectory()) files.push(...(await listFiles(root, relative)));
-    else if (entry.isFile()) files.push(relative);
-  }
-  return files.sort();
-}
-
-/** Creates `path` holding `text` whole (written aside, then hard-linked), or false when it exists. */
-async function createExclusively(path: string, text: string): Promise<boolean> {
-  const draft = `${path}.${process.pid}-${randomBytes(4).toString("hex")}.draft`;
-  try {
-    await writeFile(draft, text, { flag: "wx" });
-    await link(draft, path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw error;
-  } finally {
-    await unlink(draft).catch(() => undefined);
   }
 }

@@ -46,12 +46,18 @@ def _boot_id():
 
 
 def _start_ticks(pid):
-    """The process's start time in clock ticks (field 22 of /proc/PID/stat): a pid reused later differs."""
+    """The process's start time in clock ticks (field 22 of /proc/PID/stat): a pid reused
+    later differs. None when it is gone, or a zombie: an adopted worker that ended is no
+    child of ours, and where PID 1 reaps nothing (a container without an init) it stays a
+    zombie, which must not read as a run still going."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
         return None
+    if len(fields) < 20 or fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
 
 
 @ray.remote
@@ -62,6 +68,7 @@ class RunActor:
         self.run_dir = run_dir
         self.record_path = os.path.join(run_dir, "ray-worker.json")
         self.pid = None
+        self.ticks = None
         self.child = None
         self.incarnation = ray.get_runtime_context().was_current_actor_reconstructed
         finished = os.path.exists(os.path.join(run_dir, "result", "finish.flag"))
@@ -69,7 +76,7 @@ class RunActor:
         if finished:
             self._note("finished-already")
         elif adopted is not None:
-            self.pid = adopted
+            self.pid, self.ticks = adopted, _start_ticks(adopted)
             self._note("adopted", worker_pid=adopted)
         else:
             self._start(command, environment)
@@ -118,7 +125,7 @@ class RunActor:
     def _alive(self):
         if self.child is not None:
             return self.child.poll() is None
-        return self.pid is not None and _start_ticks(self.pid) is not None
+        return self.pid is not None and _start_ticks(self.pid) == self.ticks
 
     def _watch(self):
         while self._alive():
@@ -198,11 +205,18 @@ class Driver:
 
     def op_cancel(self, name, grace_seconds):
         actor = _latest_actors([name]).get(name)
+        # Being restarted (its Ray worker process died): the worker may still run on its
+        # node, and only the new incarnation, which adopts it, can stop it. Removing the
+        # actor now would leave that worker running with nobody to stop it.
+        deadline = time.monotonic() + 60
+        while actor is not None and actor.get("State") == "RESTARTING" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            actor = _latest_actors([name]).get(name)
         if actor is None or actor.get("State") == "DEAD":
             return "none"
         handle = ray.get_actor(name, namespace=self.namespace)
         if actor.get("State") != "ALIVE":
-            # Still waiting for resources (or being restarted): no worker to tell.
+            # Still waiting for resources: no worker to tell.
             ray.kill(handle, no_restart=True)
             return "removed"
         try:
