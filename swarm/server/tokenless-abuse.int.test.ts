@@ -45,17 +45,58 @@ afterAll(async () => {
 const endBody = (clientUuid: string, episodeUuid: string) =>
   JSON.stringify({ client_uuid: clientUuid, episode_uuid: episodeUuid, task_id: "t", workflow_output: { reward: 1e6, metadata: { task_id: "t" } } });
 
-/** One POST as another local OS user (nobody), the way a second account on the machine would send it. */
-function postAsOtherUser(url: string, body: string): Promise<number> {
-  const script = `fetch(process.argv[1], { method: "POST", headers: { "content-type": "application/json" }, body: process.argv[2] }).then((r) => console.log(r.status), (e) => { console.error(e); process.exit(2); });`;
+/** POSTs of one body to each URL as another local OS user (nobody), the way a second account on the machine would send them (one process: each start costs seconds under load). */
+function postAsOtherUser(urls: string[], body: string): Promise<number[]> {
+  const script = `(async () => { const [body, ...urls] = process.argv.slice(1); const statuses = []; for (const url of urls) statuses.push((await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body })).status); console.log(statuses.join(",")); })().catch((e) => { console.error(e); process.exit(2); });`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", script, url, body], { uid: 65534, gid: 65534, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["-e", script, body, ...urls], { uid: 65534, gid: 65534, stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
     });
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve(Number(out.trim())) : reject(new Error(`the other user's request failed (exit ${code})`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve(out.trim().split(",").map(Number)) : reject(new Error(`the other user's requests failed (exit ${code})`)),
+    );
+  });
+}
+
+/**
+ * Keyless end_episode as nobody, over raw sockets: from 127.0.0.2..9 bound to the server's
+ * own port (each waits for the answer's status), then from fresh ports closing right after
+ * the request ("closed": no answer read). Returns each status line's code.
+ */
+function spoofAsOtherUser(port: number, body: string): Promise<string[]> {
+  const script = `
+const net = require("node:net");
+const [port, body] = [Number(process.argv[1]), process.argv[2]];
+const request = "POST /end_episode HTTP/1.1\\r\\nhost: 127.0.0.1\\r\\ncontent-type: application/json\\r\\ncontent-length: " + Buffer.byteLength(body) + "\\r\\nconnection: close\\r\\n\\r\\n" + body;
+function once(options, closeAtOnce) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: "127.0.0.1", port, ...options }, () => {
+      socket.write(request);
+      if (closeAtOnce) { socket.destroy(); setTimeout(() => resolve("closed"), 100); }
+    });
+    let text = "";
+    socket.on("data", (chunk) => { text += chunk; });
+    socket.on("close", () => { if (!closeAtOnce) resolve(text.split(" ")[1] || "no answer"); });
+    socket.on("error", (error) => resolve("error " + error.code));
+  });
+}
+(async () => {
+  const statuses = [];
+  for (let x = 2; x <= 9; x += 1) statuses.push(await once({ localAddress: "127.0.0." + x, localPort: port }, false));
+  for (let i = 0; i < 4; i += 1) statuses.push(await once({}, true));
+  console.log(statuses.join(","));
+})();`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", script, String(port), body], { uid: 65534, gid: 65534, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve(out.trim().split(",")) : reject(new Error(`the other user's requests failed (exit ${code})`))));
   });
 }
 
@@ -81,14 +122,36 @@ describe("a token-less loopback server refuses a second local client", () => {
     const victim = new SwarmClient({ url: server.url, clientUuid: "victim-client" });
     const episode = await victim.beginEpisode();
     // Worst case: the attacker learned both uuids (a log line); it still has no key.
-    for (const path of ["/end_episode", "/abort_episode"]) {
-      const status = await postAsOtherUser(`${server.url}${path}`, endBody("victim-client", episode.episodeUuid));
-      count("end/abort without the key", status === 401);
-      expect(status, path).toBe(401);
-    }
+    const paths = ["/end_episode", "/abort_episode"];
+    const statuses = await postAsOtherUser(
+      paths.map((path) => `${server.url}${path}`),
+      endBody("victim-client", episode.episodeUuid),
+    );
+    for (const status of statuses) count("end/abort without the key", status === 401);
+    expect(statuses).toEqual([401, 401]);
     expect(await victim.canContinue(episode.episodeUuid)).toBe(true);
     await victim.endEpisode("t", episode.episodeUuid, { reward: 0 });
   });
+
+  it.skipIf(!canSwitchUser)(
+    "refuses a keyless end from another OS user bound to the server's own port on another loopback address, or closing at once",
+    async () => {
+      const victim = new SwarmClient({ url: server.url, clientUuid: "victim-client" });
+      const episode = await victim.beginEpisode();
+      // From 127.0.0.X:<server port>, the server's accepted end has the attacker's two ports:
+      // a lookup by ports alone found the server's own socket (its user) for some X. Closing
+      // right after the request leaves an end the kernel lists with uid 0 (root's, here).
+      const statuses = await spoofAsOtherUser(server.port, endBody("victim-client", episode.episodeUuid));
+      count(
+        "keyless end spoofing the socket table",
+        statuses.every((status) => status === "401" || status === "closed"),
+      );
+      expect(statuses.filter((status) => status !== "401" && status !== "closed")).toEqual([]);
+      expect(await victim.canContinue(episode.episodeUuid)).toBe(true);
+      await victim.endEpisode("t", episode.episodeUuid, { reward: 0 });
+      expect((await victim.episodeBuffer()).find((entry) => entry.episode_uuid === episode.episodeUuid)?.reward).toBe(0);
+    },
+  );
 
   it("refuses an end or abort with the attacker's own key, and keeps the victim's episode and reward", async () => {
     const victim = new SwarmClient({ url: server.url, clientUuid: "victim-client" });
