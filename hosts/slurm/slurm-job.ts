@@ -155,7 +155,10 @@ const requeueReopenLines = [
   `  if grep -q '^  "state": "recovering",*$' result/.status-reopen.json; then`,
   '    cp result/status.json "$aside/status.json" && mv result/finish.flag "$aside/finish.flag" && { mv result/result.md "$aside/result.md" 2>/dev/null; true; } && mv result/.status-reopen.json result/status.json',
   `    printf '{"time":"%s","kind":"run.requeued","job":"%s","start":%s,"previous":"cancelled"}\\n' "$now" "\${SLURM_JOB_ID:-}" "$((restart + 1))" >> result/events.jsonl`,
-  "  else rm -f result/.status-reopen.json; fi",
+  // Said in worker.log: a status.json not written as the worker writes it is left alone, and the run stays cancelled.
+  "  else rm -f result/.status-reopen.json",
+  `    echo "a3r job.sh: start $((restart + 1)) of requeued job \${SLURM_JOB_ID:-} could not reopen the run: result/status.json has no top-level \\"state\\": \\"cancelled\\" line as the worker writes it; the run stays cancelled" >&2`,
+  "  fi",
   "fi",
   `printf '{"at":"%s","job":"%s","restart":%s,"node":"%s"}\\n' "$now" "\${SLURM_JOB_ID:-}" "$restart" "$(hostname)" >> result/slurm-starts.jsonl`,
 ];

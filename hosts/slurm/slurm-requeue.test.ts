@@ -92,7 +92,7 @@ describe("the batch script's requeue reopening (run with sh)", () => {
       ...(restart === undefined ? {} : { SLURM_RESTART_COUNT: String(restart) }),
       ...extra,
     };
-    return (await run("sh", [script], { env })).stdout;
+    return run("sh", [script], { env });
   };
   const lines = async (file: string) =>
     (await readFile(file, "utf8"))
@@ -103,7 +103,7 @@ describe("the batch script's requeue reopening (run with sh)", () => {
   it("records every start, and reopens a run its requeue ended cancelled so the worker resumes it", async () => {
     const runDir = join(folder, "requeued");
     await mkdir(join(runDir, "result"), { recursive: true });
-    expect(await start(runDir, undefined)).toContain("a3r worker run");
+    expect((await start(runDir, undefined)).stdout).toContain("a3r worker run");
     // What the first start's worker left when the requeue's TERM reached it.
     await writeFile(join(runDir, "result", "status.json"), status("cancelled"));
     await writeFile(join(runDir, "result", "finish.flag"), "cancelled\n");
@@ -126,6 +126,19 @@ describe("the batch script's requeue reopening (run with sh)", () => {
     expect(await lines(join(runDir, "result", "events.jsonl"))).toEqual([
       expect.objectContaining({ kind: "run.requeued", job: "41", start: 2, previous: "cancelled" }),
     ]);
+  });
+
+  it("leaves a status.json alone that is not written as the worker writes it, and says so in worker.log", async () => {
+    const runDir = join(folder, "compact");
+    await mkdir(join(runDir, "result"), { recursive: true });
+    const compact = `${JSON.stringify(JSON.parse(status("cancelled")))}\n`;
+    await writeFile(join(runDir, "result", "status.json"), compact);
+    await writeFile(join(runDir, "result", "finish.flag"), "cancelled\n");
+    const { stderr } = await start(runDir, 1);
+    expect(stderr).toContain('a3r job.sh: start 2 of requeued job 41 could not reopen the run: result/status.json has no top-level "state": "cancelled" line');
+    expect(await readFile(join(runDir, "result", "status.json"), "utf8")).toBe(compact);
+    expect(await readFile(join(runDir, "result", "finish.flag"), "utf8")).toBe("cancelled\n");
+    await expect(readFile(join(runDir, "result", ".status-reopen.json"))).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("leaves a run alone that a3r cancelled, or that ended otherwise", async () => {
