@@ -60,7 +60,8 @@ export interface RunEpisodesOptions<T extends { taskId: string }> {
 }
 
 /**
- * Runs `episodes` episodes with `concurrency` at a time. Each one: sampleTask → claim →
+ * Runs `episodes` episodes with `concurrency` at a time. Each one: sampleTask (from the
+ * claim's task seed when the server is deterministic) → claim →
  * a fresh `OpenAI({ baseURL, apiKey })` for that episode → task.runEpisode → end_episode
  * with the reward; any exception aborts the episode (so the server never waits on it)
  * and counts as a failure, and the run goes on. Stops early when training has finished.
@@ -78,7 +79,7 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
 
   const one = async (index: number): Promise<void> => {
     const started = Date.now();
-    const sampled = task.sampleTask(seed + Math.floor(index / numRepeat));
+    let sampled = task.sampleTask(seed + Math.floor(index / numRepeat));
     let episodeUuid = "";
     let outcome: EpisodeOutcome;
     try {
@@ -88,6 +89,9 @@ export async function runEpisodes<T extends { taskId: string }>(options: RunEpis
         ...(options.signal ? { signal: options.signal } : {}),
       });
       episodeUuid = handle.episodeUuid;
+      // A deterministic server numbers the run's episodes and names each one's task seed, so
+      // which client process plays which episode, and when, does not matter.
+      if (handle.slot) sampled = task.sampleTask(handle.slot.taskSeed);
       running += 1;
       try {
         const openai = new (await openAiClass())({ baseURL: handle.baseUrl, apiKey: handle.apiKey, maxRetries: 1 });

@@ -35,6 +35,12 @@ export interface EpisodeHandle {
   /** An OpenAI base URL (ends in /v1) and key valid for this episode only. */
   baseUrl: string;
   apiKey: string;
+  /**
+   * A deterministic server's choice (swarm.yaml `deterministic: true`): the episode's number
+   * in the run and the seed to draw its task from. A client that runs tasks must use it
+   * instead of its own stream, or runs with the same seed stop being reproducible.
+   */
+  slot?: { episodeIndex: number; taskSeed: number };
 }
 
 export interface EngineStatus {
@@ -90,6 +96,9 @@ export class SwarmUnreachableError extends Error {
   }
 }
 
+/** The longest wait between claim tries against a deterministic server (see `#deterministic`). */
+const deterministicPollMs = 100;
+
 export class SwarmClient {
   readonly url: string;
   readonly clientUuid: string;
@@ -98,6 +107,13 @@ export class SwarmClient {
   readonly #episodeKeys = new Map<string, string>();
   /** The key of the latest claim: after its end it still names this client to get_episode_buffer. */
   #lastKey: string | undefined;
+  /**
+   * Set once a claim came back numbered (a deterministic server). Such a server refuses
+   * claims at every round's end until its step is trained, so a claim waits at most
+   * `deterministicPollMs` between tries: the full backoff would idle every lane for
+   * seconds per step, the mode's main cost (swarm/engines/README.md).
+   */
+  #deterministic = false;
   readonly #backoff: { initialMs: number; maxMs: number };
   readonly #retryForMs: number;
   readonly #requestTimeoutMs: number;
@@ -143,9 +159,16 @@ export class SwarmClient {
           "admin",
         );
         if (answer.success === true) {
-          const handle = { episodeUuid: String(answer.episode_uuid), baseUrl: String(answer.openai_base_url), apiKey: String(answer.openai_api_key) };
+          const handle: EpisodeHandle = {
+            episodeUuid: String(answer.episode_uuid),
+            baseUrl: String(answer.openai_base_url),
+            apiKey: String(answer.openai_api_key),
+          };
+          if (typeof answer.episode_index === "number" && typeof answer.task_seed === "number")
+            handle.slot = { episodeIndex: answer.episode_index, taskSeed: answer.task_seed };
           this.#episodeKeys.set(handle.episodeUuid, handle.apiKey);
           this.#lastKey = handle.apiKey;
+          if (handle.slot) this.#deterministic = true;
           // Episodes the server reclaimed are never ended here: keep the map bounded.
           if (this.#episodeKeys.size > 10_000) this.#episodeKeys.delete(this.#episodeKeys.keys().next().value!);
           return handle;
@@ -167,7 +190,8 @@ export class SwarmClient {
       if (options.maxWaitMs !== undefined && Date.now() - started > options.maxWaitMs) {
         throw new Error(`claim_episode: no episode within ${options.maxWaitMs} ms (${cause instanceof Error ? cause.message : String(cause)})`);
       }
-      await sleep(backoffDelay(attempt, this.#backoff), options.signal);
+      const delay = backoffDelay(attempt, this.#backoff);
+      await sleep(this.#deterministic ? Math.min(delay, deterministicPollMs) : delay, options.signal);
     }
   }
 

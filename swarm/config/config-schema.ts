@@ -174,6 +174,14 @@ export const swarmConfigObject = z.strictObject({
   train_sampling: z.enum(["server", "client"]).default("server"),
   /** Inserted as the first message of a request that has no system message (all gateway endpoints). */
   default_system_message: z.string().min(1).optional(),
+  /**
+   * Reproducible training: the same model.seed gives the same curve whatever the load
+   * (swarm/engines/README.md, "Deterministic mode"). The server numbers each step's
+   * episodes, tells each claim which task to run, seeds every completion from the episode,
+   * and fixes a batch only when its whole round has ended; costs throughput. C1-C3 only
+   * (the server refuses it with C4/C5, where when clients agree depends on timing).
+   */
+  deterministic: z.boolean().default(false),
 });
 
 /**

@@ -56,6 +56,8 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
       fail_cause: "",
       // The idle timeout in force, which is less than asked when the server's cap clamped it.
       discard_episode_timeout: result.discardTimeoutSeconds,
+      // Deterministic mode: the episode's number in the run and the seed its task is drawn from.
+      ...(result.slot ? { episode_index: result.slot.index, task_seed: result.slot.taskSeed } : {}),
       ...(result.clampedFrom === undefined
         ? {}
         : {

@@ -4,6 +4,7 @@ import type { SwarmConfig } from "../config/config-schema.ts";
 import { buildTrainingSamples } from "../tracking/index.ts";
 import { sampleLimitsOf } from "../config/sample-limits.ts";
 import { decideBatch, type StrategyDecision } from "./batching-strategies.ts";
+import { DeterministicRounds, type DeterministicSlot } from "./deterministic-rounds.ts";
 import { CheckpointStore } from "./checkpoint-store.ts";
 import { ClientActivity } from "./client-activity.ts";
 import { defaultEngineFactory, type EngineFactory } from "./engine-factory.ts";
@@ -80,7 +81,7 @@ export interface RecordedLatestCall {
 }
 
 export type ClaimOutcome =
-  | { ok: true; episode: Episode; discardTimeoutSeconds: number; clampedFrom: number | undefined }
+  | { ok: true; episode: Episode; discardTimeoutSeconds: number; clampedFrom: number | undefined; slot?: DeterministicSlot | undefined }
   | { ok: false; failCause: string; status?: number };
 
 /**
@@ -142,6 +143,8 @@ export class TrainingCoordinator {
   lastBatchTasksPerClient = new Map<string, number>();
   /** Task-ratio shares by client, from the claims' throttle_policy. */
   readonly #ratios = new Map<string, number>();
+  /** Deterministic mode's numbered rounds (deterministic-rounds.ts); undefined otherwise. */
+  #rounds: DeterministicRounds | undefined;
 
   constructor(
     public config: SwarmConfig,
@@ -179,6 +182,11 @@ export class TrainingCoordinator {
   /** Rebuilds what the configuration sizes (only while OFFLINE, when nothing is running). */
   #applyConfig(): void {
     const config = this.config;
+    if (config.deterministic && config.swarm_mode_sample_collection_method.includes("agree"))
+      throw new RequestRefused(
+        400,
+        `deterministic: true needs a strategy that batches by pool size (C1, C2 or C3), not ${config.swarm_mode_sample_collection_method}: when clients agree depends on timing`,
+      );
     this.registry = new EpisodeRegistry({
       maxConcurrentEpisodes: config.max_env_worker,
       maxHistory: config.limits.max_cached_episodes,
@@ -234,7 +242,13 @@ export class TrainingCoordinator {
       this.pool.clear();
       this.clients.resetAgreements();
       this.#stepStartedAt = Date.now();
+      // A resumed run numbers on from where its checkpoint's step ended (the pool is not kept).
+      const seed = (this.config.model as { seed?: number }).seed ?? 1;
+      const next = metrics.at(-1)?.deterministic_next_episode ?? 0;
+      this.#rounds = this.config.deterministic ? new DeterministicRounds(seed, this.config.num_repeat, next) : undefined;
       this.state.transition("ENGINE.ROLLING", `rolling at step ${step}`);
+      // Deterministic mode: open the first round.
+      if (this.#rounds) this.#considerBatch();
     } catch (error) {
       this.logger.error({ error: String(error) }, "engine failed to boot");
       await engine?.close().catch(() => undefined);
@@ -349,6 +363,13 @@ export class TrainingCoordinator {
       const refusal = this.#throttleRefusal(request.clientUuid, throttle);
       if (refusal) return { ok: false, failCause: `No available episodes to claim. ${refusal}` };
     }
+    const numbered = this.#rounds !== undefined && request.type === "train";
+    const index = numbered ? this.#rounds!.admit() : undefined;
+    if (numbered && index === undefined)
+      return {
+        ok: false,
+        failCause: `No available episodes to claim. deterministic: all ${this.#rounds!.roundLimit} numbered episodes up to step ${this.globalStep + 1} are claimed; retry after the step`,
+      };
     const result = this.registry.claim({
       clientUuid: request.clientUuid,
       type: request.type,
@@ -358,6 +379,10 @@ export class TrainingCoordinator {
       connectionId: request.connectionId,
       unkeyed: request.unkeyed,
     });
+    if (index !== undefined) {
+      if (result.ok) this.#rounds!.bind(result.episode.episodeUuid, index);
+      else this.#rounds!.release(index);
+    }
     if (!result.ok) {
       // The per-client cap is this client's own doing: a 429 it cannot mistake for a full server.
       return result.perClientCap
@@ -365,7 +390,8 @@ export class TrainingCoordinator {
         : { ok: false, failCause: `No available episodes to claim. ${result.failCause}` };
     }
     const clamped = request.discardTimeoutSeconds !== undefined && allowed < asked;
-    return { ok: true, episode: result.episode, discardTimeoutSeconds: allowed, clampedFrom: clamped ? asked : undefined };
+    const slot = index === undefined ? undefined : this.#rounds!.slot(index);
+    return { ok: true, episode: result.episode, discardTimeoutSeconds: allowed, clampedFrom: clamped ? asked : undefined, slot };
   }
 
   /** Tasks per batch each client with a throttle_policy may contribute (C2 and C3 only). */
@@ -397,10 +423,18 @@ export class TrainingCoordinator {
     return `throttle_policy: this client already has ${tasks.size} tasks waiting for the batch (at most ${limit}; its share of a batch is ${quota} of ${this.config.train_batch_size}); retry after the next step`;
   }
 
+  /** The seed of an episode's next completion: in deterministic mode derived from its number and the call's place. */
+  samplingSeed(episode: Episode, requested: number | undefined): number | undefined {
+    const index = this.#rounds?.indexOf(episode.episodeUuid);
+    return index === undefined ? requested : this.#rounds!.samplingSeed(index, episode.calls.length, requested);
+  }
+
   /** Ends a running episode with its reward; train episodes go to the pool as samples. */
   end(request: EndEpisodeRequest): void {
     const episode = this.#ownedEpisode(request.clientUuid, request.episodeUuid);
     if (episode.status !== "running") throw new RequestRefused(400, this.#notRunningReason(episode));
+    // Deterministic mode: the episode's number, its place in the batch order (arrival order otherwise).
+    const index = this.#rounds?.consume(episode.episodeUuid);
     if (request.reward === null) {
       // AgentJet's WorkflowOutput(reward=None): the episode happened but says nothing to learn from.
       this.registry.finish(episode.episodeUuid, "ended", "ended without a reward (reward: null); not trained on");
@@ -446,7 +480,7 @@ export class TrainingCoordinator {
         episodeUuid: episode.episodeUuid,
         taskId: request.taskId,
         reward,
-        sequence: this.pool.nextSequence(),
+        sequence: index ?? this.pool.nextSequence(),
         clientUuid: request.clientUuid,
         isSuccess: request.isSuccess,
         samples: built.samples,
@@ -577,9 +611,14 @@ export class TrainingCoordinator {
   /** ROLLING → ROLLING_POST when the strategy says the pool is ready; the batch is fixed now. */
   #considerBatch(): void {
     if (this.state.state !== "ENGINE.ROLLING") return;
+    // Deterministic mode decides only when the round's episodes have all ended, so the pool's content is fixed.
+    if (this.#rounds && !this.#rounds.settle(this.registry)) return;
     const decision = this.decision();
     if (decision.discarded.length > 0) this.pool.discard(decision.discarded);
-    if (!decision.ready) return;
+    if (!decision.ready) {
+      this.#rounds?.extend(decision.progress);
+      return;
+    }
     this.#batch = this.pool.take(decision.selected);
     const tasks = new Map<string, Set<string>>();
     for (const episode of this.#batch) (tasks.get(episode.clientUuid) ?? tasks.set(episode.clientUuid, new Set()).get(episode.clientUuid)!).add(episode.taskId);
@@ -644,12 +683,14 @@ export class TrainingCoordinator {
       metrics.rollout_episodes = this.#rolloutRewards.length;
       metrics.drain_aborted_episodes = this.#drainAborted;
       this.#drainAborted = 0;
+      if (this.#rounds) metrics.deterministic_next_episode = this.#rounds.nextIndex;
       if (this.#rolloutRewards.length > 0) {
-        metrics.rollout_reward_mean = this.#rolloutRewards.reduce((sum, reward) => sum + reward, 0) / this.#rolloutRewards.length;
+        // Summed in value order: the same rewards give the same mean whatever order they arrived in.
+        metrics.rollout_reward_mean = sortedSum(this.#rolloutRewards) / this.#rolloutRewards.length;
         this.#rolloutRewards = [];
       }
       if (this.#evalRewards.length > 0) {
-        metrics.eval_reward_mean = this.#evalRewards.reduce((sum, reward) => sum + reward, 0) / this.#evalRewards.length;
+        metrics.eval_reward_mean = sortedSum(this.#evalRewards) / this.#evalRewards.length;
         metrics.eval_episodes = this.#evalRewards.length;
         this.#evalRewards = [];
       }
@@ -709,6 +750,10 @@ export class TrainingCoordinator {
 }
 
 const drainDeadlineReason = "drain deadline";
+
+function sortedSum(values: readonly number[]): number {
+  return [...values].sort((a, b) => a - b).reduce((sum, value) => sum + value, 0);
+}
 
 /** One line for a failure; a schema error names each field and its bound instead of zod's JSON. */
 function errorText(error: unknown): string {
