@@ -206,6 +206,7 @@ export class Gateway {
     episode.inFlight += 1;
     this.coordinator.registry.touch(episode);
     this.coordinator.clients.seen(episode.clientUuid);
+    const seed = this.coordinator.samplingSeed(episode, translated.seed);
     let result: GenerateResult;
     try {
       result = overflow
@@ -216,7 +217,7 @@ export class Gateway {
             ...sampling,
             maxTokens,
             ...(translated.stop ? { stop: translated.stop } : {}),
-            ...(translated.seed === undefined ? {} : { seed: translated.seed }),
+            ...(seed === undefined ? {} : { seed }),
             signal,
           });
     } finally {
