@@ -243,6 +243,7 @@ export class Gateway {
         completionTokenIds: result.completionTokenIds,
         completionText: result.text,
         ...(result.completionLogprobs ? { completionLogprobs: result.completionLogprobs } : {}),
+        sampling,
         time: Date.now(),
       });
     // Tool calls are read only where the client offered tools: otherwise the answer is text.

@@ -11,6 +11,8 @@ export interface RecordedCall {
   completionTokenIds: number[];
   completionText: string;
   completionLogprobs?: number[];
+  /** The temperature and top_p the completion was sampled with (the trainer weighs its tokens at them). */
+  sampling?: { temperature: number; topP: number };
   time: number;
 }
 

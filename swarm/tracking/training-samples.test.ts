@@ -211,4 +211,24 @@ describe("buildTrainingSamples with AgentJet's limits", () => {
     expect(kept.samples[0]!.tokenIds).toEqual([...after.promptTokenIds, ...after.completionTokenIds]);
     expect(limited([sane, mad, after], { madness: { ...madness, checklist: [] } }).stats.mad).toBe(false);
   });
+
+  it("carries the calls' sampling into the sample, and splits a timeline whose calls were sampled differently", () => {
+    const first = { ...call([sys("a"), user("b")], "yes"), sampling: { temperature: 0.7, topP: 1 } };
+    const same = { ...call([sys("a"), user("b"), assistant("yes"), user("a")], "no"), sampling: { temperature: 0.7, topP: 1 } };
+    const [alike] = build([first, same], "token").samples;
+    expect({ temperature: alike!.temperature, topP: alike!.topP }).toEqual({ temperature: 0.7, topP: 1 });
+    const hotter = { ...same, sampling: { temperature: 1.3, topP: 0.9 } };
+    const { samples } = build([first, hotter], "token");
+    expect(samples.map((sample) => [sample.temperature, sample.topP])).toEqual([
+      [0.7, 1],
+      [1.3, 0.9],
+    ]);
+    // Same tokens; each trains only the tokens drawn at its sampling, and together all of them.
+    expect(samples[0]!.tokenIds).toEqual(samples[1]!.tokenIds);
+    const trained = (index: number) => samples[index]!.lossMask.flatMap((flag, position) => (flag === 1 ? [samples[index]!.tokenIds[position]] : []));
+    expect(trained(0)).toEqual(first.completionTokenIds);
+    expect(trained(1)).toEqual(hotter.completionTokenIds);
+    // Calls recorded without sampling (older callers) give samples without it.
+    expect(build([call([sys("a")], "yes")]).samples[0]).not.toHaveProperty("temperature");
+  });
 });

@@ -64,12 +64,13 @@ export function buildTrainingSamples(calls: RecordedCall[], options: BuildSample
   });
   const kept = limits.maxSamples !== undefined && timelines.length > limits.maxSamples ? randomSubset(timelines, limits.maxSamples) : timelines;
   let truncatedSamples = 0;
-  const samples = kept.map((timeline) => {
-    const sample = sampleOf(timeline, { ...options, reward });
-    const cut = truncated(sample, limits);
-    if (cut !== sample) truncatedSamples += 1;
-    return cut;
-  });
+  const samples = kept.flatMap((timeline) =>
+    samplesBySampling(sampleOf(timeline, { ...options, reward })).map((sample) => {
+      const cut = truncated(sample, limits);
+      if (cut !== sample) truncatedSamples += 1;
+      return cut;
+    }),
+  );
   let tokensWithoutMerge = 0;
   for (const call of calls) tokensWithoutMerge += call.promptTokenIds.length + call.completionTokenIds.length;
   let tokensWithMerge = 0;
@@ -113,15 +114,49 @@ function truncated(sample: TrainingSample, limits: SampleLimits): TrainingSample
   };
 }
 
-function sampleOf(timeline: Timeline, options: BuildSamplesOptions): TrainingSample {
+/** A timeline's sample, and which call generated each of its trained tokens. */
+interface BuiltSample {
+  sample: TrainingSample;
+  generatedBy: Array<RecordedCall | undefined>;
+}
+
+/**
+ * The trainer weighs a sample's tokens at one temperature and top_p: a timeline whose calls
+ * were sampled alike carries theirs; one whose calls differ (a client choosing per turn with
+ * `train_sampling: client`) becomes one sample per sampling, the same tokens with only that
+ * sampling's generated tokens trained (the others are context).
+ */
+function samplesBySampling({ sample, generatedBy }: BuiltSample): TrainingSample[] {
+  const groups = new Map<string, { temperature: number; topP: number }>();
+  for (const call of generatedBy) if (call?.sampling) groups.set(samplingKey(call.sampling), call.sampling);
+  if (groups.size === 0) return [sample];
+  if (groups.size === 1) {
+    const [only] = groups.values();
+    return [{ ...sample, temperature: only!.temperature, topP: only!.topP }];
+  }
+  return [...groups].map(([key, sampling]) => ({
+    ...sample,
+    lossMask: sample.lossMask.map((flag, index) => (flag === 1 && generatedBy[index]?.sampling && samplingKey(generatedBy[index].sampling) === key ? 1 : 0)),
+    temperature: sampling.temperature,
+    topP: sampling.topP,
+  }));
+}
+
+function samplingKey(sampling: { temperature: number; topP: number }): string {
+  return `${sampling.temperature}/${sampling.topP}`;
+}
+
+function sampleOf(timeline: Timeline, options: BuildSamplesOptions): BuiltSample {
   const tokenIds: number[] = [];
   const lossMask: number[] = [];
   const logprobs: Array<number | undefined> = [];
+  const generatedBy: Array<RecordedCall | undefined> = [];
   const pushContext = (ids: readonly number[]): void => {
     for (const id of ids) {
       tokenIds.push(id);
       lossMask.push(0);
       logprobs.push(undefined);
+      generatedBy.push(undefined);
     }
   };
   const pushGenerated = (call: RecordedCall): void => {
@@ -129,6 +164,7 @@ function sampleOf(timeline: Timeline, options: BuildSamplesOptions): TrainingSam
       tokenIds.push(id);
       lossMask.push(1);
       logprobs.push(call.completionLogprobs?.[index]);
+      generatedBy.push(call);
     });
   };
 
@@ -146,7 +182,7 @@ function sampleOf(timeline: Timeline, options: BuildSamplesOptions): TrainingSam
     previous = call;
   }
   const hasLogprobs = logprobs.some((value) => value !== undefined);
-  return {
+  const sample = {
     taskId: options.taskId,
     episodeUuid: options.episodeUuid,
     tokenIds,
@@ -154,6 +190,7 @@ function sampleOf(timeline: Timeline, options: BuildSamplesOptions): TrainingSam
     ...(hasLogprobs ? { logprobs } : {}),
     reward: options.reward,
   };
+  return { sample, generatedBy };
 }
 
 /**

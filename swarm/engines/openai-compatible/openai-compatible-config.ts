@@ -10,7 +10,15 @@ export const openAiCompatibleEngineConfigSchema = z.strictObject({
   trainer_command: z.string().min(1).optional(),
   /** Path on the upstream's origin that loads a LoRA adapter (default /v1/load_lora_adapter). */
   load_adapter_path: z.string().startsWith("/").optional(),
+  /**
+   * Where token ids come from. `upstream` (default): from the upstream's answer (vLLM ≥
+   * 0.10.2 with return_token_ids); an answer without them fails its request, since
+   * re-tokenizing with another tokenizer would train on ids the model never saw. `word`:
+   * the upstream serves a model with a3r's word tokenizer (the embedded engine's, as the
+   * tiny models do), so re-tokenizing is exact and stands in when ids are missing.
+   */
+  tokenizer: z.enum(["upstream", "word"]).default("upstream"),
   experiment_dir: z.string().min(1),
 });
 
-export type OpenAiCompatibleEngineConfig = z.infer<typeof openAiCompatibleEngineConfigSchema>;
+export type OpenAiCompatibleEngineConfig = z.input<typeof openAiCompatibleEngineConfigSchema>;

@@ -91,6 +91,7 @@ describe("openai-compatible engine", () => {
 
   it("uses the upstream's token ids and log-probs when it returns them", async () => {
     const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: upstream.baseUrl, model: "base", experiment_dir: experimentDir });
+    await engine.load();
     const result = await engine.generate({ messages, maxTokens: 3, seed: 5 });
     expect(result.promptTokenIds).toEqual(engine.encodeChat(messages, { addGenerationPrompt: true }).tokenIds);
     expect(result.completionLogprobs).toHaveLength(result.completionTokenIds.length);
@@ -98,8 +99,33 @@ describe("openai-compatible engine", () => {
     expect(result.warnings).toBeUndefined();
   });
 
-  it("falls back to its own tokenizer, with a warning, when the upstream returns no token ids", async () => {
+  it("learns at load that the upstream tokenizes as its word tokenizer, and only then encodes chats itself", async () => {
+    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: upstream.baseUrl, model: "base", experiment_dir: experimentDir });
+    expect(() => engine.encodeChat(messages)).toThrow(/needs base's own tokenizer/);
+    await engine.load();
+    expect(engine.encodeChat(messages).tokenIds.length).toBeGreaterThan(5);
+  });
+
+  it("fails a request whose answer has no token ids rather than re-tokenizing another model's text", async () => {
     const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: plainUpstream.baseUrl, model: "base", experiment_dir: experimentDir });
+    await engine.load();
+    const failure = await engine.generate({ messages, maxTokens: 3, seed: 5 }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(EngineError);
+    expect((failure as EngineError).message).toMatch(/no prompt and completion token ids.*will not re-tokenize/);
+    expect((failure as EngineError).hint).toMatch(/vLLM ≥ 0\.10\.2 \(return_token_ids\)/);
+    expect(() => engine.encodeChat(messages)).toThrow(EngineError);
+    const probe = await engine.probeTokenIds();
+    expect({ tokenIds: probe.tokenIds, wordTokenizer: probe.wordTokenizer }).toEqual({ tokenIds: false, wordTokenizer: false });
+  });
+
+  it("falls back to its own tokenizer, with a warning, when told the upstream's model uses it (tokenizer: word)", async () => {
+    const engine = new OpenAiCompatibleEngine({
+      kind: "openai-compatible",
+      base_url: plainUpstream.baseUrl,
+      model: "base",
+      tokenizer: "word",
+      experiment_dir: experimentDir,
+    });
     const result = await engine.generate({ messages, maxTokens: 3, seed: 5 });
     expect(result.warnings).toEqual(["token_ids"]);
     expect(result.completionLogprobs).toBeUndefined();
@@ -108,7 +134,13 @@ describe("openai-compatible engine", () => {
   });
 
   it("drops vLLM's token fields for an upstream that refuses unknown fields, and falls back", async () => {
-    const engine = new OpenAiCompatibleEngine({ kind: "openai-compatible", base_url: strictUpstream.baseUrl, model: "base", experiment_dir: experimentDir });
+    const engine = new OpenAiCompatibleEngine({
+      kind: "openai-compatible",
+      base_url: strictUpstream.baseUrl,
+      model: "base",
+      tokenizer: "word",
+      experiment_dir: experimentDir,
+    });
     const first = await engine.generate({ messages, maxTokens: 3, seed: 5 });
     expect(first.warnings).toEqual(["token_ids"]);
     const second = await engine.generate({ messages, maxTokens: 3, seed: 5 });
@@ -131,6 +163,7 @@ describe("openai-compatible engine", () => {
       tokenIds: [...result.promptTokenIds, ...result.completionTokenIds],
       lossMask: [...result.promptTokenIds.map(() => 0), ...result.completionTokenIds.map(() => 1)],
       reward: index,
+      ...(index === 1 ? { temperature: 0.8, topP: 0.95 } : {}),
     }));
     const { metrics } = await engine.train(batch, 4);
     expect(metrics.tokens).toBe(2 * result.completionTokenIds.length);
@@ -138,8 +171,10 @@ describe("openai-compatible engine", () => {
     const written = (await readFile(join(directory, "batches/step-4.jsonl"), "utf8"))
       .trim()
       .split("\n")
-      .map((line) => JSON.parse(line) as TrainingSample);
-    expect(written).toEqual(batch);
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // The sampling a sample was drawn with, spelled as the trainer protocol spells it.
+    const { topP: _topP, ...second } = batch[1]!;
+    expect(written).toEqual([batch[0], { ...second, top_p: 0.95 }]);
     expect(await readdir(join(directory, "adapters/step-4"))).toContain("checkpoint-4");
     expect(engine.model).toBe("a3r-step-4");
     const models = (await (await fetch(`${upstream.baseUrl}/models`)).json()) as { data: Array<{ id: string }> };

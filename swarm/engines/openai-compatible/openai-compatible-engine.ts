@@ -16,11 +16,14 @@ import { chatCompletionResponseSchema, isPlainChatCompletion, lastJsonLine, toke
  * gradient step run by an external trainer command that writes a LoRA adapter, which the
  * upstream then loads. Protocol: README.md beside this file.
  *
- * Token ids come from the upstream when it returns them (vLLM with `return_token_ids` or
- * `return_tokens_as_token_ids`); otherwise the engine's own word tokenizer (the embedded
- * engine's, see encodeChat) stands in, without log-probs. Not part of this engine: starting
- * or stopping the upstream, the trainer's algorithm and hyperparameters (the command owns
- * them), and retries (a failed request fails the call).
+ * Token ids come from the upstream (vLLM ≥ 0.10.2 with `return_token_ids`, or
+ * `return_tokens_as_token_ids`). The engine's own word tokenizer (the embedded engine's)
+ * stands in only where it is the upstream's too: with `tokenizer: word`, or once `load()`'s
+ * probe saw the upstream's prompt ids equal it (a tiny model). Otherwise an answer without
+ * ids fails its request, and `encodeChat` (text-level merging) refuses: re-tokenizing a real
+ * model's text with 32 words would train on ids it never produced. Not part of this engine:
+ * starting or stopping the upstream, the trainer's algorithm and hyperparameters (the command
+ * owns them), and retries (a failed request fails the call).
  */
 export class OpenAiCompatibleEngine implements Engine {
   readonly kind = "openai-compatible";
@@ -37,12 +40,18 @@ export class OpenAiCompatibleEngine implements Engine {
   private sendTokenFields = true;
   private trainer: ChildProcess | undefined;
   private training: Promise<unknown> = Promise.resolve();
+  /** The word tokenizer is the upstream's own (configured, or seen by the probe). */
+  private wordTokenizerExact: boolean;
 
-  constructor(private readonly config: OpenAiCompatibleEngineConfig) {
+  constructor(
+    private readonly config: OpenAiCompatibleEngineConfig,
+    private readonly options: OpenAiCompatibleOptions = {},
+  ) {
     this.baseUrl = config.base_url.replace(/\/+$/, "");
     this.completionsUrl = new URL(`${this.baseUrl}/chat/completions`);
     this.upstream = new UpstreamHttp({ apiKey: config.api_key });
     this.servedModel = config.model;
+    this.wordTokenizerExact = config.tokenizer === "word";
   }
 
   /** The model name requests go out with: the base model, or the adapter loaded last. */
@@ -64,14 +73,39 @@ export class OpenAiCompatibleEngine implements Engine {
         "check model.base_url (it must end in /v1) and model.api_key",
       );
     }
+    // An upstream without token ids is found out here, but only its requests fail: it may
+    // serve eval episodes, which are never trained on.
+    await this.probeTokenIds().catch(() => undefined);
+  }
+
+  /**
+   * One short completion on the base model: does the upstream return prompt and completion
+   * token ids (and log-probs), and are its prompt ids the word tokenizer's? Once this has seen
+   * them equal, the word tokenizer may stand in for this upstream (encodeChat, missing ids).
+   */
+  async probeTokenIds(): Promise<TokenIdProbe> {
+    const messages: ChatMessage[] = [{ role: "user", content: "Say yes." }];
+    const result = await this.generate({ messages, maxTokens: 1, temperature: 1, topP: 1, seed: 0 }, { probing: true });
+    const upstreamIds = result.warnings?.includes("token_ids") !== true;
+    const wordIds = this.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).tokenIds;
+    if (upstreamIds && sameIds(result.promptTokenIds, wordIds)) this.wordTokenizerExact = true;
+    return { tokenIds: upstreamIds, logprobs: result.completionLogprobs !== undefined, wordTokenizer: this.wordTokenizerExact, result };
   }
 
   encodeChat(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): EncodedChat {
+    if (!this.wordTokenizerExact) {
+      throw new EngineError(
+        "ENGINE_TOKENIZER_UNAVAILABLE",
+        `re-tokenizing text needs ${this.config.model}'s own tokenizer, which a3r does not hold (it has only the word tokenizer of its tiny models)`,
+        "use compare_level: token (merging by the token ids the server returned); text-level merging and limits.max_model_len need it",
+      );
+    }
     return this.tokenizer.encodeChat(messages, options);
   }
 
-  async generate(request: GenerateRequest): Promise<GenerateResult> {
+  async generate(request: GenerateRequest, mode: { probing?: boolean } = {}): Promise<GenerateResult> {
     const body = {
+      ...this.options.requestFields,
       model: this.servedModel,
       messages: request.messages,
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
@@ -93,7 +127,7 @@ export class OpenAiCompatibleEngine implements Engine {
       throw new EngineError(
         "ENGINE_UPSTREAM_REJECTED",
         `POST ${this.baseUrl}/chat/completions answered ${response.status}: ${text.slice(0, 300)}`,
-        "check the upstream's log; the model name sent was " + this.servedModel,
+        `check the upstream's log; the model name sent was ${this.servedModel}`,
       );
     }
     const json = safeJson(text);
@@ -122,7 +156,14 @@ export class OpenAiCompatibleEngine implements Engine {
         ...(logprobs ? { completionLogprobs: logprobs } : {}),
       };
     }
-    // Fallback: our own tokenizer, so tracking and merging still work (no log-probs then).
+    if (!this.wordTokenizerExact && !mode.probing) {
+      throw new EngineError(
+        "ENGINE_UPSTREAM_REJECTED",
+        `the upstream's answer has no prompt and completion token ids, and a3r will not re-tokenize ${this.config.model}'s text with another tokenizer`,
+        "serve the model with vLLM ≥ 0.10.2 (return_token_ids) or another server that returns prompt_token_ids and choices[].token_ids; set model.tokenizer: word only for a3r's tiny word-vocabulary models",
+      );
+    }
+    // Fallback where the word tokenizer is the upstream's own (tiny models): exact ids, no log-probs.
     const completionTokenIds = this.tokenizer.encodeText(content);
     if (finishReason === "stop") completionTokenIds.push(endTokenId);
     return {
@@ -242,6 +283,25 @@ export class OpenAiCompatibleEngine implements Engine {
   private request(method: string, url: URL | string, body?: unknown, signal?: AbortSignal): Promise<UpstreamResponse> {
     return this.upstream.request(method, typeof url === "string" ? new URL(url) : url, body, signal);
   }
+}
+
+/** What the vllm engine adds to every request (its neutral sampling fields, vllm-arguments.ts). */
+export interface OpenAiCompatibleOptions {
+  requestFields?: Readonly<Record<string, number>>;
+}
+
+export interface TokenIdProbe {
+  /** The upstream returned prompt and completion token ids. */
+  tokenIds: boolean;
+  /** ...and one log-prob per completion token. */
+  logprobs: boolean;
+  /** The word tokenizer is the upstream's own (encodeChat and the fallback are exact). */
+  wordTokenizer: boolean;
+  result: GenerateResult;
+}
+
+function sameIds(left: readonly number[], right: readonly number[]): boolean {
+  return left.length === right.length && left.every((id, index) => id === right[index]);
 }
 
 const checkpointSchema = z.strictObject({

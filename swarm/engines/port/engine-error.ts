@@ -9,6 +9,8 @@ export type EngineErrorCode =
   | "ENGINE_UPSTREAM_REJECTED"
   | "ENGINE_TRAINER_FAILED"
   | "ENGINE_NOT_TRAINABLE"
+  /** Re-tokenizing text needs the served model's tokenizer, which the engine does not have. */
+  | "ENGINE_TOKENIZER_UNAVAILABLE"
   | "ENGINE_CLOSED";
 
 export class EngineError extends Error {

@@ -27,8 +27,15 @@ export async function writeBatchFile(experimentDir: string, step: number, batch:
   const directory = join(experimentDir, "batches");
   await mkdir(directory, { recursive: true });
   const file = join(directory, `step-${step}.jsonl`);
-  await writeFileAtomically(file, `${batch.map((sample) => JSON.stringify(sample)).join("\n")}\n`);
+  await writeFileAtomically(file, `${batch.map((sample) => JSON.stringify(batchLine(sample))).join("\n")}\n`);
   return file;
+}
+
+/** A sample as the batch file's line: the trainer protocol spells top_p in snake_case. */
+function batchLine(sample: TrainingSample): object {
+  if (sample.topP === undefined) return sample;
+  const { topP, ...rest } = sample;
+  return { ...rest, top_p: topP };
 }
 
 /** Writes `<directory>/checkpoint-<step>.json` atomically; returns its path. */

@@ -62,6 +62,13 @@ export interface TrainingSample {
   /** Sampling log-probs aligned with tokenIds (undefined where not generated or unknown). */
   logprobs?: Array<number | undefined>;
   reward: number;
+  /**
+   * The sampling its trained tokens were drawn with (the request's, after the server's
+   * `train_sampling` rule), when known: the trainer computes log-probs at that temperature.
+   * Batch files spell them `temperature` and `top_p` (swarm/python/README.md).
+   */
+  temperature?: number;
+  topP?: number;
 }
 
 export interface TrainResult {

@@ -23,7 +23,12 @@ export function fillTemplate(template: readonly string[], values: Readonly<Recor
   );
 }
 
-/** `vllm serve` with runtime LoRA loading; flags valid for vLLM 0.8 and later. */
+/**
+ * `vllm serve` with runtime LoRA loading, for vLLM ≥ 0.10.2 (`return_token_ids`; the engine
+ * probes for it at start). `{max_lora_rank}` is model.lora.rank rounded up to a rank vLLM
+ * accepts; two adapters at once (the serving one and the one a sync loads); sampling and
+ * log-probs as the trainer assumes them (vllm-arguments.ts).
+ */
 export const vllmServeTemplate: readonly string[] = [
   "vllm",
   "serve",
@@ -36,7 +41,13 @@ export const vllmServeTemplate: readonly string[] = [
   "{served_model_name}",
   "--enable-lora",
   "--max-lora-rank",
-  "{lora_rank}",
+  "{max_lora_rank}",
+  "--max-loras",
+  "{max_loras}",
+  "--generation-config",
+  "vllm",
+  "--logprobs-mode",
+  "processed_logprobs",
   "--gpu-memory-utilization",
   "{gpu_memory_utilization}",
   "--seed",
@@ -58,7 +69,13 @@ export const referenceServerTemplate: readonly string[] = [
   "{served_model_name}",
   "--enable-lora",
   "--max-lora-rank",
-  "{lora_rank}",
+  "{max_lora_rank}",
+  "--max-loras",
+  "{max_loras}",
+  "--generation-config",
+  "vllm",
+  "--logprobs-mode",
+  "processed_logprobs",
   "--seed",
   "{seed}",
 ];

@@ -7,6 +7,7 @@ import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
 import { fillTemplate, referenceServerTemplate, vllmServeTemplate } from "./command-template.ts";
 import { ManagedProcess } from "./managed-process.ts";
 import { pythonEnvironment } from "./python-path.ts";
+import { maxLoraRankFor, maxLoras } from "./vllm-arguments.ts";
 
 export const servedModelName = "a3r-base";
 
@@ -58,27 +59,7 @@ export class InferenceServer {
     const { inference } = this.config;
     this.port = inference.port === 0 ? await freePort(inference.host) : inference.port;
     this.starts += 1;
-    const template = inference.command ?? (inference.server === "reference" ? referenceServerTemplate : vllmServeTemplate);
-    const command = [
-      ...fillTemplate(
-        template,
-        {
-          model: this.config.model,
-          host: inference.host,
-          port: String(this.port),
-          served_model_name: servedModelName,
-          lora_rank: String(this.config.lora.rank),
-          gpu_memory_utilization: String(inference.gpu_memory_utilization),
-          seed: String(this.config.seed ?? 0),
-          python: this.config.python,
-        },
-        "model.inference.command",
-      ),
-      ...inference.extra_args,
-    ];
-    // a3r's reference server watches its parent itself; `vllm serve` (or any other
-    // command) does not, and would keep its GPU memory after a SIGKILL of this process.
-    const argv = template === referenceServerTemplate ? command : [this.config.python, "-m", "a3r_swarm.watchdog", "--", ...command];
+    const argv = inferenceArgv(this.config, this.port);
     const env = {
       ...pythonEnvironment(process.env),
       // Without it vLLM refuses /v1/load_lora_adapter.
@@ -150,6 +131,38 @@ export class InferenceServer {
       return false;
     }
   }
+}
+
+/**
+ * The inference server's argv for `port`: the template (`inference.command`, or the one
+ * for `inference.server`) filled in, then `extra_args`. a3r's reference server watches its
+ * parent itself; `vllm serve` (or any other command) does not, and would keep its GPU
+ * memory after a SIGKILL of this process, so it runs under a3r's watchdog.
+ */
+export function inferenceArgv(config: VllmEngineConfig, port: number): string[] {
+  const { inference } = config;
+  const template = inference.command ?? (inference.server === "reference" ? referenceServerTemplate : vllmServeTemplate);
+  const command = [
+    ...fillTemplate(
+      template,
+      {
+        model: config.model,
+        host: inference.host,
+        port: String(port),
+        served_model_name: servedModelName,
+        lora_rank: String(config.lora.rank),
+        // The schema keeps lora.rank at most 512, so a rank vLLM accepts always exists.
+        max_lora_rank: String(maxLoraRankFor(config.lora.rank) ?? config.lora.rank),
+        max_loras: String(maxLoras),
+        gpu_memory_utilization: String(inference.gpu_memory_utilization),
+        seed: String(config.seed ?? 0),
+        python: config.python,
+      },
+      "model.inference.command",
+    ),
+    ...inference.extra_args,
+  ];
+  return template === referenceServerTemplate ? command : [config.python, "-m", "a3r_swarm.watchdog", "--", ...command];
 }
 
 /** A port nobody listens on right now (the server binds it a moment later). */

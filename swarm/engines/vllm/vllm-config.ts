@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { optimizerConfigSchema } from "../port/engine-config.ts";
+import { refuseUntrainableArguments, vllmLoraRanks } from "./vllm-arguments.ts";
 
 /** argv of a process, with `{placeholder}`s the engine fills in (see vllm/README.md). */
 const commandTemplate = z.array(z.string().min(1)).min(1);
@@ -15,7 +16,16 @@ export const vllmEngineConfigSchema = z.strictObject({
   python: z.string().min(1).default("python3"),
   lora: z
     .strictObject({
-      rank: z.number().int().positive().default(8),
+      /** vLLM's --max-lora-rank is this rounded up to one it accepts (vllm-arguments.ts: 1, 8, 16, ..., 512). */
+      rank: z
+        .number()
+        .int()
+        .positive()
+        .max(
+          vllmLoraRanks.at(-1)!,
+          `vLLM serves LoRA ranks up to ${vllmLoraRanks.at(-1)} (--max-lora-rank ${vllmLoraRanks.join("|")}): set model.lora.rank to at most that`,
+        )
+        .default(8),
       alpha: z.number().positive().default(16),
       dropout: z.number().min(0).max(1).default(0),
       target_modules: z.array(z.string().min(1)).optional(),
@@ -37,6 +47,8 @@ export const vllmEngineConfigSchema = z.strictObject({
       start_timeout_ms: z.number().int().positive().default(600_000),
       env: z.record(z.string(), z.string()).default({}),
     })
+    // Arguments that change sampling or log-probs in a way the trainer cannot correct for (vllm-arguments.ts).
+    .superRefine(refuseUntrainableArguments)
     .default({ server: "vllm", extra_args: [], host: "127.0.0.1", port: 0, gpu_memory_utilization: 0.85, start_timeout_ms: 600_000, env: {} }),
   trainer: z
     .strictObject({

@@ -111,10 +111,11 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
       expect(Number.isFinite(step.loss)).toBe(true);
       expect(step.inference_restarts).toBe(0);
     }
-    // One adapter folder per step, written by the trainer; the inference server holds only
-    // the base model and the newest adapter (the previous one is unloaded at every step).
+    // The trainer writes one adapter folder per step and keeps the newest two (keep_adapters:
+    // the serving one and the one it replaced); the inference server holds only the base
+    // model and the newest adapter (the previous one is unloaded at every step).
     const adapters = await readdir(join(experimentDir, "adapters"));
-    expect(adapters.length).toBe(40);
+    expect(adapters.length).toBe(2);
     const served = (await (await fetch(`${engine().inferenceBaseUrl}/models`)).json()) as { data: { id: string }[] };
     expect(served.data.map((entry) => entry.id)).toEqual(["a3r-base", expect.stringMatching(/^a3r-step-\d+-40$/)]);
   }, 300_000);

@@ -10,6 +10,8 @@ import { OpenAiCompatibleEngine } from "../openai-compatible/openai-compatible-e
 import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
 import { InferenceServer, servedModelName } from "./inference-server.ts";
 import { TrainerClient, TrainerDiedError } from "./trainer-client.ts";
+import { AdapterSlots } from "./adapter-slots.ts";
+import { neutralSamplingFields } from "./vllm-arguments.ts";
 
 /**
  * A real model on GPUs: the engine starts and owns an inference server (`vllm serve`, or
@@ -35,9 +37,8 @@ export class VllmEngine implements Engine {
   private readonly trainer: TrainerClient;
   private readonly http = new UpstreamHttp({});
   private inference: OpenAiCompatibleEngine | undefined;
-  /** The adapter requests go to, and where it lies (undefined = the base model). */
-  private adapter: { name: string; path: string } | undefined;
-  private adapterLoads = 0;
+  /** The adapter requests go to, and the replaced ones whose unload is still owed. */
+  private readonly adapters = new AdapterSlots((path, body) => this.postToServer(path, body));
   private lastTrainerCheckpoint: string | undefined;
   private serverRestarts = 0;
   private trainerRestarts = 0;
@@ -46,6 +47,8 @@ export class VllmEngine implements Engine {
   private broken: string | undefined;
   private restarting: Promise<void> | undefined;
   private training: Promise<unknown> = Promise.resolve();
+  /** The token ids the server's start probe answered with (checked against the trainer's vocabulary). */
+  private probedIds: number[] = [];
 
   constructor(private readonly config: VllmEngineConfig) {
     this.server = new InferenceServer(config);
@@ -60,6 +63,11 @@ export class VllmEngine implements Engine {
     if (server.status === "rejected" || trainer.status === "rejected") {
       await this.close();
       throw server.status === "rejected" ? server.reason : (trainer as PromiseRejectedResult).reason;
+    }
+    const mismatch = vocabularyMismatch(this.probedIds, trainer.value.vocab_size, this.config.model);
+    if (mismatch) {
+      await this.close();
+      throw mismatch;
     }
   }
 
@@ -114,6 +122,8 @@ export class VllmEngine implements Engine {
         step_time_ms: performance.now() - started,
         inference_restarts: this.serverRestarts,
         trainer_restarts: this.trainerRestarts,
+        // Replaced adapters the server has not confirmed unloading (retried at the next sync).
+        stale_adapters: this.adapters.staleNames.length,
       },
     };
   }
@@ -139,7 +149,7 @@ export class VllmEngine implements Engine {
       step,
       model: this.config.model,
       trainerCheckpoint,
-      adapterPath: this.adapter?.path ?? null,
+      adapterPath: this.adapters.current?.path ?? null,
     });
   }
 
@@ -186,16 +196,22 @@ export class VllmEngine implements Engine {
   private async startServer(): Promise<void> {
     await this.server.start();
     this.inference?.close();
-    this.inference = new OpenAiCompatibleEngine({
-      kind: "openai-compatible",
-      base_url: this.server.baseUrl,
-      model: servedModelName,
-      experiment_dir: this.config.experiment_dir,
-    });
-    if (this.adapter) {
-      // A fresh server knows no adapter: load the current one again before serving.
-      const current = this.adapter;
-      this.adapter = undefined;
+    // Every request carries vLLM's neutral values of the sampling fields the trainer cannot
+    // correct for (vllm-arguments.ts), whatever the server's own defaults.
+    this.inference = new OpenAiCompatibleEngine(
+      { kind: "openai-compatible", base_url: this.server.baseUrl, model: servedModelName, experiment_dir: this.config.experiment_dir },
+      { requestFields: neutralSamplingFields },
+    );
+    try {
+      this.probedIds = await probeServer(this.inference, this.config.inference.server);
+    } catch (error) {
+      await this.server.stop();
+      throw error;
+    }
+    const current = this.adapters.current;
+    // A fresh server knows no adapter (and owes no unload): load the current one again before serving.
+    this.adapters.forgetAll();
+    if (current) {
       await this.serveAdapter(`${current.name.replace(/-r\d+$/, "")}-r${this.serverRestarts}`, current.path, { duringRestart: true });
     }
     this.watchServer();
@@ -269,28 +285,58 @@ export class VllmEngine implements Engine {
     }
   }
 
-  /** Loads an adapter, switches requests to it, unloads the previous one. */
+  /** Loads an adapter, switches requests to it, unloads the previous one (adapter-slots.ts). */
   private async loadAndSwitch(baseName: string, path: string): Promise<void> {
-    // Names are never reused: servers refuse a second adapter under a name in use.
-    const name = `${baseName}-${++this.adapterLoads}`;
-    const origin = new URL(this.server.baseUrl).origin;
-    const loaded = await this.http.request("POST", new URL(`${origin}/v1/load_lora_adapter`), { lora_name: name, lora_path: path });
-    const text = await loaded.text();
-    if (!loaded.ok) {
-      throw new EngineError(
-        "ENGINE_UPSTREAM_REJECTED",
-        `loading adapter ${path} answered ${loaded.status}: ${text.slice(0, 300)}`,
-        "the previous adapter keeps serving; see logs/inference-server.log",
-      );
-    }
-    const previous = this.adapter;
-    this.adapter = { name, path };
-    this.delegate().useModel(name);
-    if (previous) {
-      const unloaded = await this.http.request("POST", new URL(`${origin}/v1/unload_lora_adapter`), { lora_name: previous.name }).catch(() => undefined);
-      await unloaded?.text();
-    }
+    await this.adapters.load(baseName, path, (name) => this.delegate().useModel(name));
   }
+
+  private async postToServer(path: string, body: Record<string, string>): Promise<{ status: number; text: string }> {
+    const origin = new URL(this.server.baseUrl).origin;
+    const answer = await this.http.request("POST", new URL(`${origin}${path}`), body);
+    return { status: answer.status, text: await answer.text() };
+  }
+}
+
+/**
+ * The start probe: one short completion must come back with prompt and completion token ids
+ * and their log-probs, or the engine cannot train on what the server samples. A server that
+ * cannot answer a chat completion at all (a model without a chat template) fails here too,
+ * with its own message. Returns the ids it saw.
+ */
+async function probeServer(inference: OpenAiCompatibleEngine, server: "vllm" | "reference"): Promise<number[]> {
+  let probe: Awaited<ReturnType<OpenAiCompatibleEngine["probeTokenIds"]>>;
+  try {
+    probe = await inference.probeTokenIds();
+  } catch (error) {
+    throw new EngineError(
+      "ENGINE_UPSTREAM_REJECTED",
+      `the inference server could not answer a first chat completion: ${error instanceof Error ? error.message : String(error)}`,
+      "a model without a chat template (chat_template in tokenizer_config.json, or chat_template.jinja) cannot serve chat: add one to model.model's folder, or use an -Instruct model",
+      { cause: error },
+    );
+  }
+  if (!probe.tokenIds || !probe.logprobs) {
+    throw new EngineError(
+      "ENGINE_UPSTREAM_REJECTED",
+      `the inference server answered without ${probe.tokenIds ? "log-probs" : "prompt and completion token ids"} (asked with return_token_ids and logprobs)`,
+      server === "vllm"
+        ? "a3r needs vLLM ≥ 0.10.2 (return_token_ids, --logprobs-mode): pip install -U 'vllm>=0.10.2'"
+        : "point model.inference.command at a server that returns prompt_token_ids, choices[].token_ids and logprobs, as vLLM ≥ 0.10.2 does",
+    );
+  }
+  return [...probe.result.promptTokenIds, ...probe.result.completionTokenIds];
+}
+
+/** The server tokenizes with ids the trainer's model has no embedding for: two different models. */
+function vocabularyMismatch(ids: readonly number[], vocabSize: unknown, model: string): EngineError | undefined {
+  if (typeof vocabSize !== "number") return undefined;
+  const largest = Math.max(-1, ...ids);
+  if (largest < vocabSize) return undefined;
+  return new EngineError(
+    "ENGINE_TRAINER_FAILED",
+    `the inference server's tokenizer gave token id ${largest}, but the trainer's model has ${vocabSize} embeddings (vocab_size)`,
+    `model.model (${model}) must hold one model's tokenizer and weights: rebuild it, or set vocab_size in its config.json to at least ${largest + 1}`,
+  );
 }
 
 const trainAnswerSchema = z.object({
