@@ -74,6 +74,21 @@ export function endpointOf(address: string | undefined, port: number | undefined
   return bytes === undefined ? undefined : { address: bytes, port };
 }
 
+/**
+ * Whether this machine can name a loopback peer's user at all (Linux with a readable
+ * /proc/net/tcp). Where it cannot, a token-less server cannot tell local users apart and
+ * says so in PROTOCOL.md §7; where it can, a peer not found in the tables is refused.
+ */
+export function peerUsersKnowable(): boolean {
+  if (ownUid() === undefined) return false;
+  try {
+    closeSync(openSync("/proc/net/tcp", "r"));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The server process's own uid (undefined where the platform has none). */
 export function ownUid(): number | undefined {
   return typeof process.getuid === "function" ? process.getuid() : undefined;

@@ -7,6 +7,7 @@ import { Gateway } from "./gateway.ts";
 import { HttpError, bearerToken, sendJson } from "./wire/http-tools.ts";
 import { createSwarmLogger, type SwarmLogger } from "./logger.ts";
 import { PathConfinement } from "./path-confinement.ts";
+import { loopbackPeerUid, ownUid, peerUsersKnowable } from "./peer-user.ts";
 import { isLoopbackHost, protocolRoutes, type Route } from "./protocol-routes.ts";
 import { RequestRefused, TrainingCoordinator } from "./training-coordinator.ts";
 
@@ -74,8 +75,10 @@ export async function startSwarmServer(options: SwarmServerOptions): Promise<Swa
   ]);
   const routes = protocolRoutes(coordinator, gateway, { adminToken }, { experimentRoot: options.config.experiment_dir, logger, confinement });
 
+  // Without a token, control calls are told apart by the caller's OS user where the kernel says it.
+  const access: Access = { adminToken, sameUserOnly: adminToken === undefined && peerUsersKnowable() };
   const server = createServer((request, response) => {
-    void handle(request, response, routes, adminToken, logger);
+    void handle(request, response, routes, access, logger);
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -116,11 +119,17 @@ export async function startSwarmServer(options: SwarmServerOptions): Promise<Swa
   };
 }
 
+/** Who may call what: the admin token when there is one, else (control routes) the server's own OS user. */
+interface Access {
+  adminToken: string | undefined;
+  sameUserOnly: boolean;
+}
+
 async function handle(
   request: IncomingMessage,
   response: ServerResponse,
   routes: Map<string, Route>,
-  adminToken: string | undefined,
+  { adminToken, sameUserOnly }: Access,
   logger: SwarmLogger,
 ): Promise<void> {
   const path = (request.url ?? "/").split("?")[0]!.replace(/\/+$/, "") || "/";
@@ -133,7 +142,10 @@ async function handle(
         ? new HttpError(405, `${request.method} is not allowed on ${path}; use ${known.map((key) => key.split(" ")[0]).join(" or ")}`)
         : new HttpError(404, `no endpoint ${request.method} ${path}`);
     }
-    if (route.kind === "control" && adminToken !== undefined) checkAdmin(request, adminToken);
+    if (route.kind === "control") {
+      if (adminToken !== undefined) checkAdmin(request, adminToken);
+      else if (sameUserOnly && loopbackPeerUid(request.socket) !== ownUid()) throw otherUserRefusal(path);
+    }
     await route.handle(request, response, { privileged: adminToken !== undefined && presentsAdmin(request, adminToken) });
   } catch (error) {
     const status = error instanceof HttpError || error instanceof RequestRefused ? error.status : 500;
@@ -151,6 +163,18 @@ async function handle(
       sendJson(response, status, { success: false, error: message, failure_reason: message, detail: message });
     }
   }
+}
+
+/**
+ * On a token-less server the control endpoints answer only the OS user running it: they
+ * choose what the server executes and loads (swarm.yaml's model commands, python,
+ * checkpoints), so another local user reaching them could run code as this one.
+ */
+function otherUserRefusal(path: string): HttpError {
+  return new HttpError(
+    401,
+    `${path} on a server without an admin token answers only the OS user running the server; call it as that user, or give the server a token (A3R_SWARM_ADMIN_TOKEN) and send it`,
+  );
 }
 
 function presentsAdmin(request: IncomingMessage, adminToken: string): boolean {

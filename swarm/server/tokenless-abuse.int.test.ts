@@ -153,6 +153,20 @@ describe("a token-less loopback server refuses a second local client", () => {
     },
   );
 
+  it.skipIf(!canSwitchUser)("answers the control endpoints to no other OS user (they choose what the server runs and loads)", async () => {
+    // The attack: a model whose "python" is the attacker's script, then start_engine runs it as the server's user.
+    const yaml = ["model:", "  kind: vllm", "  model: tiny", "  python: /tmp/a3r-abuse-evil.sh", "experiment_dir: ./experiment"].join("\n");
+    const controls = ["/stop_engine", "/sync_train_config", "/start_engine", "/save_checkpoint", "/resume_from_checkpoint", "/push_verbose_log"];
+    const statuses = await postAsOtherUser(
+      controls.map((path) => `${server.url}${path}`),
+      JSON.stringify({ yaml_as_string: yaml }),
+    );
+    for (const status of statuses) count("control endpoints from another OS user", status === 401);
+    expect(statuses).toEqual(controls.map(() => 401));
+    expect(server.coordinator.config.model.kind).not.toBe("vllm");
+    expect((await new SwarmClient({ url: server.url }).status()).engine_status).toBe("ENGINE.ROLLING");
+  });
+
   it("refuses an end or abort with the attacker's own key, and keeps the victim's episode and reward", async () => {
     const victim = new SwarmClient({ url: server.url, clientUuid: "victim-client" });
     const episode = await victim.beginEpisode();
