@@ -636,18 +636,22 @@ export class TrainingCoordinator {
   async #holdObservable(epoch: number): Promise<void> {
     const method = this.config.swarm_mode_sample_collection_method;
     if (method !== "rollout_until_all_clients_agree_sync_weight" && method !== "rollout_until_any_client_agrees_sync_weight") return;
-    const remaining = this.#batchFixedAt + this.#syncObservableMs - Date.now();
-    if (remaining <= 0 || this.state.epoch !== epoch) return;
+    const until = this.#batchFixedAt + this.#syncObservableMs;
+    if (until <= Date.now() || this.state.epoch !== epoch) return;
     this.state.describe(`${this.state.detail}; step ${this.globalStep} trained, held in WEIGHT_SYNCING for agreeing clients to observe`);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, remaining);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wakeHold = done;
-    });
-    this.#wakeHold = undefined;
+    // A timer may fire a millisecond before the wall clock says it is due: wait again then,
+    // so the hold is never shorter than promised.
+    while (Date.now() < until && this.state.epoch === epoch) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, until - Date.now());
+        function done(): void {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#wakeHold = done;
+      });
+      this.#wakeHold = undefined;
+    }
   }
 
   /** ROLLING_POST → WEIGHT_SYNCING once no episode is running. */
