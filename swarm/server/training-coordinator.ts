@@ -397,7 +397,8 @@ export class TrainingCoordinator {
   /** Tasks per batch each client with a throttle_policy may contribute (C2 and C3 only). */
   clientTaskQuotas(): Map<string, number> | undefined {
     const method = this.config.swarm_mode_sample_collection_method;
-    if (this.#ratios.size === 0 || (method !== "rollout_until_finish_enough_tasks" && method !== "rollout_until_finish_enough_non_dummy_tasks"))
+    // Deterministic mode: which client plays an episode is timing, so per-client shares cannot shape batches.
+    if (this.#rounds || this.#ratios.size === 0 || (method !== "rollout_until_finish_enough_tasks" && method !== "rollout_until_finish_enough_non_dummy_tasks"))
       return undefined;
     // A client that went quiet (client_idle_timeout) gives its share back, so a dead client
     // cannot stall the batch forever.

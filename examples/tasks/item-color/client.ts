@@ -25,7 +25,7 @@ let rewardSum = 0;
 async function lane(): Promise<void> {
   while (next < episodes) {
     const index = next++;
-    const instance = task.sampleTask(Math.floor(index / numRepeat));
+    let instance = task.sampleTask(Math.floor(index / numRepeat));
     let episode;
     try {
       episode = await client.beginEpisode({ type: "train", discardEpisodeTimeout: 120 });
@@ -33,6 +33,8 @@ async function lane(): Promise<void> {
       if (error instanceof SwarmFinishedError) return;
       throw error;
     }
+    // A deterministic server (swarm.yaml `deterministic: true`) names each episode's task seed.
+    if (episode.slot) instance = task.sampleTask(episode.slot.taskSeed);
     try {
       const openai = new OpenAI({ baseURL: episode.baseUrl, apiKey: episode.apiKey });
       const outcome = await task.runEpisode(openai, instance);
