@@ -9,7 +9,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["**/*.test.ts"],
-          exclude: ["**/*.int.test.ts", "node_modules/**", "runs/**"],
+          exclude: ["**/*.int.test.ts", "node_modules/**", "runs/**", ".venv/**", ".scratch/**"],
           testTimeout: 20_000,
           // Pure tests share one module graph per worker: loading it anew for each of ~80
           // files cost most of this project's time.
@@ -21,7 +21,7 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["**/*.int.test.ts"],
-          exclude: ["node_modules/**", "runs/**"],
+          exclude: ["node_modules/**", "runs/**", ".venv/**", ".scratch/**"],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           // Runs are unconfined here unless a test asks for the sandbox (the worker's
