@@ -315,6 +315,8 @@ async function startToolServer(extraConfig: string[] = []): Promise<SwarmServer>
       "  kind: openai-compatible",
       `  base_url: http://127.0.0.1:${port}/v1`,
       "  model: tool-writer",
+      // The upstream answers text only, as any OpenAI server: the word tokenizer stands in.
+      "  tokenizer: word",
       ...extraConfig,
     ].join("\n"),
     { baseDirectory: directory.path },

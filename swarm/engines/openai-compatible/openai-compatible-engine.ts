@@ -74,8 +74,8 @@ export class OpenAiCompatibleEngine implements Engine {
       );
     }
     // An upstream without token ids is found out here, but only its requests fail: it may
-    // serve eval episodes, which are never trained on.
-    await this.probeTokenIds().catch(() => undefined);
+    // serve eval episodes, which are never trained on. `tokenizer: word` needs no probe.
+    if (!this.wordTokenizerExact) await this.probeTokenIds().catch(() => undefined);
   }
 
   /**

@@ -89,6 +89,15 @@ describe("vllm serve's arguments", () => {
     expect(error?.message).toMatch(message);
   });
 
+  it.each(["top_k: 20", "repetition_penalty: 1.05", "min_p: 0.1", "presence_penalty: 0.5"])(
+    "refuses sampling.%s in swarm.yaml, naming the field and the keys it takes",
+    (setting) => {
+      const error = checkError([`sampling: { temperature: 1, ${setting} }`]);
+      expect(error?.field).toBe(`sampling.${setting.split(":")[0]}`);
+      expect(error?.hint).toMatch(/allowed keys here: temperature, top_p, max_tokens/);
+    },
+  );
+
   it("refuses the same in a custom command, and accepts neutral extra_args", () => {
     expect(checkError(['  inference: { command: ["vllm", "serve", "{model}", "--generation-config", "auto"] }'])?.field).toBe("model.inference.command.3");
     expect(checkError(['  inference: { extra_args: ["--max-model-len", "4096", "--generation-config", "vllm", "--max-loras", "4"] }'])).toBeUndefined();
