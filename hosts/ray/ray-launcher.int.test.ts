@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -38,6 +39,16 @@ function rayHost(ray: RayClusterHandle, workdir: string, overrides: Partial<RayH
     a3r: fixtureA3rCommand,
     ...overrides,
   };
+}
+
+/** A process's state letter (R, S, Z...), or undefined when there is none of that pid. */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0];
+  } catch {
+    return undefined;
+  }
 }
 
 const starts = async (runDir: string) =>
@@ -136,6 +147,22 @@ describe.skipIf(missing !== undefined || !slowTests)(`ray host${missing ? ` (ski
       // One worker, one attempt: the run was never started twice.
       const events = await readEvents(join(runDir("actor-killed"), "result", "events.jsonl"));
       expect(events.events.filter((event) => event.kind === "run.launched")).toHaveLength(1);
+    }, 150_000);
+
+    it("cancels a run whose actor is being restarted: the new incarnation stops the worker it adopted, none is left running", async () => {
+      const { ref } = await launcher.launch(await request("cancel-restarting", { steps: 200, stepMs: 100 }));
+      await waitForProgress(launcher, ref, (progress) => (progress.step ?? 0) >= 2, 60_000);
+      const [first] = await starts(runDir("cancel-restarting"));
+      process.kill(first!.actor_pid, "SIGKILL");
+      // At once, while Ray restarts the actor: removing it then would orphan the worker.
+      expect(await launcher.cancel(ref)).toBe(true);
+      const done = await waitForProgress(launcher, ref, (progress) => progress.finished || progress.state === "lost", 90_000);
+      expect(done.state).toBe("cancelled");
+      // Gone (or a zombie its new parent has yet to reap), not running on unsupervised.
+      const until = Date.now() + 30_000;
+      while (processState(first!.worker_pid!) !== undefined && processState(first!.worker_pid!) !== "Z" && Date.now() < until)
+        await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+      expect(processState(first!.worker_pid!) ?? "gone").toMatch(/^(gone|Z)$/);
     }, 150_000);
 
     it("keeps a run going through a killed driver: the next call starts a new one, a fresh launcher finds the run by name", async () => {

@@ -204,25 +204,40 @@ class Driver:
         return answer
 
     def op_cancel(self, name, grace_seconds):
-        actor = _latest_actors([name]).get(name)
-        # Being restarted (its Ray worker process died): the worker may still run on its
-        # node, and only the new incarnation, which adopts it, can stop it. Removing the
-        # actor now would leave that worker running with nobody to stop it.
+        """TERM to the run's worker through its actor. An actor being restarted (its Ray
+        worker process died) is waited for, up to a minute: the worker may still run on its
+        node, and only the new incarnation, which adopts it, can stop it; removing the actor
+        then would leave that worker running with nobody to stop it. A terminate call lost
+        with a dying incarnation is sent again to the next one."""
         deadline = time.monotonic() + 60
-        while actor is not None and actor.get("State") == "RESTARTING" and time.monotonic() < deadline:
-            time.sleep(0.5)
+        sent = False
+        while True:
             actor = _latest_actors([name]).get(name)
-        if actor is None or actor.get("State") == "DEAD":
-            return "none"
-        handle = ray.get_actor(name, namespace=self.namespace)
-        if actor.get("State") != "ALIVE":
-            # Still waiting for resources: no worker to tell.
-            ray.kill(handle, no_restart=True)
-            return "removed"
-        try:
-            return ray.get(handle.terminate.remote(grace_seconds), timeout=grace_seconds + 30)
-        except ray.exceptions.RayActorError:
-            return "signalled"
+            state = actor.get("State") if actor else None
+            if state is None or state == "DEAD":
+                # Dead after a terminate was sent: its worker ended and the actor removed itself.
+                return "signalled" if sent else "none"
+            if state == "RESTARTING" and time.monotonic() < deadline:
+                time.sleep(0.5)
+                continue
+            try:
+                handle = ray.get_actor(name, namespace=self.namespace)
+            except ValueError:  # gone between the two questions
+                if time.monotonic() >= deadline:
+                    return "signalled" if sent else "none"
+                time.sleep(0.5)
+                continue
+            if state != "ALIVE":
+                # Still waiting for resources: no worker to tell.
+                ray.kill(handle, no_restart=True)
+                return "removed"
+            try:
+                return ray.get(handle.terminate.remote(grace_seconds), timeout=grace_seconds + 30)
+            except ray.exceptions.RayActorError:
+                sent = True
+                if time.monotonic() >= deadline:
+                    return "signalled"
+                time.sleep(0.5)
 
     def op_nodes(self):
         free = ray_state.available_resources_per_node()
