@@ -6,25 +6,44 @@
  * Not tracked here: which episodes a client holds (the registry knows).
  */
 export class ClientActivity {
+  /**
+   * Clients that have ended a rewarded episode, least recently seen first (a refresh moves a
+   * client to the end), so pruning reads from the front and stops at the first recent one.
+   * A client_uuid that never ended a rewarded episode is not recorded: anyone may name any
+   * uuid on the open endpoints (can_continue_episode, a refused claim), and recording each
+   * once let a flood of invented uuids grow the map and make every request scan it.
+   */
   readonly #clients = new Map<string, { lastSeenAt: number; rewardedEpisodes: number; agreed: boolean }>();
 
-  constructor(private readonly idleTimeoutMs: number) {}
+  constructor(
+    private readonly idleTimeoutMs: number,
+    private readonly maxClients = defaultMaxClients,
+  ) {}
 
+  /** A request naming this client: keeps an active client active. */
   seen(clientUuid: string, now = Date.now()): void {
     const client = this.#clients.get(clientUuid);
-    if (client) client.lastSeenAt = now;
-    else this.#clients.set(clientUuid, { lastSeenAt: now, rewardedEpisodes: 0, agreed: false });
+    if (client) {
+      this.#clients.delete(clientUuid);
+      client.lastSeenAt = now;
+      this.#clients.set(clientUuid, client);
+    }
     this.#prune(now);
   }
 
+  /** The client ended a rewarded episode: it is active from now on. */
   rewarded(clientUuid: string, now = Date.now()): void {
+    const client = this.#clients.get(clientUuid) ?? { lastSeenAt: now, rewardedEpisodes: 0, agreed: false };
+    client.rewardedEpisodes += 1;
+    this.#clients.set(clientUuid, client);
     this.seen(clientUuid, now);
-    this.#clients.get(clientUuid)!.rewardedEpisodes += 1;
   }
 
+  /** Only a recorded (rewarded) client's agreement counts; the coordinator checks it is active first. */
   agree(clientUuid: string, now = Date.now()): void {
     this.seen(clientUuid, now);
-    this.#clients.get(clientUuid)!.agreed = true;
+    const client = this.#clients.get(clientUuid);
+    if (client) client.agreed = true;
   }
 
   /** Agreements are per step: cleared when the batch is taken. */
@@ -46,11 +65,18 @@ export class ClientActivity {
     return this.#clients.get(clientUuid)?.lastSeenAt;
   }
 
-  /** Forgets clients silent for ten idle timeouts, so the map stays bounded. */
+  get size(): number {
+    return this.#clients.size;
+  }
+
+  /** Forgets clients silent for ten idle timeouts, and the least recently seen past maxClients. */
   #prune(now: number): void {
-    if (this.#clients.size < 1024) return;
     for (const [uuid, client] of this.#clients) {
-      if (now - client.lastSeenAt > this.idleTimeoutMs * 10) this.#clients.delete(uuid);
+      if (this.#clients.size <= this.maxClients && now - client.lastSeenAt <= this.idleTimeoutMs * 10) return;
+      this.#clients.delete(uuid);
     }
   }
 }
+
+/** Far more clients than any swarm runs; bounds the memory a flood of rewarded episodes could take. */
+const defaultMaxClients = 65_536;
