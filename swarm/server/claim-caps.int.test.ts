@@ -121,3 +121,22 @@ describe("idle timeout cap and drain deadline", () => {
     expect((pool.body.counters as Record<string, number>).episodes_drain_aborted).toBe(1);
   });
 });
+
+describe("what invented client ids leave behind", () => {
+  it("remembers a bounded number of task ratios and no activity for uuids that never ended a rewarded episode", async () => {
+    const { coordinator } = server;
+    await waitFor("ENGINE.ROLLING", () => (coordinator.state.state === "ENGINE.ROLLING" ? true : undefined), 20_000);
+    const activeBefore = coordinator.clients.size;
+    const granted: Array<{ clientUuid: string; episodeUuid: string }> = [];
+    // In process (past the 4096 remembered): 4200 claims over HTTP would take minutes on a loaded machine; the path past the route is the same.
+    for (let index = 0; index < 4200; index += 1) {
+      const clientUuid = `invented-ratio-${index}`;
+      const outcome = coordinator.claim({ clientUuid, type: "train", discardTimeoutSeconds: 30, throttle: { ratio: 0.5, currentTaskId: "t" } });
+      if (outcome.ok) granted.push({ clientUuid, episodeUuid: outcome.episode.episodeUuid });
+      coordinator.canContinue(clientUuid, "no-such-episode");
+    }
+    expect(coordinator.taskRatioClients).toBeLessThanOrEqual(4096);
+    expect(coordinator.clients.size).toBe(activeBefore);
+    for (const { clientUuid, episodeUuid } of granted) coordinator.abort(clientUuid, episodeUuid);
+  });
+});

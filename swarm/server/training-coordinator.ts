@@ -324,6 +324,11 @@ export class TrainingCoordinator {
     return saving;
   }
 
+  /** Clients whose throttle_policy ratio is remembered (bounded; pool information's quotas read them). */
+  get taskRatioClients(): number {
+    return this.#ratios.size;
+  }
+
   /** Records a completion for replay_latest_llm_call; at most 1024 clients are remembered. */
   recordLatestCall(clientUuid: string, call: RecordedLatestCall): void {
     this.latestCall = call;
@@ -359,7 +364,10 @@ export class TrainingCoordinator {
     const allowed = Math.min(asked, this.config.max_discard_episode_timeout);
     const throttle = request.type === "train" ? request.throttle : undefined;
     if (throttle) {
+      // Any uuid may send a throttle_policy: the map keeps the most recent claimers only.
+      this.#ratios.delete(request.clientUuid);
       this.#ratios.set(request.clientUuid, throttle.ratio);
+      if (this.#ratios.size > maxRatioClients) this.#ratios.delete(this.#ratios.keys().next().value!);
       const refusal = this.#throttleRefusal(request.clientUuid, throttle);
       if (refusal) return { ok: false, failCause: `No available episodes to claim. ${refusal}` };
     }
@@ -755,6 +763,8 @@ export class TrainingCoordinator {
 }
 
 const drainDeadlineReason = "drain deadline";
+/** Clients whose task ratio is remembered (far more than any swarm runs; invented uuids must not grow it without end). */
+const maxRatioClients = 4096;
 
 function sortedSum(values: readonly number[]): number {
   return [...values].sort((a, b) => a - b).reduce((sum, value) => sum + value, 0);
