@@ -45,20 +45,23 @@ afterAll(async () => {
 const endBody = (clientUuid: string, episodeUuid: string) =>
   JSON.stringify({ client_uuid: clientUuid, episode_uuid: episodeUuid, task_id: "t", workflow_output: { reward: 1e6, metadata: { task_id: "t" } } });
 
-/** POSTs of one body to each URL as another local OS user (nobody), the way a second account on the machine would send them (one process: each start costs seconds under load). */
-function postAsOtherUser(urls: string[], body: string): Promise<number[]> {
-  const script = `(async () => { const [body, ...urls] = process.argv.slice(1); const statuses = []; for (const url of urls) statuses.push((await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body })).status); console.log(statuses.join(",")); })().catch((e) => { console.error(e); process.exit(2); });`;
+/** Runs a Node script as another local OS user (nobody), the way a second account on the machine would; its stdout. */
+function runAsOtherUser(script: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", script, body, ...urls], { uid: 65534, gid: 65534, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["-e", script, ...args], { uid: 65534, gid: 65534, stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
     });
     child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve(out.trim().split(",").map(Number)) : reject(new Error(`the other user's requests failed (exit ${code})`)),
-    );
+    child.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`the other user's requests failed (exit ${code})`))));
   });
+}
+
+/** POSTs of one body to each URL as nobody, in one process (each start costs seconds under load); their statuses. */
+async function postAsOtherUser(urls: string[], body: string): Promise<number[]> {
+  const script = `(async () => { const [body, ...urls] = process.argv.slice(1); const statuses = []; for (const url of urls) statuses.push((await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body })).status); console.log(statuses.join(",")); })().catch((e) => { console.error(e); process.exit(2); });`;
+  return (await runAsOtherUser(script, [body, ...urls])).split(",").map(Number);
 }
 
 /**
@@ -89,15 +92,7 @@ function once(options, closeAtOnce) {
   for (let i = 0; i < 4; i += 1) statuses.push(await once({}, true));
   console.log(statuses.join(","));
 })();`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", script, String(port), body], { uid: 65534, gid: 65534, stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve(out.trim().split(",")) : reject(new Error(`the other user's requests failed (exit ${code})`))));
-  });
+  return runAsOtherUser(script, [String(port), body]).then((out) => out.split(","));
 }
 
 /** A POST on a chosen agent: one kept-alive socket, or a fresh connection each time. */
