@@ -104,10 +104,13 @@ export class InferenceServer {
     let delay = 100;
     while (Date.now() < deadline) {
       if (!child.running) {
+        const line = child.failureLine();
         throw new EngineError(
           "ENGINE_UPSTREAM_UNAVAILABLE",
-          `the inference server exited before it was ready: ${child.failureLine()}`,
-          `see ${logFile}; check model.model, the port, free GPU memory, and that ${this.config.inference.server === "vllm" ? "vllm is installed (pip install vllm)" : "the python has torch"}`,
+          `the inference server exited before it was ready: ${line}`,
+          /chat.?template/i.test(line)
+            ? `model.model (${this.config.model}) cannot serve chat: add a chat_template to its tokenizer_config.json (or a chat_template.jinja), or use an -Instruct model`
+            : `see ${logFile}; check model.model, the port, free GPU memory, and that ${this.config.inference.server === "vllm" ? "vllm is installed (pip install vllm)" : "the python has torch"}`,
         );
       }
       if ((await this.answers("/health")) && (await this.answers("/v1/models"))) return;
