@@ -98,7 +98,9 @@ describe.skipIf(slurmMissing !== undefined || !slowTests)(`a requeued Slurm job$
       let last: RunProgress | undefined;
       while (Date.now() < deadline) {
         last = await launcher.poll(ref);
-        if (seen.at(-1)?.state !== last.state || seen.at(-1)?.reason !== last.reason) seen.push(last);
+        // finished too: status.json says succeeded a moment before finish.flag is there.
+        const previous = seen.at(-1);
+        if (previous?.state !== last.state || previous?.reason !== last.reason || previous?.finished !== last.finished) seen.push(last);
         if (last.finished) break;
         // Requeued jobs wait out a begin time; started at once here, after KillWait (5 s) let the old one end.
         pendingSince = last.state === "queued" ? (pendingSince ?? Date.now()) : undefined;
