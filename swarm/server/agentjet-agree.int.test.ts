@@ -221,6 +221,22 @@ describe("AgentJet's agree-to-sync loop against a3r", () => {
     300_000,
   );
 
+  it("ends the hold at stop_engine (a 60 s hold, stopped at once)", async () => {
+    const { server } = await serve(["swarm_mode_sample_collection_method: rollout_until_any_client_agree_sync_weight"], 60_000);
+    const client = new AgentJetStyleClient(server.url, { pollMs: 50, cacheMs: 50, agreeRetryMs: 100, claimRetryMs: 100 });
+    cleanups.push(() => client.close());
+    const claimed = await client.beginEpisode("t");
+    await client.endEpisode("t", claimed.episode_uuid, 1);
+    expect((await rawRequest(`${server.url}/agree_sync_weight`, { body: JSON.stringify({ client_uuid: client.clientUuid }) })).body).toMatchObject({
+      triggered: true,
+    });
+    const { coordinator } = server;
+    await waitFor("the hold", () => (coordinator.globalStep === 1 && coordinator.state.detail.includes("held in WEIGHT_SYNCING") ? true : undefined));
+    // The stop answers only once the step's work is over: with the hold still running it would take a minute.
+    expect((await rawRequest(`${server.url}/stop_engine`, { body: "{}" })).status).toBe(200);
+    expect(coordinator.state.state).toBe("ENGINE.OFFLINE");
+  }, 30_000);
+
   it("refuses (400, retried) an agreement that cannot trigger a step: before the client is active, on an empty pool, in ROLLING_POST", async () => {
     const { server } = await serve(["swarm_mode_sample_collection_method: rollout_until_all_clients_agree_sync_weight"], 0);
     const client = new AgentJetStyleClient(server.url, { pollMs: 100, cacheMs: 50, agreeRetryMs: 100, claimRetryMs: 100 });
