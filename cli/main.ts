@@ -79,7 +79,10 @@ export function reportError(error: unknown, debug: boolean): number {
     const where = error.where && !error.message.startsWith(`${error.where}:`) ? `${error.where}: ` : "";
     process.stderr.write(`error [${error.code}] ${where}${error.message}\n`);
     if (error.hint) process.stderr.write(`  hint: ${error.hint}\n`);
-    if (debug || !error.isUserError) process.stderr.write(`${error.stack ?? ""}\n`);
+    // A stack trace is for a3r's own bugs and for --debug; a model that timed out or a
+    // server that refused is told in the line and its hint.
+    if (debug) process.stderr.write(`${error.stack ?? ""}\n`);
+    else if (error.code === "INTERNAL") process.stderr.write("  hint: run again with --debug for the stack trace, and report it\n");
     return error.code === "USAGE" ? exitCode.usage : exitCode.failure;
   }
   const message = error instanceof Error ? error.message : String(error);

@@ -13,6 +13,8 @@ export interface BackendRequest {
   temperature?: number;
   role: string;
   callSignal: CallSignal;
+  /** A streaming backend reports the output tokens it has received so far (for the progress line). */
+  onOutput?: (outputTokens: number) => void;
 }
 
 export interface BackendResponse {

@@ -4,6 +4,8 @@ import { A3rError, isA3rError } from "../core/errors.ts";
 import type { BackendResponse, ChatBackend } from "./backend.ts";
 import { checkAnswer, repairPrompt } from "./answer-check.ts";
 import { createCallSignal, type CallSignal } from "./call-signal.ts";
+import type { ContextWindow } from "./context-window.ts";
+import { publishLlmProgress } from "./progress.ts";
 import type { ChatMessage, ChatModel, ChatRequest, ChatResult, TokenUsage } from "./chat-model.ts";
 import { outputSpecification, type OutputSpecification } from "./model-schema.ts";
 import type { PriceBook } from "./prices.ts";
@@ -17,6 +19,17 @@ export interface ChatModelCoreOptions {
   timeoutMs?: number;
   /** Clock for ledger times (tests pin it). */
   now?: () => Date;
+  /** The model's window, when known (llm/context-window.ts); callers fit their prompts to it. */
+  contextWindow?: () => Promise<ContextWindow | undefined>;
+  /**
+   * What a person sets to change the deadline and the window, named in errors
+   * (default: the config fields; from the environment: A3R_LLM_TIMEOUT, A3R_LLM_CONTEXT).
+   */
+  knobs?: { timeout: string; context: string };
+  /** The most output tokens one answer may take, over what a request asks (A3R_LLM_MAX_TOKENS). */
+  maxOutputTokens?: number;
+  /** How often a call in flight publishes its progress (llm/progress.ts); default 5 s. */
+  progressIntervalMs?: number;
 }
 
 interface Totals {
@@ -61,20 +74,31 @@ export function createChatModelFromBackend(backend: ChatBackend, options: ChatMo
       return costUsd;
     };
     let response: BackendResponse;
+    let streamed: number | undefined;
+    const progress = (done: boolean) =>
+      publishLlmProgress({ role, provider: backend.provider, model: backend.model, outputTokens: streamed, elapsedMs: performance.now() - started, done });
+    const ticker = setInterval(() => progress(false), options.progressIntervalMs ?? 5000);
+    ticker.unref?.();
     try {
       response = await backend.send({
         ...(request.system === undefined ? {} : { system: request.system }),
         messages,
         ...(request.tools === undefined ? {} : { tools: request.tools }),
         ...(output === undefined ? {} : { output }),
-        maxTokens: request.maxTokens,
+        maxTokens: Math.min(request.maxTokens, options.maxOutputTokens ?? request.maxTokens),
         ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
         role,
         callSignal,
+        onOutput: (tokens) => {
+          streamed = tokens;
+        },
       });
     } catch (error) {
       await book(undefined, false, isA3rError(error) ? error.code : "INTERNAL");
-      throw error;
+      throw explained(backend, options, error, role);
+    } finally {
+      clearInterval(ticker);
+      progress(true);
     }
     return { response, book: (ok, errorCode) => book(response, ok, errorCode) };
   }
@@ -115,8 +139,43 @@ export function createChatModelFromBackend(backend: ChatBackend, options: ChatMo
     provider: backend.provider,
     model: backend.model,
     priceBook: options.priceBook,
+    ...(options.contextWindow === undefined ? {} : { contextWindow: options.contextWindow }),
     complete: complete as ChatModel["complete"],
   };
+}
+
+/** A deadline or a window that was too small, told in the knob a person turns. */
+function explained(backend: ChatBackend, options: ChatModelCoreOptions, error: unknown, role: string): unknown {
+  if (!isA3rError(error)) return error;
+  const knobs = options.knobs ?? { timeout: "timeoutMs", context: "contextTokens" };
+  const details = { ...error.details, role };
+  if (error.code === "LLM_TIMEOUT" && options.timeoutMs !== undefined) {
+    return new A3rError(
+      "LLM_TIMEOUT",
+      `${backend.provider} ${backend.model}: the ${role} call did not finish within ${knobs.timeout} (${formatMs(options.timeoutMs)})`,
+      {
+        hint: `Raise ${knobs.timeout} (now ${formatMs(options.timeoutMs)}; a slow local model may need e.g. 15m), or give the heuristic planner the steps the model cannot make (--planner auto, or planner_fallback: heuristic in the topic).`,
+        details: { ...details, timeoutMs: options.timeoutMs },
+      },
+    );
+  }
+  if (error.code === "LLM_BAD_REQUEST" && contextOverflow.test(error.message)) {
+    return new A3rError("LLM_BAD_REQUEST", `${error.message} (the ${role} prompt does not fit the model's context window)`, {
+      hint: `Serve the model with a longer context (vLLM: --max-model-len), or, when the server does not state its window in /v1/models, set ${knobs.context} to it so that a3r trims its prompts to fit; or give the heuristic planner the steps the model cannot make (--planner auto, or planner_fallback: heuristic in the topic).`,
+      details: { ...details, contextOverflow: true },
+    });
+  }
+  return error;
+}
+
+/** How servers word a prompt that is too long: vLLM, a3r's reference server, OpenAI, llama.cpp, Ollama. */
+const contextOverflow =
+  /max[-_ ]model[-_ ]len|context length|context window|maximum context|too many tokens|exceeds the (available )?context|prompt is too long/i;
+
+function formatMs(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
 }
 
 function addUsage(totals: Totals, usage: TokenUsage): void {

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { ContextWindow } from "./context-window.ts";
 import type { PriceBook } from "./prices.ts";
 import type { TokenUsage } from "./token-usage.ts";
 
@@ -58,7 +59,8 @@ export interface ChatResult<T = never> {
  * The provider-neutral chat port: one request in, one answer out.
  *
  * What the contract leaves out, on purpose:
- * - streaming: callers get whole answers (leader and worker never show tokens live);
+ * - streaming to the caller: callers get whole answers; a provider that streams reports the
+ *   tokens so far to the progress line only (llm/progress.ts);
  * - multi-turn tool use: tool calls come back to the caller, who decides what to do; there
  *   is no tool-result message and no agent loop here;
  * - retries: the SDKs retry transient failures (`maxRetries`); an error that reaches the
@@ -74,5 +76,10 @@ export interface ChatModel {
   readonly model: string;
   /** The prices this model books its calls at (its config's `prices` over llm/prices.ts). */
   readonly priceBook?: PriceBook;
+  /**
+   * How many tokens one call may hold (prompt plus answer), when known: A3R_LLM_CONTEXT, or
+   * what an OpenAI-compatible server states. Callers build prompts to fit it (llm/context-window.ts).
+   */
+  contextWindow?(): Promise<ContextWindow | undefined>;
   complete<Schema extends z.ZodType = z.ZodType<never>>(request: ChatRequest<Schema>): Promise<ChatResult<z.output<Schema>>>;
 }

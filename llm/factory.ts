@@ -3,6 +3,7 @@ import { parseDuration } from "../core/duration.ts";
 import { createLogger } from "../core/logger.ts";
 import type { ChatBackend } from "./backend.ts";
 import type { ChatModel } from "./chat-model.ts";
+import { parseTokenCount, readServedContext, type ContextWindow } from "./context-window.ts";
 import { createChatModelFromBackend } from "./chat-model-core.ts";
 import { defaultModels, isProviderName, parseChatModelConfig, providerList, type ChatModelConfig } from "./model-config.ts";
 import { createPriceBook, type ModelPrice } from "./prices.ts";
@@ -50,14 +51,21 @@ export async function createChatModel(config: ChatModelConfig, deps: ChatModelDe
 async function createChatModelWithNames(config: ChatModelConfig, deps: ChatModelDependencies, fieldNames: Record<string, string>): Promise<ChatModel> {
   const resolved = parseChatModelConfig(config, fieldNames);
   const warn = deps.warn ?? defaultWarn();
-  const priceBook = createPriceBook(resolved.prices, (model) =>
-    warn(`no price known for model "${model}": its calls are booked at $0; add it to the model config's prices`),
-  );
+  const baseUrl = resolved.provider === "scripted" ? undefined : resolved.baseUrl;
+  // A local server's model has no price by nature: its calls are counted in tokens and time
+  // (the ledger, the report), and the planner line says so once; no warning mid-output.
+  const priceBook = createPriceBook(resolved.prices, (model) => {
+    if (baseUrl === undefined) warn(`no price known for model "${model}": its calls are booked at $0; add it to the model config's prices`);
+  });
+  const knobs = { timeout: fieldNames.timeoutMs ?? "timeoutMs", context: fieldNames.contextTokens ?? "contextTokens" };
   const coreOptions = {
     sink: deps.sink,
     priceBook,
+    knobs,
     ...(resolved.timeoutMs === undefined ? {} : { timeoutMs: resolved.timeoutMs }),
+    ...(resolved.maxOutputTokens === undefined ? {} : { maxOutputTokens: resolved.maxOutputTokens }),
     ...(deps.now === undefined ? {} : { now: deps.now }),
+    contextWindow: contextWindowOf(resolved, knobs.context, deps.fetch),
   };
   if (resolved.provider === "scripted") {
     const source = typeof resolved.script === "string" ? resolved.script : "script";
@@ -88,8 +96,34 @@ async function createChatModelWithNames(config: ChatModelConfig, deps: ChatModel
       : (await import("./openai-backend.ts")).createOpenAiBackend({
           ...http,
           ...(resolved.maxTokensField === undefined ? {} : { maxTokensField: resolved.maxTokensField }),
+          ...(resolved.stream === undefined ? {} : { stream: resolved.stream }),
         });
   return createChatModelFromBackend(backend, coreOptions);
+}
+
+/**
+ * The window: the config's (A3R_LLM_CONTEXT) when set, else what an OpenAI-compatible
+ * server at a base URL states, asked once; hosted providers and scripts: unknown.
+ */
+function contextWindowOf(
+  resolved: ReturnType<typeof parseChatModelConfig>,
+  knob: string,
+  fetchImpl: typeof fetch | undefined,
+): () => Promise<ContextWindow | undefined> {
+  if (resolved.contextTokens !== undefined) {
+    const known: ContextWindow = { tokens: resolved.contextTokens, source: knob };
+    return async () => known;
+  }
+  if (resolved.provider !== "openai" || resolved.baseUrl === undefined) return async () => undefined;
+  const { baseUrl, apiKey } = resolved;
+  const model = resolved.model ?? defaultModels.openai;
+  let asked: Promise<ContextWindow | undefined> | undefined;
+  return () => {
+    asked ??= readServedContext({ baseUrl, model, apiKey, ...(fetchImpl === undefined ? {} : { fetch: fetchImpl }) }).then((tokens) =>
+      tokens === undefined ? undefined : { tokens, source: `the server's /v1/models (max_model_len of ${model})` },
+    );
+    return asked;
+  };
 }
 
 type Environment = Record<string, string | undefined>;
@@ -135,7 +169,9 @@ export function describeModelChoice(env: Environment = process.env): string | un
  * Builds the model the environment selects: A3R_LLM_PROVIDER (anthropic | openai |
  * scripted; without it, a set ANTHROPIC_API_KEY or OPENAI_API_KEY selects its provider),
  * A3R_LLM_MODEL, A3R_LLM_BASE_URL, A3R_LLM_SCRIPT, A3R_LLM_TIMEOUT (a duration such as
- * "5m"), A3R_LLM_MAX_RETRIES. Throws LLM_CONFIG_INVALID naming the variable to set.
+ * "5m"), A3R_LLM_MAX_RETRIES, A3R_LLM_CONTEXT (tokens, such as 8192 or 32k),
+ * A3R_LLM_MAX_TOKENS (the most output tokens of one answer),
+ * A3R_LLM_STREAM (0 turns streaming off). Throws LLM_CONFIG_INVALID naming the variable to set.
  */
 export async function chatModelFromEnv(env: Environment, deps: ChatModelDependencies): Promise<ChatModel> {
   const choice = chooseProvider(env);
@@ -156,6 +192,12 @@ export async function chatModelFromEnv(env: Environment, deps: ChatModelDependen
     ...(env.A3R_LLM_MODEL?.trim() ? { model: env.A3R_LLM_MODEL.trim() } : {}),
     ...(env.A3R_LLM_TIMEOUT ? { timeoutMs: durationFromEnv(env.A3R_LLM_TIMEOUT) } : {}),
     ...(env.A3R_LLM_MAX_RETRIES ? { maxRetries: Number(env.A3R_LLM_MAX_RETRIES) } : {}),
+    ...(env.A3R_LLM_CONTEXT
+      ? { contextTokens: tokenCountFromEnv("A3R_LLM_CONTEXT", env.A3R_LLM_CONTEXT, "the model's context window in tokens, such as 8192 or 32k") }
+      : {}),
+    ...(env.A3R_LLM_MAX_TOKENS
+      ? { maxOutputTokens: tokenCountFromEnv("A3R_LLM_MAX_TOKENS", env.A3R_LLM_MAX_TOKENS, "the most tokens one answer may take, such as 2000") }
+      : {}),
   };
   const fieldNames: Record<string, string> = {
     provider: "A3R_LLM_PROVIDER",
@@ -164,6 +206,9 @@ export async function chatModelFromEnv(env: Environment, deps: ChatModelDependen
     script: "A3R_LLM_SCRIPT",
     timeoutMs: "A3R_LLM_TIMEOUT",
     maxRetries: "A3R_LLM_MAX_RETRIES",
+    contextTokens: "A3R_LLM_CONTEXT",
+    maxOutputTokens: "A3R_LLM_MAX_TOKENS",
+    stream: "A3R_LLM_STREAM",
   };
   if (provider === "scripted") {
     const script = required(env, "A3R_LLM_SCRIPT", "the path of a YAML or JSON model script");
@@ -178,7 +223,13 @@ export async function chatModelFromEnv(env: Environment, deps: ChatModelDependen
     if (!shared.model) required(env, "A3R_LLM_MODEL", `the model name served at ${baseUrl}`);
   }
   if (!apiKey) required(env, keyName, `the API key of the ${provider} provider`);
-  return createChatModelWithNames({ provider, apiKey: apiKey ?? "", ...(baseUrl ? { baseUrl } : {}), ...shared }, deps, { ...fieldNames, apiKey: keyName });
+  // Answers stream from the environment's OpenAI-compatible servers (a slow local model shows
+  // its tokens coming); A3R_LLM_STREAM=0 turns it off for a proxy that breaks event streams.
+  const stream = provider === "openai" ? { stream: !["0", "false", "no", "off"].includes((env.A3R_LLM_STREAM ?? "").trim().toLowerCase()) } : {};
+  return createChatModelWithNames({ provider, apiKey: apiKey ?? "", ...(baseUrl ? { baseUrl } : {}), ...shared, ...stream }, deps, {
+    ...fieldNames,
+    apiKey: keyName,
+  });
 }
 
 function required(env: Environment, name: string, what: string): string {
@@ -199,6 +250,17 @@ function durationFromEnv(text: string): number {
     });
   }
   return Math.round(milliseconds);
+}
+
+function tokenCountFromEnv(name: string, text: string, what: string): number {
+  const tokens = parseTokenCount(text);
+  if (tokens === undefined) {
+    throw new A3rError("LLM_CONFIG_INVALID", `${name} is "${text}", which is not a token count`, {
+      where: name,
+      hint: `Set ${name} to ${what}.`,
+    });
+  }
+  return tokens;
 }
 
 function defaultWarn(): (message: string) => void {

@@ -9,6 +9,10 @@ const sharedFields = {
   maxRetries: z.number().int().min(0).max(10).default(2),
   /** Deadline of one `complete` call, repair round included. */
   timeoutMs: z.number().int().positive().optional(),
+  /** The model's context window in tokens (prompt plus answer); unset: asked of an OpenAI-compatible server. */
+  contextTokens: z.number().int().positive().optional(),
+  /** The most output tokens one answer may take (a slow local model: the bound of a call's time); unset: what the caller asks. */
+  maxOutputTokens: z.number().int().positive().optional(),
   /** USD per million tokens by model name or prefix, over llm/prices.ts. */
   prices: z.record(z.string(), modelPriceSchema).optional(),
 };
@@ -45,6 +49,8 @@ export const chatModelConfigSchema = z.discriminatedUnion("provider", [
       ...sharedFields,
       ...httpFields,
       maxTokensField: z.enum(["max_tokens", "max_completion_tokens"]).optional(),
+      /** Stream answers (server-sent events), for the progress line; a server that refuses is asked again without. */
+      stream: z.boolean().optional(),
     })
     .strict(),
   z

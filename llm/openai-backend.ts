@@ -22,9 +22,16 @@ export interface OpenAiProviderConfig {
   maxTokensField?: "max_tokens" | "max_completion_tokens";
   /** Named in the hint when the key is refused. */
   apiKeyName?: string;
+  /**
+   * Stream the answer (server-sent events) so the progress line shows tokens arriving. A
+   * server that refuses streaming with a 400 naming `stream` is asked again without, and
+   * from then on never streamed to. Default false.
+   */
+  stream?: boolean;
 }
 
 type CreateParams = OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
+type Completion = OpenAI.Chat.Completions.ChatCompletion;
 
 /**
  * OpenAI Chat Completions, and any server that speaks it. A structured answer uses
@@ -45,16 +52,28 @@ export function createOpenAiBackend(config: OpenAiProviderConfig): ChatBackend {
     logLevel: "off",
   });
   const maxTokensField = config.maxTokensField ?? (config.baseUrl === undefined ? "max_completion_tokens" : "max_tokens");
+  let streaming = config.stream === true;
+
+  const complete = async (request: BackendRequest): Promise<Completion> => {
+    const wire = toWire(config.model, maxTokensField, request);
+    if (streaming) {
+      try {
+        return await streamed(client, wire, request);
+      } catch (error) {
+        if (!refusesStreaming(error, OpenAI)) throw error;
+        streaming = false;
+      }
+    }
+    return client.chat.completions.create(wire, { signal: request.callSignal.signal });
+  };
 
   return {
     provider: "openai",
     model: config.model,
     async send(request: BackendRequest): Promise<BackendResponse> {
-      let completion: OpenAI.Chat.Completions.ChatCompletion;
+      let completion: Completion;
       try {
-        completion = await client.chat.completions.create(toWire(config.model, maxTokensField, request), {
-          signal: request.callSignal.signal,
-        });
+        completion = await complete(request);
       } catch (error) {
         throw toProviderError(error, {
           provider: "openai",
@@ -93,6 +112,69 @@ function toWire(model: string, maxTokensField: "max_tokens" | "max_completion_to
             json_schema: { name: output.name, schema: output.jsonSchema, strict: output.strictCompatible },
           },
         }),
+  };
+}
+
+/** A 400 that is about the `stream` field: the server cannot stream (a3r's reference server, some proxies). */
+function refusesStreaming(error: unknown, classes: typeof OpenAI): boolean {
+  if (!(error instanceof classes.APIError) || error.status !== 400) return false;
+  return /\bstream/i.test(error.message) || (error as { param?: unknown }).param === "stream";
+}
+
+/**
+ * One streamed call, put back together as the completion a non-streamed call returns, so
+ * the rest of the backend reads one shape. The output tokens so far (one per content or
+ * argument chunk, which is what servers send) go to the progress line; the usage the last
+ * chunk carries (`stream_options.include_usage`) is what is booked.
+ */
+async function streamed(client: OpenAI, wire: CreateParams, request: BackendRequest): Promise<Completion> {
+  const stream = await client.chat.completions.create(
+    { ...wire, stream: true, stream_options: { include_usage: true } },
+    { signal: request.callSignal.signal },
+  );
+  let content = "";
+  let chunks = 0;
+  let model = "";
+  let finish: Completion["choices"][number]["finish_reason"] | undefined;
+  let usage: Completion["usage"];
+  const calls = new Map<number, { id: string; name: string; arguments: string }>();
+  for await (const chunk of stream) {
+    model ||= chunk.model;
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    if (choice.finish_reason) finish = choice.finish_reason;
+    const delta = choice.delta;
+    if (delta?.content) {
+      content += delta.content;
+      chunks += 1;
+    }
+    for (const call of delta?.tool_calls ?? []) {
+      const known = calls.get(call.index) ?? { id: "", name: "", arguments: "" };
+      calls.set(call.index, {
+        id: call.id ?? known.id,
+        name: known.name + (call.function?.name ?? ""),
+        arguments: known.arguments + (call.function?.arguments ?? ""),
+      });
+      chunks += 1;
+    }
+    request.onOutput?.(usage?.completion_tokens ?? chunks);
+  }
+  const toolCalls = [...calls.values()].map((call) => ({ id: call.id, type: "function" as const, function: { name: call.name, arguments: call.arguments } }));
+  return {
+    id: "streamed",
+    object: "chat.completion",
+    created: 0,
+    model,
+    choices: [
+      {
+        index: 0,
+        finish_reason: finish ?? "stop",
+        logprobs: null,
+        message: { role: "assistant", content, refusal: null, ...(toolCalls.length === 0 ? {} : { tool_calls: toolCalls }) },
+      },
+    ],
+    ...(usage ? { usage } : {}),
   };
 }
 

@@ -151,9 +151,29 @@ describe("openai wire format", () => {
     );
     const result = await local.complete({ messages: [{ role: "user", content: "Plan" }], schema: conformanceSchema, maxTokens: 64 });
     expect(result.parsed).toEqual(conformanceAnswers.structured);
-    // Unknown model: booked at $0, and the person is told once.
-    expect(sink.records).toMatchObject([{ model: "qwen2.5-7b-instruct", costUsd: 0, inputTokens: 10, cachedTokens: 0 }]);
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toContain("qwen2.5-7b-instruct");
+    // A local server's unpriced model: booked at $0 with its tokens and time, and no warning
+    // mid-output (the planner line says it once).
+    expect(sink.records).toMatchObject([{ model: "qwen2.5-7b-instruct", costUsd: 0, inputTokens: 10, outputTokens: 5, cachedTokens: 0, ok: true }]);
+    expect(sink.records[0]?.durationMs).toBeGreaterThanOrEqual(0);
+    expect(warnings).toEqual([]);
+  });
+
+  it("streams an answer (server-sent events), booking the usage of its last event; a server that refuses streaming is asked again without", async () => {
+    const answer = await loadFixture("openai", "structured-valid");
+    harness
+      .server()
+      .play([answer, { status: 400, body: { error: { message: "stream: streaming is not supported by the reference server", param: "stream" } } }, answer]);
+    const sink = new InMemoryUsageSink();
+    const streaming = await createChatModel(
+      { provider: "openai", model: "gpt-4.1", apiKey: "no-key", baseUrl: harness.baseUrl(), maxRetries: 0, stream: true },
+      { sink, warn: () => {} },
+    );
+    const first = await streaming.complete({ messages: [{ role: "user", content: "Plan" }], schema: conformanceSchema, maxTokens: 64 });
+    expect(first.parsed).toEqual(conformanceAnswers.structured);
+    expect(harness.server().requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(sink.records[0]?.inputTokens).toBeGreaterThan(0);
+    const second = await streaming.complete({ messages: [{ role: "user", content: "Plan" }], schema: conformanceSchema, maxTokens: 64 });
+    expect(second.parsed).toEqual(conformanceAnswers.structured);
+    expect(harness.server().requests.map((request) => (request.body as { stream?: boolean }).stream ?? false)).toEqual([true, true, false]);
   });
 });

@@ -35,7 +35,7 @@ const hints: Partial<Record<ErrorCode, (context: ProviderErrorContext) => string
   LLM_AUTH_FAILED: (context) => `Check the API key given to the ${context.provider} provider (${context.apiKeyName}).`,
   LLM_RATE_LIMITED: () => "Wait and try again later, or lower the request rate.",
   LLM_UNAVAILABLE: (context) => `The ${context.provider} endpoint is unreachable or failing; check the base URL or try again later.`,
-  LLM_TIMEOUT: () => "Raise timeoutMs or try again later.",
+  LLM_TIMEOUT: () => "Raise the deadline of a call (A3R_LLM_TIMEOUT, or the config's timeoutMs), or try again later.",
   LLM_BAD_REQUEST: () => "The provider rejected the request: check the model name and the request parameters.",
 };
 

@@ -4,6 +4,7 @@ import { formatDuration } from "../../core/duration.ts";
 import type { DispatchRow } from "../../hosts/index.ts";
 import { blockBar, dispatchChanges, formatTable, rowNote } from "./run-table.ts";
 import { formatNumber } from "../../leader/index.ts";
+import { formatLlmProgress, subscribeLlmProgress, type LlmProgress } from "../../llm/progress.ts";
 
 /**
  * What a person sees while the leader watches a stage's experiments: on a terminal, a
@@ -63,6 +64,16 @@ export function createLiveView(options: LiveViewOptions): LiveView {
   if (!options.tty) {
     const previous = new Map<string, string>();
     let closed = false;
+    // A model call in flight: one line every 15 s of it, so a log shows a slow model working.
+    let shownAt = 0;
+    const stopProgress = subscribeLlmProgress((progress) => {
+      if (closed || progress.done || progress.elapsedMs - shownAt < 15_000) {
+        if (progress.done) shownAt = 0;
+        return;
+      }
+      shownAt = progress.elapsedMs;
+      options.stream.write(`${plainIndent}${formatLlmProgress(progress)}\n`);
+    });
     return {
       update(rows) {
         if (closed) return;
@@ -74,6 +85,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       },
       close() {
         closed = true;
+        stopProgress();
       },
     };
   }
@@ -82,6 +94,9 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     ...(options.columns !== undefined ? { columns: options.columns } : {}),
     ...(options.rows !== undefined ? { rows: options.rows } : {}),
   });
+  // On a terminal the call's progress is the frame's one line while it runs (no table is
+  // watched while the leader waits for its model); the next table replaces it.
+  const stopProgress = subscribeLlmProgress((progress: LlmProgress) => frame.draw(progress.done ? "" : formatLlmProgress(progress)));
   return {
     update(rows) {
       frame.draw(
@@ -98,6 +113,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       frame.note(line);
     },
     close() {
+      stopProgress();
       frame.close();
     },
   };

@@ -178,6 +178,8 @@ const frontMatterSchema = z.strictObject({
   early_stop: earlyStopSchema.optional(),
   /** What runs are compared at equal amounts of (leader/domain/budget-axis.ts); default from the knobs. */
   budget_axis: z.enum(budgetAxes).optional(),
+  /** Who makes a decision the language model cannot (leader/planners/llm/fallback-planner.ts); unset: nobody, with --planner llm. */
+  planner_fallback: z.enum(["heuristic"]).optional(),
 });
 
 /** The leader's poll interval while watching, when the topic does not set one. */
@@ -227,6 +229,8 @@ export interface Topic {
   earlyStop?: EarlyStopRule;
   /** The axis scores are compared on (`budget_axis`, else the fair one for the knobs). */
   budgetAxis: BudgetAxis;
+  /** `planner_fallback: heuristic`: the heuristic makes the decisions the model cannot, with --planner llm too. */
+  plannerFallback?: "heuristic";
 }
 
 const fieldHints: Record<string, string> = {
@@ -322,6 +326,7 @@ export function parseTopic(text: string, options: { file?: string; baseDir?: str
     leaderPollMs: data.leader.poll_interval === undefined ? defaultLeaderPollMs : parseDuration(data.leader.poll_interval)!,
     ...(data.early_stop === undefined ? {} : { earlyStop: data.early_stop }),
     budgetAxis: data.budget_axis ?? defaultBudgetAxis(Object.keys(data.knobs ?? {})),
+    ...(data.planner_fallback === undefined ? {} : { plannerFallback: data.planner_fallback }),
   };
 }
 

@@ -20,7 +20,7 @@ describe("choosePlanner", () => {
     });
     expect(choosePlanner("auto", { OPENAI_API_KEY: "k", A3R_LLM_MODEL: "gpt-5" }).line).toBe("planner: llm (auto: openai gpt-5 from OPENAI_API_KEY)");
     expect(choosePlanner("auto", { A3R_LLM_PROVIDER: "openai", A3R_LLM_BASE_URL: "http://localhost:8000/v1", A3R_LLM_MODEL: "qwen3" }).line).toBe(
-      "planner: llm (auto: openai qwen3 at http://localhost:8000/v1 from A3R_LLM_PROVIDER)",
+      "planner: llm (auto: openai qwen3 at http://localhost:8000/v1 from A3R_LLM_PROVIDER; no price known, its calls are counted in tokens and time)",
     );
     expect(choosePlanner("auto", { A3R_LLM_PROVIDER: "scripted", A3R_LLM_SCRIPT: "/s.yaml" }).line).toBe(
       "planner: llm (auto: scripted /s.yaml from A3R_LLM_PROVIDER)",

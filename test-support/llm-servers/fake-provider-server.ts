@@ -26,6 +26,8 @@ export interface RecordedRequest {
  */
 export class FakeProviderServer {
   readonly requests: RecordedRequest[] = [];
+  /** What GET /v1/models lists (OpenAI's shape; vLLM adds `max_model_len`). */
+  models: Record<string, unknown>[] = [];
   private pending: FakeResponse[] = [];
 
   private constructor(
@@ -65,12 +67,24 @@ export class FakeProviderServer {
     } catch {
       // Keep the raw text: a test asserting on the body will show it.
     }
+    // The model list is asked by a planner fitting its prompts; it is answered from
+    // `models` and neither consumes a queued answer nor counts as a request.
+    if (request.method === "GET" && /\/models$/.test(request.url ?? "")) {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify({ object: "list", data: this.models }));
+      return;
+    }
     this.requests.push({ method: request.method ?? "", path: request.url ?? "", headers: request.headers, body });
     const next = this.pending.shift();
     // 400 rather than 5xx, so that an SDK does not retry and hide a test's mistake.
     const answer: FakeResponse = next ?? { status: 400, body: { error: { message: "fake provider server: no response queued" } } };
+    const streams = (body as { stream?: unknown } | undefined)?.stream === true && (answer.status ?? 200) === 200;
     const send = (): void => {
       if (response.destroyed) return;
+      if (streams) {
+        sendEvents(response, answer.body);
+        return;
+      }
       response.writeHead(answer.status ?? 200, { "content-type": "application/json", ...answer.headers });
       response.end(JSON.stringify(answer.body));
     };
@@ -78,6 +92,27 @@ export class FakeProviderServer {
     const timer = setTimeout(send, answer.delayMs);
     response.on("close", () => clearTimeout(timer));
   }
+}
+
+/**
+ * An OpenAI chat completion replayed as the event stream a streaming request gets: the
+ * content in chunks of a few characters, then the finish reason, then the usage.
+ */
+function sendEvents(response: ServerResponse, completion: unknown): void {
+  const body = completion as { id?: string; model?: string; choices?: { message?: { content?: string | null }; finish_reason?: string }[]; usage?: unknown };
+  const choice = body.choices?.[0];
+  const content = choice?.message?.content ?? "";
+  const base = { id: body.id ?? "chatcmpl-fake", object: "chat.completion.chunk", created: 0, model: body.model ?? "" };
+  response.writeHead(200, { "content-type": "text/event-stream" });
+  const event = (value: unknown): void => {
+    response.write(`data: ${JSON.stringify(value)}\n\n`);
+  };
+  for (let at = 0; at < content.length; at += 8) {
+    event({ ...base, choices: [{ index: 0, delta: { ...(at === 0 ? { role: "assistant" } : {}), content: content.slice(at, at + 8) }, finish_reason: null }] });
+  }
+  event({ ...base, choices: [{ index: 0, delta: {}, finish_reason: choice?.finish_reason ?? "stop" }] });
+  if (body.usage) event({ ...base, choices: [], usage: body.usage });
+  response.end("data: [DONE]\n\n");
 }
 
 const fixtureFolder = fileURLToPath(new URL("../../llm/__fixtures__/", import.meta.url));

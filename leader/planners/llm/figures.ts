@@ -119,7 +119,8 @@ function versusBest(
 }
 
 /** The figures as the model reads them: a JSON block, one line, computed by a3r. */
-export function figuresBlock(figures: Figures): string {
+/** `figures` may be a compacted copy (prompts.ts, trim level 2). */
+export function figuresBlock(figures: Figures | object): string {
   return ["Figures computed by a3r (JSON; use these numbers, do not recompute them):", "```json", JSON.stringify(figures), "```"].join("\n");
 }
 

@@ -257,9 +257,9 @@ describe.concurrent("a campaign planned by a scripted model", () => {
   it("stops cleanly with reason budget when the LLM budget refuses a call, still writes the whole report, and goes on with --reopen once the budget is raised", async () => {
     const s = await scenario("over-budget.yaml", {
       seeds: 1,
-      editTopic: (text) => text.replace(/budgets: \{ stages: (\d+), experiments: (\d+) \}/, "budgets: { stages: $1, experiments: $2, llm_tokens: 95000 }"),
+      editTopic: (text) => text.replace(/budgets: \{ stages: (\d+), experiments: (\d+) \}/, "budgets: { stages: $1, experiments: $2, llm_tokens: 93500 }"),
     });
-    expect(await readFile(s.topicFile, "utf8")).toContain("llm_tokens: 95000");
+    expect(await readFile(s.topicFile, "utf8")).toContain("llm_tokens: 93500");
     const result = await research(s);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/stopped: budget - .*budgets\.llm_tokens|stopped: budget - .*LLM budget/);
@@ -311,7 +311,7 @@ describe.concurrent("a campaign planned by a scripted model", () => {
     );
     await writeFile(s.scriptFile, JSON.stringify(script));
     const topicCopy = join(s.campaign, "topic.md");
-    await writeFile(topicCopy, (await readFile(topicCopy, "utf8")).replace("llm_tokens: 95000", "llm_tokens: 300000"));
+    await writeFile(topicCopy, (await readFile(topicCopy, "utf8")).replace("llm_tokens: 93500", "llm_tokens: 300000"));
     const reopened = await runA3r(["resume", s.campaignId, "--runs-dir", s.runsDir, "--reopen"], { env: s.env, timeoutMs: 90_000 });
     expect(reopened.code, reopened.stderr).toBe(0);
     expect(reopened.stderr).toMatch(/stopped: separated/);

@@ -1,6 +1,9 @@
 import { A3rError } from "../../../core/errors.ts";
-import { describeModelChoice, isProviderName, providerList } from "../../../llm/index.ts";
+import { defaultPrices, describeModelChoice, findPrice, isProviderName, providerList } from "../../../llm/index.ts";
 import type { CampaignPlannerContext, PlannerKind, PlannerReadiness } from "../../domain/planner-kind.ts";
+import { readEvents } from "../../../campaign/index.ts";
+import { HeuristicPlanner } from "../heuristic/heuristic-planner.ts";
+import { FallbackPlanner, type FallbackMode } from "./fallback-planner.ts";
 import { openLeaderModel } from "./leader-model.ts";
 import { PlannerOpenedWhenAsked } from "./planner-opened-when-asked.ts";
 
@@ -35,7 +38,10 @@ function modelReadiness(env: NodeJS.ProcessEnv): PlannerReadiness {
         }),
     };
   // describeModelChoice says "anthropic claude-sonnet-4-6 (from ANTHROPIC_API_KEY)".
-  return { ready: true, detail: model.replace(/ \(from ([^)]+)\)$/, " from $1") };
+  const detail = model.replace(/ \(from ([^)]+)\)$/, " from $1");
+  // A local server's model has no price: said once here, not as a warning mid-output.
+  const local = env.A3R_LLM_BASE_URL?.trim() && env.A3R_LLM_MODEL?.trim() && !findPrice(env.A3R_LLM_MODEL.trim(), defaultPrices);
+  return { ready: true, detail: local ? `${detail}; no price known, its calls are counted in tokens and time` : detail };
 }
 
 /**
@@ -43,7 +49,7 @@ function modelReadiness(env: NodeJS.ProcessEnv): PlannerReadiness {
  * one because a key went missing): without a model now it is refused, at once when the
  * leader is about to move, else at the model's first call.
  */
-function createLlmPlanner(context: CampaignPlannerContext): PlannerOpenedWhenAsked {
+function createLlmPlanner(context: CampaignPlannerContext): FallbackPlanner {
   const requireModel = () => {
     if (modelReadiness(context.env).ready) return;
     throw new A3rError("LLM_CONFIG_INVALID", `campaign ${context.campaignId} is planned by a language model, and none is configured now`, {
@@ -52,7 +58,7 @@ function createLlmPlanner(context: CampaignPlannerContext): PlannerOpenedWhenAsk
     });
   };
   if (context.willRun) requireModel();
-  return new PlannerOpenedWhenAsked("llm", async () => {
+  const opened = new PlannerOpenedWhenAsked("llm", async () => {
     requireModel();
     const hint = `the campaign stops with its report; to go on, raise budgets.llm_tokens / budgets.llm_usd in ${context.topicFile}, then a3r resume ${context.campaignId} --reopen`;
     const budget = { tokens: context.topic.budgets.llmTokens, usd: context.topic.budgets.llmUsd };
@@ -61,6 +67,27 @@ function createLlmPlanner(context: CampaignPlannerContext): PlannerOpenedWhenAsk
     const { LlmPlanner } = await import("./llm-planner.ts");
     return new LlmPlanner({ model });
   });
+  return new FallbackPlanner({
+    model: opened,
+    heuristic: new HeuristicPlanner(),
+    mode: () => fallbackModeOf(context),
+    eventsFile: context.eventsFile,
+    campaignId: context.campaignId,
+    topicFile: context.topicFile,
+  });
+}
+
+/**
+ * A campaign started with `--planner auto` (its recorded planner line says so) or whose
+ * topic sets `planner_fallback: heuristic` lets the heuristic make the steps the model
+ * cannot; one started with `--planner llm` stops at such a step, to be resumed.
+ */
+async function fallbackModeOf(context: CampaignPlannerContext): Promise<FallbackMode> {
+  if (context.topic.plannerFallback === "heuristic") return "heuristic";
+  const { events } = await readEvents(context.eventsFile);
+  const created = events.find((event) => event.kind === "campaign.created");
+  const why = typeof created?.plannerWhy === "string" ? created.plannerWhy : "";
+  return /^planner: llm \(auto\b/.test(why) ? "heuristic" : "none";
 }
 
 /** `--planner llm`: a language model plans, writes blueprints and concludes; needs a configured model. */

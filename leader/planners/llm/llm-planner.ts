@@ -1,9 +1,10 @@
 import type { z } from "zod";
 import { A3rError } from "../../../core/errors.ts";
-import type { ChatMessage, ChatModel, LlmRole } from "../../../llm/index.ts";
+import type { ChatMessage, ChatModel, ChatResult, LlmRole } from "../../../llm/index.ts";
+import { estimateTokens } from "../../../llm/context-window.ts";
 import { blueprintsAnswer, conclusionAnswer, framedQuestionAnswer, stageDecisionAnswer, type FramedQuestionAnswer } from "./answers.ts";
 import { checkBlueprintAnswer } from "./blueprint-answer.ts";
-import { concludePrompt, framePrompt, planPrompt, problemsPrompt, writePrompt } from "./prompts.ts";
+import { concludePrompt, framePrompt, maxTrim, planPrompt, problemsPrompt, writePrompt, type PromptOptions } from "./prompts.ts";
 import { defaultSkillsDir, loadSkill, systemPromptOf, type LeaderSkillName } from "./skills.ts";
 import { budgetProblem, convertDecision, evidenceOf, knobsOf, llmPlannerNeeds, stopStep } from "./stage-plan.ts";
 import type {
@@ -60,8 +61,11 @@ interface Ask<Schema extends z.ZodType, Result> {
   skill: LeaderSkillName;
   schema: Schema;
   schemaName: string;
-  prompt: string;
+  /** The user turn at a trim level (prompts.ts): 0 is all of it. */
+  prompt: (options: PromptOptions) => string;
+  /** What the answer needs; sent as max_tokens (less when the window leaves less, down to `minTokens`). */
   maxTokens: number;
+  minTokens: number;
   /** Turns a well-formed answer into the result, or says what is wrong with it. */
   check: (answer: z.output<Schema>) => { ok: true; value: Result } | { ok: false; problems: string[] };
 }
@@ -84,8 +88,9 @@ export class LlmPlanner implements Planner {
       skill: "leader-frame-topic",
       schema: framedQuestionAnswer,
       schemaName: "framed_question",
-      prompt: framePrompt(topic, this.promptOptions),
-      maxTokens: 2000,
+      prompt: (trim) => framePrompt(topic, { ...this.promptOptions, ...trim }),
+      maxTokens: 300 + 100 * Math.max(1, Object.keys(topic.knobs).length),
+      minTokens: 150,
       check: (answer) => checkFraming(answer, topic),
     });
   }
@@ -106,8 +111,10 @@ export class LlmPlanner implements Planner {
       skill: "leader-plan-stage",
       schema: stageDecisionAnswer,
       schemaName: "stage_decision",
-      prompt: planPrompt(input, knobs, this.promptOptions),
-      maxTokens: 6000,
+      prompt: (trim) => planPrompt(input, knobs, { ...this.promptOptions, ...trim }),
+      // A decision is a rationale and, per configuration, a delta, a hypothesis and a prediction.
+      maxTokens: 500 + 200 * Math.min(8, Math.max(2, Math.floor((topic.budgets.experiments - experimentsUsed(input)) / topic.seeds))),
+      minTokens: 300,
       check: (answer) => {
         const converted = convertDecision(answer, input, knobs);
         return converted.ok ? { ok: true, value: converted.step } : converted;
@@ -121,8 +128,13 @@ export class LlmPlanner implements Planner {
       skill: "leader-write-blueprint",
       schema: blueprintsAnswer,
       schemaName: "blueprints",
-      prompt: writePrompt(input, this.promptOptions),
-      maxTokens: Math.min(32_000, 2000 + 1500 * input.drafts.length),
+      prompt: (trim) => writePrompt(input, { ...this.promptOptions, ...trim }),
+      // Each blueprint given back whole, with room for what the model adds to it.
+      maxTokens: Math.min(
+        32_000,
+        input.drafts.reduce((sum, draft) => sum + estimateTokens(draft.text) + 300, 200),
+      ),
+      minTokens: 200,
       check: (answer) => {
         const checked = checkBlueprintAnswer(answer, input.drafts);
         return checked.ok ? { ok: true, value: checked.blueprints } : checked;
@@ -136,8 +148,9 @@ export class LlmPlanner implements Planner {
       skill: "leader-analyze-results",
       schema: conclusionAnswer,
       schemaName: "conclusion",
-      prompt: concludePrompt(input, knobsOf(input.topic, input.framing), this.promptOptions),
-      maxTokens: 3000,
+      prompt: (trim) => concludePrompt(input, knobsOf(input.topic, input.framing), { ...this.promptOptions, ...trim }),
+      maxTokens: 1200,
+      minTokens: 300,
       check: (answer) => {
         if (answer.answer.trim() === "") return { ok: false, problems: ["`answer` is empty: answer the question in words, citing the figures"] };
         return { ok: true, value: { answer: answer.answer.trim(), claims: answer.claims, caveats: answer.caveats } };
@@ -148,10 +161,14 @@ export class LlmPlanner implements Planner {
   /** One call, and once more with the problems when the answer is unusable. */
   private async ask<Schema extends z.ZodType, Result>(ask: Ask<Schema, Result>): Promise<Result> {
     const system = systemPromptOf(await loadSkill(ask.skill, this.skillsDir));
-    const messages: ChatMessage[] = [{ role: "user", content: ask.prompt }];
+    const fit = await this.fit(ask, system);
+    const messages: ChatMessage[] = [{ role: "user", content: fit.prompt }];
     let problems: string[] = [];
     for (let round = 1; round <= 2; round++) {
-      const result = await this.model.complete({ system, messages, schema: ask.schema, schemaName: ask.schemaName, maxTokens: ask.maxTokens, role: ask.role });
+      const result = await this.completeTwiceOnDeadline(
+        { system, messages, schema: ask.schema, schemaName: ask.schemaName, maxTokens: fit.maxTokens, role: ask.role },
+        fit,
+      );
       if (result.parsed === undefined) {
         problems = [`no "${ask.schemaName}" answer came back${result.toolCalls ? " (the model called a tool instead)" : ""}`];
       } else {
@@ -173,6 +190,71 @@ export class LlmPlanner implements Planner {
       },
     );
   }
+
+  /**
+   * The prompt at the first trim level whose conservative estimate (llm/context-window.ts)
+   * leaves the answer its room in the model's window; at the deepest level the answer gets
+   * what is left, down to its minimum. A window too small even then is still asked: the
+   * estimate is high, and the server's refusal is the definite answer (named in the error).
+   */
+  private async fit<Schema extends z.ZodType, Result>(ask: Ask<Schema, Result>, system: string): Promise<Fit> {
+    const window = await this.model.contextWindow?.();
+    if (!window) return { prompt: ask.prompt({}), maxTokens: ask.maxTokens, promptTokens: undefined, window: undefined };
+    // Chat-template tokens around the turns, and the schema a server may show the model.
+    const overhead = 64 + estimateTokens(ask.schemaName);
+    let prompt = "";
+    let promptTokens = 0;
+    for (let trim = 0; trim <= maxTrim; trim++) {
+      prompt = ask.prompt({ trim });
+      promptTokens = estimateTokens(system) + estimateTokens(prompt) + overhead;
+      if (promptTokens + ask.maxTokens <= window.tokens) return { prompt, maxTokens: ask.maxTokens, promptTokens, window, trim };
+    }
+    return { prompt, maxTokens: Math.max(ask.minTokens, Math.min(ask.maxTokens, window.tokens - promptTokens)), promptTokens, window, trim: maxTrim };
+  }
+
+  /**
+   * A deadline is not the end: the call is made once more (a slow local model may have been
+   * busy); a second deadline is final, and says it happened twice. A refusal because the
+   * prompt does not fit says the estimate and the window.
+   */
+  private async completeTwiceOnDeadline(request: Parameters<ChatModel["complete"]>[0], fit: Fit): Promise<ChatResult<unknown>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.model.complete(request);
+      } catch (error) {
+        if (!(error instanceof A3rError)) throw error;
+        if (error.code === "LLM_TIMEOUT" && attempt < 2) continue;
+        if (error.code === "LLM_TIMEOUT") throw retold(error, `${error.message}, twice`, { attempts: attempt });
+        if (error.code === "LLM_BAD_REQUEST" && error.details?.contextOverflow === true && fit.window) {
+          const estimate = `the prompt is about ${fit.promptTokens} tokens by a3r's estimate with the answer's ${fit.maxTokens} on top, and the window is ${fit.window.tokens} (from ${fit.window.source})`;
+          throw retold(error, `${error.message}: ${estimate}`, { promptTokens: fit.promptTokens, maxTokens: fit.maxTokens, contextTokens: fit.window.tokens });
+        }
+        throw error;
+      }
+    }
+  }
+}
+
+interface Fit {
+  prompt: string;
+  maxTokens: number;
+  /** The estimate of system + prompt, when a window was known. */
+  promptTokens: number | undefined;
+  window: { tokens: number; source: string } | undefined;
+  trim?: number;
+}
+
+/** The same error with a fuller message and more details. */
+function retold(error: A3rError, message: string, details: Record<string, unknown>): A3rError {
+  return new A3rError(error.code, message, {
+    ...(error.where === undefined ? {} : { where: error.where }),
+    ...(error.hint === undefined ? {} : { hint: error.hint }),
+    details: { ...error.details, ...details },
+  });
+}
+
+function experimentsUsed(input: PlannerInput): number {
+  return input.history.reduce((sum, record) => sum + record.plan.experiments.length, 0);
 }
 
 const knobName = /^[A-Za-z_][\w.]*$/;

@@ -1,5 +1,5 @@
 import { fenceUntrusted } from "../../../llm/untrusted-text.ts";
-import { figuresBlock, figuresOf, reasonsBlock } from "./figures.ts";
+import { figuresBlock, figuresOf, reasonsBlock, type Figures } from "./figures.ts";
 import type { BlueprintWritingInput, ConclusionInput, PlannerInput, ReviewInstruction } from "../../domain/planner.ts";
 import type { KnobValue, Topic } from "../../domain/topic.ts";
 
@@ -16,9 +16,31 @@ const maxDraftChars = 30_000;
 export interface PromptOptions {
   /** Bound of each fenced text (default: llm/untrusted-text.ts's). */
   maxUntrustedChars?: number;
+  /**
+   * How much to leave out so the prompt fits a small context window (the planner tries 0
+   * to `maxTrim` until one fits), in this order: 1: the optional context (the base command,
+   * the earlier framing, the runs' failure reasons, every reviewer instruction but the
+   * last); 2: the older stages summarised (their experiments as counts, no per-seed
+   * scores); 3: every fenced text cut to 1,500 characters. The task, the rules, the last
+   * stage's figures and a draft blueprint (which must come back whole) are never cut.
+   */
+  trim?: number;
 }
 
-export function framePrompt(topic: Topic, options: PromptOptions = {}): string {
+/** The deepest `trim` level there is. */
+export const maxTrim = 3;
+
+/** The options of a trim level: from 3 on, fenced texts are cut short. */
+function trimmed(options: PromptOptions): PromptOptions {
+  if ((options.trim ?? 0) < 3) return options;
+  return { ...options, maxUntrustedChars: Math.min(options.maxUntrustedChars ?? 1500, 1500) };
+}
+
+/** Whether the level leaves out the optional context (level 1 and deeper). */
+const dropsOptional = (options: PromptOptions): boolean => (options.trim ?? 0) >= 1;
+
+export function framePrompt(topic: Topic, given: PromptOptions = {}): string {
+  const options = trimmed(given);
   const fields = {
     metric: topic.metric ?? null,
     knobs: Object.keys(topic.knobs).length > 0 ? topic.knobs : null,
@@ -34,7 +56,9 @@ export function framePrompt(topic: Topic, options: PromptOptions = {}): string {
     rulesOfFraming(topic),
     "The topic's title and question:",
     fence("topic", `${topic.title}\n\n${topic.question}`, options, "head"),
-    ...(topic.base ? ["The base experiment's command (from the topic file):", fence("base command", topic.base.command, options, "head")] : []),
+    ...(topic.base && !dropsOptional(options)
+      ? ["The base experiment's command (from the topic file):", fence("base command", topic.base.command, options, "head")]
+      : []),
   ].join("\n\n");
 }
 
@@ -48,7 +72,8 @@ function rulesOfFraming(topic: Topic): string {
   return rules.join(" ");
 }
 
-export function planPrompt(input: PlannerInput, knobs: Record<string, KnobValue[]>, options: PromptOptions = {}): string {
+export function planPrompt(input: PlannerInput, knobs: Record<string, KnobValue[]>, given: PromptOptions = {}): string {
+  const options = trimmed(given);
   const stage = input.history.length + 1;
   const task =
     stage === 1
@@ -61,16 +86,16 @@ export function planPrompt(input: PlannerInput, knobs: Record<string, KnobValue[
     `Room left: ${input.topic.budgets.stages - input.history.length} stage(s) including this one, ${input.topic.budgets.experiments - used} experiment(s). A stage that does not fit stops the campaign.`,
     "a3r computes configuration ids, blueprint ids and the experiments from your deltas; refer to a configuration of your plan by its label.",
   ];
-  const reasons = reasonsBlock(input.history);
+  const reasons = dropsOptional(options) ? undefined : reasonsBlock(input.history);
   return [
     task,
     rules.join("\n"),
-    figuresBlock(figuresOf(input.topic, input.history, knobs, input.usage)),
+    figuresBlock(compacted(figuresOf(input.topic, input.history, knobs, input.usage), options)),
     ...(reasons ? [reasons] : []),
-    ...(input.framing
+    ...(input.framing && !dropsOptional(options)
       ? ["Your framing of the topic (written by you earlier, from the topic):", fence("framing", JSON.stringify(input.framing), options, "head")]
       : []),
-    ...instructionsPart(input.instructions ?? [], options),
+    ...instructionsPart(dropsOptional(options) ? (input.instructions ?? []).slice(-1) : (input.instructions ?? []), options),
     "The topic:",
     fence("topic", `${input.topic.title}\n\n${input.topic.question}`, options, "head"),
   ].join("\n\n");
@@ -86,7 +111,8 @@ function instructionsPart(instructions: ReviewInstruction[], options: PromptOpti
   ];
 }
 
-export function writePrompt(input: BlueprintWritingInput, options: PromptOptions = {}): string {
+export function writePrompt(input: BlueprintWritingInput, given: PromptOptions = {}): string {
+  const options = trimmed(given);
   const plan = input.plan;
   const planData = {
     stage: plan.stage,
@@ -122,7 +148,7 @@ export function writePrompt(input: BlueprintWritingInput, options: PromptOptions
     ...input.drafts.map((draft) =>
       fence(`${findings.length === 0 ? "draft" : "audited"} blueprint ${draft.blueprintId}`, draft.text, { maxUntrustedChars: maxDraftChars }, "head"),
     ),
-    ...((input.instructions ?? []).length === 0
+    ...((input.instructions ?? []).length === 0 || dropsOptional(options)
       ? []
       : [
           "What reviewers asked (follow it where it concerns these blueprints and the rules above allow it):",
@@ -133,25 +159,46 @@ export function writePrompt(input: BlueprintWritingInput, options: PromptOptions
   ].join("\n\n");
 }
 
-export function concludePrompt(input: ConclusionInput, knobs: Record<string, KnobValue[]>, options: PromptOptions = {}): string {
+export function concludePrompt(input: ConclusionInput, knobs: Record<string, KnobValue[]>, given: PromptOptions = {}): string {
+  const options = trimmed(given);
   const experimentIds = input.history.flatMap((record) => record.outcomes.map((outcome) => outcome.blueprintId));
   const ranking = input.summaries.map((summary) => summary.configuration.id);
-  const reasons = reasonsBlock(input.history);
+  const reasons = dropsOptional(options) ? undefined : reasonsBlock(input.history);
   return [
     'Conclude the campaign: answer its question from the figures, as claims that each cite the experiments they rest on, with caveats. Answer with "conclusion".',
-    figuresBlock(figuresOf(input.topic, input.history, knobs)),
+    figuresBlock(compacted(figuresOf(input.topic, input.history, knobs), options)),
     json("Configurations ranked by mean score, best first (computed by a3r)", ranking),
     json("The experiment ids a claim may cite (no others exist)", experimentIds),
     ...(reasons ? [reasons] : []),
     ...(input.stop
       ? [`The campaign stopped with reason "${input.stop.reason}". Its explanation:`, fence("stop explanation", input.stop.explanation, options, "head")]
       : ["The campaign has not stopped on a decision (no stop reason)."]),
-    ...(input.framing
+    ...(input.framing && !dropsOptional(options)
       ? ["The framing of the question (written by a model earlier, from the topic):", fence("framing", JSON.stringify(input.framing), options, "head")]
       : []),
     "The topic:",
     fence("topic", `${input.topic.title}\n\n${input.topic.question}`, options, "head"),
   ].join("\n\n");
+}
+
+/**
+ * Trim level 2: the stages before the last one keep their plan but give their experiments
+ * as counts, and the merged configurations lose their per-seed scores (means and
+ * intervals stay): what a decision rests on, in a fraction of the tokens.
+ */
+function compacted(figures: Figures, options: PromptOptions): object {
+  if ((options.trim ?? 0) < 2 || figures.stages.length === 0) return figures;
+  const last = figures.stages.length - 1;
+  return {
+    ...figures,
+    stages: figures.stages.map((stage, index) => {
+      if (index === last) return stage;
+      const states: Record<string, number> = {};
+      for (const outcome of stage.outcomes) states[outcome.state] = (states[outcome.state] ?? 0) + 1;
+      return { stage: stage.stage, kind: stage.kind, configurations: stage.configurations.map((item) => item.id), experiments: states };
+    }),
+    configurations: figures.configurations.map(({ scores: _scores, ...rest }) => rest),
+  };
 }
 
 /** The user turn that asks once more, after a3r found the answer unusable. */
