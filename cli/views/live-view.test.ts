@@ -159,3 +159,18 @@ describe("live table pieces", () => {
     expect(maxStepsFromOverrides(undefined)).toBeNull();
   });
 });
+
+describe("live view: a model call in flight", () => {
+  it("shows a slow call's tokens and time in a log every 15 s, and nothing once the view is closed", async () => {
+    const { publishLlmProgress } = await import("../../llm/progress.ts");
+    const stream = new CollectingStream();
+    const view = createLiveView({ stream, tty: false, metric: null });
+    const progress = { role: "frame", provider: "openai", model: "qwen3", done: false };
+    publishLlmProgress({ ...progress, outputTokens: undefined, elapsedMs: 5000 });
+    publishLlmProgress({ ...progress, outputTokens: 120, elapsedMs: 16_000 });
+    publishLlmProgress({ ...progress, outputTokens: 130, elapsedMs: 20_000 });
+    view.close();
+    publishLlmProgress({ ...progress, outputTokens: 400, elapsedMs: 40_000 });
+    expect(stream.text).toBe("  llm: frame (openai qwen3) 120 tokens, 16s\n");
+  });
+});
