@@ -16,3 +16,7 @@ export { createChatModelFromBackend } from "./chat-model-core.ts";
 export type { AnthropicProviderConfig } from "./anthropic-backend.ts";
 export type { OpenAiProviderConfig } from "./openai-backend.ts";
 export { createScriptedBackend } from "./scripted-backend.ts";
+export type { LlmProgress, LlmProgressListener } from "./progress.ts";
+export { formatLlmProgress, publishLlmProgress, subscribeLlmProgress } from "./progress.ts";
+export type { ContextWindow } from "./context-window.ts";
+export { estimateTokens } from "./context-window.ts";

@@ -162,7 +162,7 @@ describe("live table pieces", () => {
 
 describe("live view: a model call in flight", () => {
   it("shows a slow call's tokens and time in a log every 15 s, and nothing once the view is closed", async () => {
-    const { publishLlmProgress } = await import("../../llm/progress.ts");
+    const { publishLlmProgress } = await import("../../llm/index.ts");
     const stream = new CollectingStream();
     const view = createLiveView({ stream, tty: false, metric: null });
     const progress = { role: "frame", provider: "openai", model: "qwen3", done: false };

@@ -4,7 +4,7 @@ import { formatDuration } from "../../core/duration.ts";
 import type { DispatchRow } from "../../hosts/index.ts";
 import { blockBar, dispatchChanges, formatTable, rowNote } from "./run-table.ts";
 import { formatNumber } from "../../leader/index.ts";
-import { formatLlmProgress, subscribeLlmProgress, type LlmProgress } from "../../llm/progress.ts";
+import { formatLlmProgress, subscribeLlmProgress, type LlmProgress } from "../../llm/index.ts";
 
 /**
  * What a person sees while the leader watches a stage's experiments: on a terminal, a
