@@ -1,4 +1,4 @@
-import { runMultiEpisodes, type SwarmClient } from "../../../swarm/client/index.ts";
+import { runMultiEpisodes, type MultiRunSummary, type SwarmClient } from "../../../swarm/client/index.ts";
 import type { Role } from "./proposal-review.ts";
 import task from "./task.ts";
 
@@ -32,17 +32,8 @@ export interface EpisodeRecord {
   error?: string;
 }
 
-export interface ProposalReviewSummary {
-  requested: number;
-  completed: number;
-  failed: number;
-  /** Mean reward of each role over the completed episodes. */
-  rewardMean: Record<Role, number>;
-  stoppedEarly?: string;
-  engineFailed?: string;
-  /** The first few failures' messages (the full count is `failed`). */
-  failures: string[];
-}
+/** The run's counts and each role's mean reward (the client's summary, for this task's roles). */
+export type ProposalReviewSummary = MultiRunSummary<Role>;
 
 export async function runProposalReview(options: ProposalReviewRunOptions): Promise<ProposalReviewSummary> {
   return runMultiEpisodes({
