@@ -29,8 +29,14 @@ export function referenceModelMissing(): string | undefined {
   return probe.status === 0 ? undefined : `${systemPython} cannot import torch, and ${venvMissing(["torch", "transformers"])}`;
 }
 
+/** A3R_REFERENCE_MODEL=tiny (or qwen) picks the model where both could run, to try the other path. */
+function referenceModelKind(): "qwen" | "tiny" | undefined {
+  const named = process.env.A3R_REFERENCE_MODEL;
+  return named === "tiny" || named === "qwen" ? named : undefined;
+}
+
 /** Builds the model into `dir` (the Qwen one where the venv has transformers, unless `kind` says). */
-export function buildReferenceModel(dir: string, kind?: "qwen" | "tiny"): ReferenceModel {
+export function buildReferenceModel(dir: string, kind = referenceModelKind()): ReferenceModel {
   const qwen = kind === undefined ? venvMissing(["torch", "transformers"]) === undefined : kind === "qwen";
   const python = qwen ? venvPython : systemPython;
   const out = join(dir, qwen ? "qwen" : "tiny");

@@ -158,7 +158,8 @@ export function reasonOf(error: A3rError): string {
       }
       return "the model server refused the request";
     case "LLM_OUTPUT_INVALID":
-      return `the model's answers did not match the "${String(details.schemaName ?? "answer")}" schema, even after a repair round`;
+      // The step names the answer; one wording per cause lets the report group the steps.
+      return "the model's answers did not match their schema, even after a repair round";
     case "PLANNER_OUTPUT_INVALID":
       return "the model's answers were unusable, even when told what was wrong";
     case "LLM_UNAVAILABLE":

@@ -99,7 +99,14 @@ async function expectFinishedWithFallback(s: Scenario, result: CliResult, code: 
   expect(result.code, result.stderr).toBe(0);
   const events = await eventsOf(s);
   expect(fellBack(events).length, JSON.stringify(fellBack(events))).toBeGreaterThan(0);
-  expect(fellBack(events).every((event) => event.code === code || event.code === "LLM_TIMEOUT" || event.code === "LLM_OUTPUT_INVALID")).toBe(true);
+  // The first step fails for the case's reason; later ones may fail otherwise (a random model's
+  // answer that is JSON by chance but unusable: PLANNER_OUTPUT_INVALID), all of them the model's limits.
+  const codes = fellBack(events).map((event) => `${String(event.step)}: ${String(event.code)}`);
+  expect(fellBack(events)[0]?.code, codes.join("; ")).toBe(code);
+  expect(
+    codes.every((item) => /: (LLM_BAD_REQUEST|LLM_TIMEOUT|LLM_OUTPUT_INVALID|PLANNER_OUTPUT_INVALID)$/.test(item)),
+    codes.join("; "),
+  ).toBe(true);
   expect(events.some((event) => event.kind === "campaign.reported")).toBe(true);
   // The plan says who planned it; the report's stop line says who decided the stop.
   expect(await readFile(join(s.campaign, "stages", "1", "plan.md"), "utf8")).toMatch(/stage 1 planned by the heuristic: /);
