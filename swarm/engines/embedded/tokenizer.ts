@@ -47,7 +47,12 @@ export function hashString(text: string): number {
   return hash >>> 0;
 }
 
-export function createWordTokenizer(vocabulary: readonly string[]): WordTokenizer {
+/**
+ * `unknownBuckets`: how many hash ids out-of-vocabulary words share (2^20 here; a3r's tiny
+ * Python models use 1024, their config.json's `unknown_buckets`).
+ */
+export function createWordTokenizer(vocabulary: readonly string[], options: { unknownBuckets?: number } = {}): WordTokenizer {
+  const buckets = options.unknownBuckets ?? unknownBuckets;
   const wordIds = new Map<string, number>();
   for (const word of vocabulary) {
     const normalized = splitWords(word);
@@ -60,7 +65,7 @@ export function createWordTokenizer(vocabulary: readonly string[]): WordTokenize
   const unknownBase = firstWordId + words.length;
   const roleByToken = new Map<number, ChatRole>(Object.entries(roleTokenIds).map(([role, id]) => [id, role as ChatRole]));
 
-  const encodeText = (text: string): number[] => splitWords(text).map((word) => wordIds.get(word) ?? unknownBase + (hashString(word) % unknownBuckets));
+  const encodeText = (text: string): number[] => splitWords(text).map((word) => wordIds.get(word) ?? unknownBase + (hashString(word) % buckets));
 
   return {
     vocabulary: words,

@@ -27,7 +27,7 @@ import { chatCompletionResponseSchema, isPlainChatCompletion, lastJsonLine, toke
  */
 export class OpenAiCompatibleEngine implements Engine {
   readonly kind = "openai-compatible";
-  private readonly tokenizer: WordTokenizer = createWordTokenizer(defaultVocabulary);
+  private readonly tokenizer: WordTokenizer;
   private readonly baseUrl: string;
   /** Parsed once: generate() is the hot path of every proxied completion. */
   private readonly completionsUrl: URL;
@@ -51,6 +51,7 @@ export class OpenAiCompatibleEngine implements Engine {
     this.completionsUrl = new URL(`${this.baseUrl}/chat/completions`);
     this.upstream = new UpstreamHttp({ apiKey: config.api_key });
     this.servedModel = config.model;
+    this.tokenizer = options.wordTokenizer ?? createWordTokenizer(defaultVocabulary);
     this.wordTokenizerExact = config.tokenizer === "word";
   }
 
@@ -288,6 +289,8 @@ export class OpenAiCompatibleEngine implements Engine {
 /** What the vllm engine adds to every request (its neutral sampling fields, vllm-arguments.ts). */
 export interface OpenAiCompatibleOptions {
   requestFields?: Readonly<Record<string, number>>;
+  /** The word tokenizer to compare with and stand in (default: the embedded engine's); a tiny model's own. */
+  wordTokenizer?: WordTokenizer;
 }
 
 export interface TokenIdProbe {

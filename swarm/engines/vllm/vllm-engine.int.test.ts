@@ -116,6 +116,11 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
     // model and the newest adapter (the previous one is unloaded at every step).
     const adapters = await readdir(join(experimentDir, "adapters"));
     expect(adapters.length).toBe(2);
+    // encodeChat is the tiny model's own word tokenizer (its vocabulary and hash buckets):
+    // the server's exact prompt ids, out-of-vocabulary words ("zebra") included.
+    const zebra = [{ role: "user" as const, content: "What colour is the zebra?" }];
+    const answered = await engine().generate({ messages: zebra, maxTokens: 1 });
+    expect(engine().encodeChat(zebra, { addGenerationPrompt: true }).tokenIds).toEqual(answered.promptTokenIds);
     const served = (await (await fetch(`${engine().inferenceBaseUrl}/models`)).json()) as { data: { id: string }[] };
     expect(served.data.map((entry) => entry.id)).toEqual(["a3r-base", expect.stringMatching(/^a3r-step-\d+-40$/)]);
   }, 300_000);

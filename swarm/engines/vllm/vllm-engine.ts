@@ -1,11 +1,12 @@
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import type { ChatMessage, EncodedChat, Engine, GenerateRequest, GenerateResult, TrainingSample, TrainResult } from "../port/engine.ts";
 import type { VllmEngineConfig } from "./vllm-config.ts";
 import { EngineError } from "../port/engine-error.ts";
-import { readCheckpointRecord, writeBatchFile, writeCheckpointRecord } from "../port/engine-files.ts";
+import { readCheckpointRecord, safeJson, writeBatchFile, writeCheckpointRecord } from "../port/engine-files.ts";
+import { createWordTokenizer, type WordTokenizer } from "../embedded/tokenizer.ts";
 import { OpenAiCompatibleEngine } from "../openai-compatible/openai-compatible-engine.ts";
 import { UpstreamHttp } from "../openai-compatible/upstream-http.ts";
 import { InferenceServer, servedModelName } from "./inference-server.ts";
@@ -49,6 +50,8 @@ export class VllmEngine implements Engine {
   private training: Promise<unknown> = Promise.resolve();
   /** The token ids the server's start probe answered with (checked against the trainer's vocabulary). */
   private probedIds: number[] = [];
+  /** A tiny model's own word tokenizer (its vocabulary and hash buckets); undefined for any other model. */
+  private wordTokenizer: WordTokenizer | undefined;
 
   constructor(private readonly config: VllmEngineConfig) {
     this.server = new InferenceServer(config);
@@ -57,6 +60,7 @@ export class VllmEngine implements Engine {
 
   async load(): Promise<void> {
     await mkdir(this.config.experiment_dir, { recursive: true });
+    this.wordTokenizer = await tinyModelTokenizer(this.config.model);
     // Both load the model at once (vLLM alone can take minutes); the server's failure is
     // reported first, since it is the one the user reads about in the log.
     const [server, trainer] = await Promise.allSettled([this.startServer(), this.trainer.start()]);
@@ -200,7 +204,7 @@ export class VllmEngine implements Engine {
     // correct for (vllm-arguments.ts), whatever the server's own defaults.
     this.inference = new OpenAiCompatibleEngine(
       { kind: "openai-compatible", base_url: this.server.baseUrl, model: servedModelName, experiment_dir: this.config.experiment_dir },
-      { requestFields: neutralSamplingFields },
+      { requestFields: neutralSamplingFields, ...(this.wordTokenizer ? { wordTokenizer: this.wordTokenizer } : {}) },
     );
     try {
       this.probedIds = await probeServer(this.inference, this.config.inference.server);
@@ -326,6 +330,23 @@ async function probeServer(inference: OpenAiCompatibleEngine, server: "vllm" | "
   }
   return [...probe.result.promptTokenIds, ...probe.result.completionTokenIds];
 }
+
+/**
+ * The word tokenizer of a3r's tiny models (`a3r_swarm.tiny`: config.json format a3r-tiny/1,
+ * its vocabulary and unknown-word buckets), so encodeChat gives the server's exact ids;
+ * undefined for a Hugging Face id or any other folder.
+ */
+async function tinyModelTokenizer(model: string): Promise<WordTokenizer | undefined> {
+  const text = await readFile(join(model, "config.json"), "utf8").catch(() => undefined);
+  const parsed = tinyConfigSchema.safeParse(text === undefined ? undefined : safeJson(text));
+  return parsed.success ? createWordTokenizer(parsed.data.vocab, { unknownBuckets: parsed.data.unknown_buckets }) : undefined;
+}
+
+const tinyConfigSchema = z.looseObject({
+  format: z.literal("a3r-tiny/1"),
+  vocab: z.array(z.string()),
+  unknown_buckets: z.number().int().positive(),
+});
 
 /** The server tokenizes with ids the trainer's model has no embedding for: two different models. */
 function vocabularyMismatch(ids: readonly number[], vocabSize: unknown, model: string): EngineError | undefined {
