@@ -145,3 +145,53 @@ def test_micro_batches_give_the_full_batch_gradient(session):
     assert split.loss == pytest.approx(whole.loss, abs=1e-6)
     for a, b in zip(g_whole, grads(session)):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)  # fp32 sums in another order
+
+
+def test_log_probs_are_taken_at_the_samples_temperature(session):
+    sample = make("a", "e1", [5, 6, 4], 1.0)
+    sample.temperature = 0.5
+    ids = torch.tensor([sample.token_ids])
+    with torch.no_grad():
+        logits = session.policy.forward_logits(ids, torch.ones_like(ids))[0, :-1]
+        expected = masked_log_softmax(logits / 0.5, session.policy.emittable_mask)
+        values, _ = trained_log_probs(session.policy, collate([sample], session.policy.device))
+    positions = range(len(PROMPT), len(sample.token_ids))
+    assert values.tolist() == pytest.approx([float(expected[p - 1, sample.token_ids[p]]) for p in positions], abs=1e-5)
+
+
+def test_dual_clip_caps_a_stale_negative_advantage_token(session):
+    # A = -1 on e2's token; its behaviour log-prob 5 nats below the current one (ratio e^5,
+    # a stale sample): PPO alone gives loss e^5 and a huge gradient; dual-clip caps it at 3.
+    good = make("a", "e1", [5], 1.0)
+    stale = make("a", "e2", [6], 0.0)
+    now = current_logprobs(session, stale)
+    stale.behaviour_logprobs = [None if v is None else v - 5.0 for v in now]
+    from a3r_swarm.trainer.grpo import micro_batch_loss
+
+    assign_advantages([good, stale])
+    for dual_clip, expected in ((0.0, math.exp(5.0)), (3.0, 3.0)):
+        session.optimizer.zero_grad(set_to_none=True)
+        loss, sums = micro_batch_loss(session.policy, collate([stale], session.policy.device), 1, clip_low=0.2,
+                                      clip_high=0.2, kl_coef=0.0, dual_clip=dual_clip)
+        assert float(loss.detach()) == pytest.approx(expected * (1 - 1e-6), rel=1e-4)
+        loss.backward()
+        norm = math.sqrt(sum(float((g ** 2).sum()) for g in grads(session)))
+        assert (norm == 0) == (dual_clip > 0)  # beyond the cap the token has no gradient
+        assert sums.dual_clipped == (1 if dual_clip else 0) and sums.off_policy_samples == 1
+        assert sums.log_ratio_max == pytest.approx(5.0, abs=1e-4)
+    session.optimizer.zero_grad(set_to_none=True)
+
+
+def test_older_adapter_folders_are_deleted(session, tmp_path):
+    import json as json_module
+
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json_module.dumps({"taskId": "a", "episodeUuid": f"e{i}", "tokenIds": PROMPT + [5 + i, 4],
+                                                "lossMask": [0] * len(PROMPT) + [1, 1], "reward": float(i),
+                                                "temperature": 0.8}) + "\n" for i in range(2)))
+    keep = tmp_path / "checkpoint-like"  # a folder the trainer did not write as a step's output stays
+    keep.mkdir()
+    for step in (1, 2, 3):
+        session.train({"batch_file": str(batch), "step": step, "output_dir": str(tmp_path / f"step-{step}")})
+    assert [p.name for p in sorted(tmp_path.iterdir()) if p.name.startswith("step-")] == ["step-2", "step-3"]
+    assert keep.is_dir()

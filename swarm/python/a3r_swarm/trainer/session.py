@@ -82,7 +82,7 @@ class TrainerSession:
 
     def _train(self, policy: Policy, settings: LoadSettings, optimizer: torch.optim.Optimizer,
                batch_file: str, step: int, output_dir: str) -> dict:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         if policy.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(policy.device)
         samples = read_batch(batch_file, policy.vocab_size, policy.max_context, policy.emittable_mask)
@@ -116,6 +116,8 @@ class TrainerSession:
         self.prune_adapters(Path(output_dir), settings.keep_adapters)
         seconds = time.perf_counter() - started
         metrics = step_metrics(totals, batch_masked, samples, grad_norm, seconds, policy.device)
+        # CPU time of the process (all threads): on a shared machine the steadier figure.
+        metrics["cpu_seconds"] = time.process_time() - cpu_started
         log(f"step {step}: loss {metrics['loss']:.4f} reward {metrics['reward_mean']:.3f} ({seconds:.2f}s)")
         return {"adapter_path": str(output_dir), "step": step, "metrics": metrics}
 
