@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..models import Policy
-from .generation import Completion, Sequence
+from .generation import Completion, Sequence, advance_batch
 
 MAX_BATCH = 64
 
@@ -82,8 +82,7 @@ class Batcher:
         jobs = list(self.running)
         with self.model_lock, self.policy.use_adapter(jobs[0].adapter):
             logits = self.policy.batch_next_token_logits([job.sequence.ids for job in jobs])
-            for job, row in zip(jobs, logits):
-                job.sequence.advance(self.policy, row)
+            advance_batch(self.policy, [job.sequence for job in jobs], logits)
 
     def _loop(self) -> None:
         while True:

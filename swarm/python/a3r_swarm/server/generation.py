@@ -60,22 +60,6 @@ def apply_top_p(log_probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.log_softmax(nucleus, dim=-1)
 
 
-def sampling_distribution(logits: torch.Tensor, params: SamplingParams,
-                          emittable: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(processed log-probs the token is drawn from, raw temperature-1 log-probs)."""
-    raw = masked_log_softmax(logits, emittable)
-    if params.greedy:
-        return raw, raw
-    processed = masked_log_softmax(logits.float() / params.temperature, emittable)
-    return apply_top_p(processed, params.top_p), raw
-
-
-def choose_token(processed: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
-    if params.greedy:
-        return int(torch.argmax(processed))
-    return int(torch.multinomial(processed.exp().cpu(), 1, generator=generator))
-
-
 def trim_at_stop(text: str, stops: list[str]) -> str | None:
     """The text before the earliest stop string, or None when none occurs (OpenAI drops
     the stop string and everything after it)."""
@@ -102,13 +86,10 @@ class Sequence:
     def done(self) -> bool:
         return self.finish is not None
 
-    def advance(self, policy: Policy, logits: torch.Tensor) -> None:
-        processed, raw = sampling_distribution(logits, self.params, policy.emittable_mask)
-        token = choose_token(processed, self.params, self.generator)
-        reported = processed if self.logprobs_mode == "processed_logprobs" else raw
+    def accept(self, policy: Policy, token: int, logprob: float) -> None:
         self.ids.append(token)
         self.completion.append(token)
-        self.logprobs.append(float(reported[token]))
+        self.logprobs.append(logprob)
         self.text = policy.decode(self.completion)
         if token in policy.stop_token_ids:
             self.finish = "stop"
@@ -121,11 +102,40 @@ class Sequence:
         return Completion(self.completion, self.logprobs, self.text, self.finish or "length")
 
 
+def advance_batch(policy: Policy, sequences: list[Sequence], logits: torch.Tensor) -> None:
+    """One token for every sequence from its row of `logits` [B, V], all rows at once
+    (the per-row Python work would otherwise dominate a step over a 151k vocabulary). Each
+    row draws one uniform from its own generator and inverts its cumulative distribution,
+    so a seeded request's tokens do not depend on the other rows."""
+    emittable = policy.emittable_mask
+    raw = masked_log_softmax(logits, emittable)
+    temperatures = torch.tensor([1.0 if s.params.greedy else s.params.temperature for s in sequences],
+                                device=logits.device)
+    processed = masked_log_softmax(logits.float() / temperatures[:, None], emittable)
+    for row, sequence in enumerate(sequences):
+        if sequence.params.greedy:
+            processed[row] = raw[row]
+        elif sequence.params.top_p < 1:
+            processed[row] = apply_top_p(processed[row], sequence.params.top_p)
+    uniforms = torch.tensor([0.0 if s.params.greedy else float(torch.rand((), generator=s.generator)) for s in sequences],
+                            device=logits.device)
+    cdf = processed.exp().cumsum(dim=-1)
+    drawn = torch.searchsorted(cdf, (uniforms * cdf[:, -1])[:, None], right=True)[:, 0].clamp(max=logits.shape[-1] - 1)
+    greedy = torch.tensor([s.params.greedy for s in sequences], device=logits.device)
+    tokens = torch.where(greedy, raw.argmax(dim=-1), drawn)
+    # A rounding at the top of the cumulative sum must never pick an id of probability 0.
+    impossible = ~torch.isfinite(processed.gather(1, tokens[:, None])[:, 0])
+    tokens = torch.where(impossible, processed.argmax(dim=-1), tokens)
+    reported = {"processed_logprobs": processed, "raw_logprobs": raw}
+    for row, (sequence, token) in enumerate(zip(sequences, tokens.tolist())):
+        sequence.accept(policy, token, float(reported[sequence.logprobs_mode][row, token]))
+
+
 def generate(policy: Policy, prompt_ids: list[int], params: SamplingParams, generator: torch.Generator,
              max_length: int, logprobs_mode: str = "processed_logprobs") -> Completion:
     """One request alone (tests and tools); the server batches through batcher.py.
     `max_length` bounds prompt + completion (the server's --max-model-len)."""
     sequence = Sequence(prompt_ids, params, generator, max_length, logprobs_mode)
     while not sequence.done:
-        sequence.advance(policy, policy.batch_next_token_logits([sequence.ids])[0])
+        advance_batch(policy, [sequence], policy.batch_next_token_logits([sequence.ids]))
     return sequence.result()
