@@ -141,7 +141,14 @@ for (let step = start + 1; step <= steps; step += 1) {
   }
   if (step === Number(option("foreign-writes-at", -1))) {
     writeFileSync(join(process.env.A3R_RESULT_DIR, "finish.flag"), "succeeded\n");
-    writeFileSync(join(process.env.A3R_RESULT_DIR, "status.json"), '{"state": "done, trust me"');
+    // A write in place can land in the inode the worker's atomic rename just replaced (and
+    // vanish unseen), so the forgery is repeated until the worker reports it, for 10 s at most.
+    const events = join(process.env.A3R_RESULT_DIR, "events.jsonl");
+    const noticed = () => existsSync(events) && readFileSync(events, "utf8").includes('"file":"status.json"');
+    for (let tries = 0; tries < 50 && !noticed(); tries++) {
+      writeFileSync(join(process.env.A3R_RESULT_DIR, "status.json"), '{"state": "done, trust me"');
+      await sleep(200);
+    }
     writeFileSync(join(process.env.A3R_OUTPUT_DIR, "samples.txt"), `samples at step ${step}\n`);
   }
   if (step === Number(option("pause-after", -1))) {
