@@ -42,7 +42,7 @@ describe("fallback planner", () => {
     const { fallback, sink } = planner([late, late], "heuristic", { timeoutMs: 100 });
     const step = await fallback.next({ topic: llmTestTopic(), history: [], usage });
     if (step.kind !== "stage") throw new Error(`expected a stage, got ${step.kind}`);
-    expect(step.plan.rationale).toMatch(/^stage 1 planned by the heuristic: the model timed out twice \(deadline 0s\); /);
+    expect(step.plan.rationale).toMatch(/^stage 1 planned by the heuristic: the model timed out twice \(deadline 100ms\); /);
     expect(sink.records.map((record) => [record.role, record.errorCode])).toEqual([
       ["plan", "LLM_TIMEOUT"],
       ["plan", "LLM_TIMEOUT"],

@@ -1,4 +1,5 @@
 import { appendEventOnce, readEvents } from "../../../campaign/index.ts";
+import { formatDuration } from "../../../core/duration.ts";
 import { A3rError } from "../../../core/errors.ts";
 import type {
   BlueprintText,
@@ -148,7 +149,7 @@ export function reasonOf(error: A3rError): string {
   const details = error.details ?? {};
   switch (error.code) {
     case "LLM_TIMEOUT": {
-      const deadline = typeof details.timeoutMs === "number" ? ` (deadline ${Math.round(details.timeoutMs / 1000)}s)` : "";
+      const deadline = typeof details.timeoutMs === "number" ? ` (deadline ${formatDuration(details.timeoutMs)})` : "";
       return `the model timed out ${details.attempts === 2 ? "twice" : "once"}${deadline}`;
     }
     case "LLM_BAD_REQUEST":
