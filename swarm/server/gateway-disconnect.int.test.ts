@@ -43,7 +43,15 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
   const port = (upstream.address() as AddressInfo).port;
   const config = parseSwarmConfig(
-    ["port: 0", "train_batch_size: 1000", "model:", "  kind: openai-compatible", `  base_url: http://127.0.0.1:${port}/v1`, "  model: m", "  tokenizer: word"].join("\n"),
+    [
+      "port: 0",
+      "train_batch_size: 1000",
+      "model:",
+      "  kind: openai-compatible",
+      `  base_url: http://127.0.0.1:${port}/v1`,
+      "  model: m",
+      "  tokenizer: word",
+    ].join("\n"),
     { baseDirectory: directory.path },
   );
   server = await startSwarmServer({ config, logger: silentLogger });
