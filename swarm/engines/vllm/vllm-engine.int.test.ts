@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import itemColor from "../../../examples/tasks/item-color/task.ts";
 import { runEpisodes } from "../../client/run-episodes.ts";
 import { referenceServerTemplate } from "./command-template.ts";
-import { slowTests } from "../../../test-support/slow-tests.ts";
+import { slowTests, slowTierNote } from "../../../test-support/slow-tests.ts";
 import { SwarmClient } from "../../client/swarm-client.ts";
 import { loadSwarmConfig, parseSwarmConfig } from "../../config/config.ts";
 import { engineConfigOf } from "../../server/engine-factory.ts";
@@ -125,36 +125,41 @@ describe.skipIf(torchMissing)("vllm engine on CPU (reference server + tiny model
     expect(served.data.map((entry) => entry.id)).toEqual(["a3r-base", expect.stringMatching(/^a3r-step-\d+-40$/)]);
   }, 300_000);
 
-  it("keeps training when the inference server or the trainer is killed mid-run, and trains no step twice", async () => {
-    const { client, engine } = await startServer("faults", 6);
-    const playing = runEpisodes({ client, task: itemColor, episodes: 20_000, concurrency: 8, seed: 11 });
-    const stepAtLeast = async (step: number) => {
-      const deadline = Date.now() + 180_000;
-      while ((await client.status()).global_step < step) {
-        if (Date.now() > deadline) throw new Error(`step ${step} not reached`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    };
-    await stepAtLeast(2);
-    engine().killForTest("inference");
-    // Then during a weight sync: the new adapter must reach the restarted server.
-    await stepAtLeast(3);
-    const syncing = Date.now() + 60_000;
-    while ((await client.status()).engine_status !== "ENGINE.WEIGHT_SYNCING" && Date.now() < syncing) await new Promise((resolve) => setTimeout(resolve, 5));
-    engine().killForTest("inference");
-    await stepAtLeast(4);
-    engine().killForTest("trainer");
-    const summary = await playing;
-    expect(summary.stoppedEarly).toContain("finished");
-    const metrics = await client.metrics();
-    expect(metrics.map((step) => step.step ?? step.global_step)).toEqual([1, 2, 3, 4, 5, 6]);
-    const lastStep = metrics.at(-1)!;
-    expect(lastStep.inference_restarts).toBeGreaterThanOrEqual(2);
-    expect(lastStep.trainer_restarts).toBeGreaterThanOrEqual(1);
-    // Episodes cut by a dead server were aborted for that reason, never ended as if answered.
-    for (const outcome of summary.outcomes.filter((item) => !item.ok))
-      expect(outcome.error).toMatch(/restarting|upstream|ECONNREFUSED|socket|connect|terminated|50\d/i);
-  }, 300_000);
+  // The kill cases repeat the learning case's path with two restarts: the slow tier runs them.
+  it.skipIf(!slowTests)(
+    `keeps training when the inference server or the trainer is killed mid-run, and trains no step twice${slowTests ? "" : slowTierNote}`,
+    async () => {
+      const { client, engine } = await startServer("faults", 6);
+      const playing = runEpisodes({ client, task: itemColor, episodes: 20_000, concurrency: 8, seed: 11 });
+      const stepAtLeast = async (step: number) => {
+        const deadline = Date.now() + 180_000;
+        while ((await client.status()).global_step < step) {
+          if (Date.now() > deadline) throw new Error(`step ${step} not reached`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      };
+      await stepAtLeast(2);
+      engine().killForTest("inference");
+      // Then during a weight sync: the new adapter must reach the restarted server.
+      await stepAtLeast(3);
+      const syncing = Date.now() + 60_000;
+      while ((await client.status()).engine_status !== "ENGINE.WEIGHT_SYNCING" && Date.now() < syncing) await new Promise((resolve) => setTimeout(resolve, 5));
+      engine().killForTest("inference");
+      await stepAtLeast(4);
+      engine().killForTest("trainer");
+      const summary = await playing;
+      expect(summary.stoppedEarly).toContain("finished");
+      const metrics = await client.metrics();
+      expect(metrics.map((step) => step.step ?? step.global_step)).toEqual([1, 2, 3, 4, 5, 6]);
+      const lastStep = metrics.at(-1)!;
+      expect(lastStep.inference_restarts).toBeGreaterThanOrEqual(2);
+      expect(lastStep.trainer_restarts).toBeGreaterThanOrEqual(1);
+      // Episodes cut by a dead server were aborted for that reason, never ended as if answered.
+      for (const outcome of summary.outcomes.filter((item) => !item.ok))
+        expect(outcome.error).toMatch(/restarting|upstream|ECONNREFUSED|socket|connect|terminated|50\d/i);
+    },
+    300_000,
+  );
 
   // A command other than a3r's reference server (vllm serve in production) is started
   // through the watchdog (a3r_swarm/watchdog.py), since it does not watch its parent.
