@@ -34,12 +34,12 @@ describe("the Ray driver process", () => {
 
   it("stops a driver that answers nothing within the timeout, says which host and head, and starts a new one for the next request", async () => {
     const python = await standIn("stuck", `echo '@@a3r {"id":0,"ok":true,"result":{}}'\necho "stuck in ray.get" >&2\nexec sleep 600`);
-    const driver = new RayDriver({ host: "lab", python, address: "10.1.2.3:6379", namespace: "a3r" });
+    const driver = new RayDriver({ host: "lab", python, address: "127.0.0.9:6379", namespace: "a3r" });
     try {
       const failed = driver.request("states", { names: [] }, 500);
       await waitFor(() => driver.pid !== undefined);
       const first = driver.pid!;
-      await expect(failed).rejects.toThrow(/^lab: Ray driver for 10\.1\.2\.3:6379 gave no answer to states within 0\.5 s .*stuck in ray\.get/);
+      await expect(failed).rejects.toThrow(/^lab: Ray driver for 127\.0\.0\.9:6379 gave no answer to states within 0\.5 s .*stuck in ray\.get/);
       // The stuck one is killed, so nothing holds the next request behind it.
       await waitFor(() => !alive(first));
       await expect(driver.request("nodes", {}, 500)).rejects.toThrow(/gave no answer to nodes/);
@@ -50,8 +50,8 @@ describe("the Ray driver process", () => {
 
   it("fails a request at once with the driver's own reason when it cannot connect", async () => {
     const python = await standIn("refused", `echo "nothing answers at $1 (Connection refused): is the Ray head started there?" >&2\nexit 2`);
-    const driver = new RayDriver({ host: "lab", python, address: "10.1.2.3:6379", namespace: "a3r" });
-    await expect(driver.request("nodes", {}, 5_000)).rejects.toThrow(/^lab: Ray driver for 10\.1\.2\.3:6379 exited \(code 2\): nothing answers at/);
+    const driver = new RayDriver({ host: "lab", python, address: "127.0.0.9:6379", namespace: "a3r" });
+    await expect(driver.request("nodes", {}, 5_000)).rejects.toThrow(/^lab: Ray driver for 127\.0\.0\.9:6379 exited \(code 2\): nothing answers at/);
     expect(driver.pid).toBeUndefined();
   });
 
@@ -60,10 +60,10 @@ describe("the Ray driver process", () => {
       "chatty",
       `echo '@@a3r {"id":0,"ok":true,"result":{}}'\nread line\necho '@@a3r {torn'\necho 'ray: a warning'\necho '@@a3r {"id":1,"ok":false,"error":"ValueError: HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 rejected"}'\nread line`,
     );
-    const driver = new RayDriver({ host: "lab", python, address: "10.1.2.3:6379", namespace: "a3r" });
+    const driver = new RayDriver({ host: "lab", python, address: "127.0.0.9:6379", namespace: "a3r" });
     try {
       const failed = driver.request("launch", {}, 5_000);
-      await expect(failed).rejects.toThrow(/^lab: Ray at 10\.1\.2\.3:6379: ValueError: /);
+      await expect(failed).rejects.toThrow(/^lab: Ray at 127\.0\.0\.9:6379: ValueError: /);
       await expect(failed).rejects.not.toThrow(/hf_abcdefghijklmnopqrstuvwxyz0123/);
     } finally {
       await driver.close();

@@ -57,13 +57,13 @@ describe("kind: ray in hosts.yaml", () => {
 
   it("says the cluster's nodes with their free GPUs and CPUs", () => {
     const nodes = [
-      { id: "a", address: "10.0.0.1", alive: true, cpus: 32, gpus: 8, free_cpus: 30, free_gpus: 6 },
-      { id: "b", address: "10.0.0.2", alive: true, cpus: 32, gpus: 8, free_cpus: 32, free_gpus: 8 },
-      { id: "c", address: "10.0.0.3", alive: false, cpus: 32, gpus: 8, free_cpus: 0, free_gpus: 0 },
+      { id: "a", address: "127.0.0.1", alive: true, cpus: 32, gpus: 8, free_cpus: 30, free_gpus: 6 },
+      { id: "b", address: "127.0.0.2", alive: true, cpus: 32, gpus: 8, free_cpus: 32, free_gpus: 8 },
+      { id: "c", address: "127.0.0.3", alive: false, cpus: 32, gpus: 8, free_cpus: 0, free_gpus: 0 },
     ];
     expect(describeNodes(nodes)).toEqual({
       gpus: 16,
-      text: "16 GPUs (14 free), 64 CPUs (62 free) on 2 nodes (+1 down): 10.0.0.1 6/8 GPU 30/32 CPU, 10.0.0.2 8/8 GPU 32/32 CPU",
+      text: "16 GPUs (14 free), 64 CPUs (62 free) on 2 nodes (+1 down): 127.0.0.1 6/8 GPU 30/32 CPU, 127.0.0.2 8/8 GPU 32/32 CPU",
     });
   });
 });
