@@ -41,6 +41,12 @@ export interface EpisodeHandle {
    * instead of its own stream, or runs with the same seed stop being reproducible.
    */
   slot?: { episodeIndex: number; taskSeed: number };
+  /**
+   * Set when the server handed this claim an episode of a fixed-protocol evaluation
+   * (swarm.yaml `eval_protocol`): the step whose weights it measures. It is played like any
+   * other (from `slot`'s task seed) and never trained on.
+   */
+  evaluating?: number;
 }
 
 export interface EngineStatus {
@@ -166,6 +172,7 @@ export class SwarmClient {
           };
           if (typeof answer.episode_index === "number" && typeof answer.task_seed === "number")
             handle.slot = { episodeIndex: answer.episode_index, taskSeed: answer.task_seed };
+          if (typeof answer.protocol_eval_step === "number") handle.evaluating = answer.protocol_eval_step;
           this.#episodeKeys.set(handle.episodeUuid, handle.apiKey);
           this.#lastKey = handle.apiKey;
           if (handle.slot) this.#deterministic = true;

@@ -41,10 +41,46 @@ const optimizerSchema = z.strictObject({
   clip: z.number().positive().max(1).default(0.2),
 });
 
+/**
+ * Fields that change how a training metric is measured, not only what is learned: the
+ * leader reads this mark (`measures`) off the schema, and a campaign that varies one
+ * compares configurations on fixed-protocol eval episodes instead (`eval_protocol`;
+ * leader/design/measurement-protocol.ts).
+ */
+export const measurementMark = (why: string) => ({ measures: why });
+
 const samplingSchema = z.strictObject({
-  temperature: z.number().nonnegative().default(1),
-  top_p: z.number().gt(0).lte(1).default(1),
-  max_tokens: positiveInteger.default(16),
+  temperature: z
+    .number()
+    .nonnegative()
+    .default(1)
+    .meta(measurementMark("the reward of a train episode is sampled at this temperature: a greedier sampler scores higher without learning more")),
+  top_p: z
+    .number()
+    .gt(0)
+    .lte(1)
+    .default(1)
+    .meta(measurementMark("the reward of a train episode is sampled with this nucleus: a narrower one scores higher without learning more")),
+  max_tokens: positiveInteger.default(16).meta(measurementMark("the reward of a train episode is measured on completions cut at this length")),
+});
+
+/**
+ * Fixed-protocol evaluation: after each step in `at_steps`, before the step's metrics are
+ * published, the server hands every claim (train or eval) one of `episodes` numbered eval
+ * episodes instead, all at the same sampling, on a task set fixed by `seed`, never trained
+ * on, and records their mean as `protocol_eval_reward_mean` in that step's metrics. So
+ * configurations that sample differently during training are compared the same way
+ * (server/protocol-eval.ts). `sampling: config` takes `sampling` as the server starts;
+ * set it explicitly when sampling is what the runs vary.
+ */
+const evalProtocolSchema = z.strictObject({
+  /** 0 measures the untrained weights at a fresh start. */
+  at_steps: z.array(nonNegativeInteger).min(1),
+  episodes: positiveInteger.max(4096).default(64),
+  /** The seed the task set is drawn from (default: model.seed). */
+  seed: nonNegativeInteger.optional(),
+  // A union, so its fields are one leaf for override keys (`temperature` stays `sampling.temperature`).
+  sampling: z.union([z.literal("config"), samplingSchema.partial()]).default("config"),
 });
 
 const limitsSchema = z.strictObject({
@@ -182,6 +218,7 @@ export const swarmConfigObject = z.strictObject({
    * (the server refuses it with C4/C5, where when clients agree depends on timing).
    */
   deterministic: z.boolean().default(false),
+  eval_protocol: evalProtocolSchema.optional(),
 });
 
 /**

@@ -124,14 +124,15 @@ export function missingEpisodes(progress: PoolProgress, numRepeat: number): numb
   }
 }
 
-function insertSorted(list: number[], value: number): void {
+/** Inserts into an ascending list, keeping it sorted (the lowest number is replayed first). */
+export function insertSorted(list: number[], value: number): void {
   let at = list.length;
   while (at > 0 && list[at - 1]! > value) at -= 1;
   list.splice(at, 0, value);
 }
 
 /** A 32-bit hash of three integers: murmur3's finalizer after each one. */
-function mix(a: number, b: number, c: number): number {
+export function mix(a: number, b: number, c: number): number {
   let value = finalize(a ^ 0x9e3779b9);
   value = finalize(value ^ Math.imul(b, 0x85ebca6b));
   return finalize(value ^ Math.imul(c, 0xc2b2ae35));

@@ -58,6 +58,8 @@ export function addEpisodeRoutes(group: RouteGroupContext, security: { adminToke
       discard_episode_timeout: result.discardTimeoutSeconds,
       // Deterministic mode: the episode's number in the run and the seed its task is drawn from.
       ...(result.slot ? { episode_index: result.slot.index, task_seed: result.slot.taskSeed } : {}),
+      // A fixed-protocol evaluation is running: whatever was asked, this is an eval episode of it.
+      ...(result.evaluating === undefined ? {} : { episode_type: "eval", protocol_eval_step: result.evaluating }),
       ...(result.clampedFrom === undefined
         ? {}
         : {

@@ -200,7 +200,7 @@ export class Gateway {
     // disable_tool_calls (AgentJet's force_disable_toolcalls): no tools reach the engine, no tool calls are parsed.
     const tools = config.disable_tool_calls ? undefined : translated.tools;
     if (config.disable_tool_calls && translated.tools) warnings.push("tools ignored (disable_tool_calls)");
-    const maxTokens = callMaxTokens(config, translated.maxTokens, maxTokensCeiling);
+    const maxTokens = callMaxTokens(config, translated.maxTokens ?? this.coordinator.protocolSampling(episode)?.maxTokens, maxTokensCeiling);
     const overflow = contextOverflow(config, engine, messages, maxTokens);
     const signal = connectionSignal(request.socket);
     episode.inFlight += 1;
@@ -275,6 +275,13 @@ export class Gateway {
    */
   #sampling(episode: Episode, request: { temperature?: number; topP?: number }, warnings: string[]): { temperature: number; topP: number } {
     const { sampling, train_sampling } = this.coordinator.config;
+    // A fixed-protocol eval episode is measured as every other one of its evaluation is.
+    const fixed = this.coordinator.protocolSampling(episode);
+    if (fixed) {
+      if ((request.temperature !== undefined && request.temperature !== fixed.temperature) || (request.topP !== undefined && request.topP !== fixed.topP))
+        warnings.push(`temperature and top_p are fixed on protocol eval episodes (eval_protocol: temperature ${fixed.temperature}, top_p ${fixed.topP})`);
+      return { temperature: fixed.temperature, topP: fixed.topP };
+    }
     if (episode.type === "train" && train_sampling === "server") {
       const overridden = [
         request.temperature !== undefined && request.temperature !== sampling.temperature ? "temperature" : undefined,

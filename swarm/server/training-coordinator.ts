@@ -5,6 +5,7 @@ import { buildTrainingSamples } from "../tracking/index.ts";
 import { sampleLimitsOf } from "../config/sample-limits.ts";
 import { decideBatch, type StrategyDecision } from "./batching-strategies.ts";
 import { DeterministicRounds, type DeterministicSlot } from "./deterministic-rounds.ts";
+import { ProtocolEval, type ProtocolSampling } from "./protocol-eval.ts";
 import { CheckpointStore } from "./checkpoint-store.ts";
 import { ClientActivity } from "./client-activity.ts";
 import { defaultEngineFactory, type EngineFactory } from "./engine-factory.ts";
@@ -81,7 +82,15 @@ export interface RecordedLatestCall {
 }
 
 export type ClaimOutcome =
-  | { ok: true; episode: Episode; discardTimeoutSeconds: number; clampedFrom: number | undefined; slot?: DeterministicSlot | undefined }
+  | {
+      ok: true;
+      episode: Episode;
+      discardTimeoutSeconds: number;
+      clampedFrom: number | undefined;
+      slot?: DeterministicSlot | undefined;
+      /** Set when the claim was handed a fixed-protocol eval episode: the step whose weights it measures. */
+      evaluating?: number | undefined;
+    }
   | { ok: false; failCause: string; status?: number };
 
 /**
@@ -145,6 +154,10 @@ export class TrainingCoordinator {
   readonly #ratios = new Map<string, number>();
   /** Deterministic mode's numbered rounds (deterministic-rounds.ts); undefined otherwise. */
   #rounds: DeterministicRounds | undefined;
+  /** Fixed-protocol evaluation (protocol-eval.ts); undefined without `eval_protocol`. */
+  #protocol: ProtocolEval | undefined;
+  /** The metrics of the step being evaluated, published when its evaluation ends. */
+  #evaluatedStep: StepMetrics | undefined;
 
   constructor(
     public config: SwarmConfig,
@@ -246,7 +259,11 @@ export class TrainingCoordinator {
       const seed = (this.config.model as { seed?: number }).seed ?? 1;
       const next = metrics.at(-1)?.deterministic_next_episode ?? 0;
       this.#rounds = this.config.deterministic ? new DeterministicRounds(seed, this.config.num_repeat, next) : undefined;
+      this.#protocol = protocolEvalOf(this.config, seed);
+      this.#evaluatedStep = undefined;
       this.state.transition("ENGINE.ROLLING", `rolling at step ${step}`);
+      // `at_steps: [0, ...]`: the untrained weights are measured first, the same way.
+      if (step === 0 && metrics.length === 0 && this.#protocol?.plannedAfter(0)) this.#openEvaluation({ step: 0, time: Date.now() / 1000 } as StepMetrics);
       // Deterministic mode: open the first round.
       if (this.#rounds) this.#considerBatch();
     } catch (error) {
@@ -273,6 +290,9 @@ export class TrainingCoordinator {
     await this.#work.catch(() => undefined);
     const engine = this.engine;
     if (!engine) return;
+    // A step stopped during its evaluation is still a trained step: its record goes out
+    // with what the evaluation measured so far, so the checkpoint and a resume know it.
+    if (this.#evaluatedStep) await this.#recordStep(this.#withEvaluation(this.#evaluatedStep, "stopped"));
     if (options.checkpoint && this.globalStep > Math.max(0, this.#lastCheckpointStep))
       await this.saveCheckpoint().catch((error: unknown) => this.logger.error({ error: String(error) }, "checkpoint on stop failed"));
     this.engine = undefined;
@@ -362,6 +382,7 @@ export class TrainingCoordinator {
     // An idle claim may not hold a slot (or ROLLING_POST) longer than the server allows.
     const asked = request.discardTimeoutSeconds ?? this.config.episode_idle_timeout;
     const allowed = Math.min(asked, this.config.max_discard_episode_timeout);
+    if (this.#protocol?.runningFor !== undefined) return this.#claimProtocolEpisode(request, allowed, asked);
     const throttle = request.type === "train" ? request.throttle : undefined;
     if (throttle) {
       // Any uuid may send a throttle_policy: the map keeps the most recent claimers only.
@@ -402,6 +423,47 @@ export class TrainingCoordinator {
     return { ok: true, episode: result.episode, discardTimeoutSeconds: allowed, clampedFrom: clamped ? asked : undefined, slot };
   }
 
+  /** During an evaluation every claim plays one of its numbered eval episodes (protocol-eval.ts). */
+  #claimProtocolEpisode(request: Parameters<TrainingCoordinator["claim"]>[0], allowed: number, asked: number): ClaimOutcome {
+    const protocol = this.#protocol!;
+    const index = protocol.admit();
+    if (index === undefined)
+      return {
+        ok: false,
+        failCause: `No available episodes to claim. eval_protocol: all ${protocol.settings.episodes} eval episodes of the evaluation after step ${protocol.runningFor} are claimed; retry after it`,
+      };
+    const result = this.registry.claim({
+      clientUuid: request.clientUuid,
+      type: "eval",
+      discardTimeoutMs: allowed * 1000,
+      step: this.globalStep,
+      taskId: undefined,
+      connectionId: request.connectionId,
+      unkeyed: request.unkeyed,
+    });
+    if (!result.ok) {
+      protocol.release(index);
+      return result.perClientCap
+        ? { ok: false, failCause: result.failCause, status: 429 }
+        : { ok: false, failCause: `No available episodes to claim. ${result.failCause}` };
+    }
+    protocol.bind(result.episode.episodeUuid, index);
+    const clamped = request.discardTimeoutSeconds !== undefined && allowed < asked;
+    return {
+      ok: true,
+      episode: result.episode,
+      discardTimeoutSeconds: allowed,
+      clampedFrom: clamped ? asked : undefined,
+      slot: protocol.slot(index),
+      evaluating: protocol.runningFor,
+    };
+  }
+
+  /** The fixed sampling of an evaluation episode; undefined for every other episode. */
+  protocolSampling(episode: Episode): ProtocolSampling | undefined {
+    return this.#protocol?.owns(episode.episodeUuid) ? this.#protocol.settings.sampling : undefined;
+  }
+
   /** Tasks per batch each client with a throttle_policy may contribute (C2 and C3 only). */
   clientTaskQuotas(): Map<string, number> | undefined {
     const method = this.config.swarm_mode_sample_collection_method;
@@ -434,6 +496,8 @@ export class TrainingCoordinator {
 
   /** The seed of an episode's next completion: in deterministic mode derived from its number and the call's place. */
   samplingSeed(episode: Episode, requested: number | undefined): number | undefined {
+    const fixed = this.#protocol?.samplingSeed(episode.episodeUuid, episode.calls.length);
+    if (fixed !== undefined) return fixed;
     const index = this.#rounds?.indexOf(episode.episodeUuid);
     return index === undefined ? requested : this.#rounds!.samplingSeed(index, episode.calls.length, requested);
   }
@@ -442,6 +506,19 @@ export class TrainingCoordinator {
   end(request: EndEpisodeRequest): void {
     const episode = this.#ownedEpisode(request.clientUuid, request.episodeUuid);
     if (episode.status !== "running") throw new RequestRefused(400, this.#notRunningReason(episode));
+    if (this.#protocol?.owns(episode.episodeUuid)) {
+      this.registry.finish(
+        episode.episodeUuid,
+        "ended",
+        request.reward === null ? "protocol eval episode ended without a reward" : "protocol eval episode rewarded (never trained on)",
+      );
+      if (request.reward !== null) this.clients.rewarded(request.clientUuid);
+      this.#protocol.record(episode.episodeUuid, request.reward);
+      episode.taskId = request.taskId;
+      if (request.reward !== null) episode.reward = request.reward;
+      this.#maybeEndEvaluation();
+      return;
+    }
     // Deterministic mode: the episode's number, its place in the batch order (arrival order otherwise).
     const index = this.#rounds?.consume(episode.episodeUuid);
     if (request.reward === null) {
@@ -512,6 +589,7 @@ export class TrainingCoordinator {
       throw new RequestRefused(404, `Episode ${episodeUuid} is claimed by a different client; client_uuid ${clientUuid} may not abort it`);
     this.clients.seen(clientUuid);
     this.registry.finish(episodeUuid, "aborted", "aborted by its client");
+    this.#maybeEndEvaluation();
     this.#maybeDrain();
   }
 
@@ -558,6 +636,7 @@ export class TrainingCoordinator {
     const reclaimed = this.registry.reclaimIdle();
     for (const episode of reclaimed)
       this.logger.warn({ episodeUuid: episode.episodeUuid, clientUuid: episode.clientUuid }, `episode reclaimed: ${episode.closeReason}`);
+    this.#maybeEndEvaluation();
     this.#considerBatch();
     this.#abortStragglers();
     this.#maybeDrain();
@@ -619,7 +698,7 @@ export class TrainingCoordinator {
 
   /** ROLLING → ROLLING_POST when the strategy says the pool is ready; the batch is fixed now. */
   #considerBatch(): void {
-    if (this.state.state !== "ENGINE.ROLLING") return;
+    if (this.state.state !== "ENGINE.ROLLING" || this.#protocol?.runningFor !== undefined) return;
     // Deterministic mode decides only when the round's episodes have all ended, so the pool's content is fixed.
     if (this.#rounds && !this.#rounds.settle(this.registry)) return;
     const decision = this.decision();
@@ -672,8 +751,86 @@ export class TrainingCoordinator {
     this.#work = this.#work.then(() => this.#train(batch));
   }
 
+  /** Publishes a trained step's metrics (GET /metrics, metrics.jsonl). */
+  async #recordStep(metrics: StepMetrics): Promise<void> {
+    this.metrics.push(metrics);
+    await this.checkpoints.appendMetrics(metrics).catch((error: unknown) => this.logger.error({ error: String(error) }, "metrics.jsonl append failed"));
+    this.logger.info({ step: metrics.step, reward_mean: metrics.reward_mean, episodes: metrics.episodes }, "step done");
+  }
+
+  /** After a step is recorded: the C4/C5 hold, the checkpoint it is due, then finish or roll on. */
+  async #afterStep(epoch: number): Promise<void> {
+    try {
+      if (this.state.epoch !== epoch) return;
+      await this.#holdObservable(epoch);
+      if (this.state.epoch !== epoch) return;
+      const maxSteps = this.config.max_steps;
+      const finished = maxSteps > 0 && this.globalStep >= maxSteps;
+      if (finished || (this.config.save_freq > 0 && this.globalStep > 0 && this.globalStep % this.config.save_freq === 0)) {
+        this.state.transition("ENGINE.WEIGHT_EXPORTING", `saving the checkpoint of step ${this.globalStep}`);
+        epoch = this.state.epoch;
+        await this.saveCheckpoint();
+        if (this.state.epoch !== epoch) return;
+      }
+      if (finished) {
+        this.state.transition("ENGINE.OFFLINE", `finished: max_steps (${maxSteps}) reached at step ${this.globalStep}`);
+        return;
+      }
+      this.state.transition("ENGINE.ROLLING", `rolling at step ${this.globalStep}`);
+      // Leftovers may already fill the next batch.
+      this.#considerBatch();
+    } catch (error) {
+      this.logger.error({ error: String(error), step: this.globalStep }, "saving the step failed");
+      if (this.state.epoch === epoch) this.#failAfterTraining(error);
+    }
+  }
+
+  /** The step trained and its metrics are recorded; what failed is saving it. */
+  #failAfterTraining(error: unknown): void {
+    this.failure = { stage: "checkpoint", step: this.globalStep, error: errorText(error), time: Date.now() / 1000 };
+    this.state.transition("ENGINE.OFFLINE", `failed: the checkpoint of step ${this.globalStep} failed: ${errorText(error)}; ${untilRestarted}`);
+  }
+
+  /** Starts the evaluation of the current weights; the step's record waits for it, so whoever reads the step reads both. */
+  #openEvaluation(metrics: StepMetrics): void {
+    const protocol = this.#protocol!;
+    this.#evaluatedStep = metrics;
+    protocol.open(metrics.step);
+    this.state.describe(
+      `evaluating the weights of step ${metrics.step} on ${protocol.settings.episodes} fixed-protocol eval episodes (eval_protocol); every claim plays one until they have all ended`,
+    );
+  }
+
+  /** The evaluation has every episode it plans: the step is recorded with it, then training goes on. */
+  #maybeEndEvaluation(): void {
+    const protocol = this.#protocol;
+    const evaluated = this.#evaluatedStep;
+    if (!protocol || !evaluated || this.state.state !== "ENGINE.ROLLING" || !protocol.settle(this.registry)) return;
+    const metrics = this.#withEvaluation(evaluated, "complete");
+    // Through the usual states, so a client polling the engine sees a step boundary.
+    this.state.transition("ENGINE.ROLLING_POST", `the evaluation of step ${metrics.step} is complete (${metrics.protocol_eval_episodes} episodes)`);
+    this.state.transition("ENGINE.WEIGHT_SYNCING", `recording step ${metrics.step} with its evaluation`);
+    const epoch = this.state.epoch;
+    this.#work = this.#work.then(async () => {
+      await this.#recordStep(metrics);
+      await this.#afterStep(epoch);
+    });
+  }
+
+  /** The step's metrics with what its evaluation measured; ends the evaluation. */
+  #withEvaluation(metrics: StepMetrics, how: "complete" | "stopped"): StepMetrics {
+    this.#evaluatedStep = undefined;
+    const result = this.#protocol!.close();
+    return {
+      ...metrics,
+      ...(result.rewardMean === undefined ? {} : { protocol_eval_reward_mean: result.rewardMean }),
+      protocol_eval_episodes: result.episodes,
+      ...(how === "stopped" ? { protocol_eval_incomplete: 1 } : {}),
+    };
+  }
+
   async #train(batch: PooledEpisode[]): Promise<void> {
-    let epoch = this.state.epoch;
+    const epoch = this.state.epoch;
     const engine = this.engine!;
     const trainStartedAt = Date.now();
     let trained = false;
@@ -707,36 +864,19 @@ export class TrainingCoordinator {
         metrics.eval_episodes = this.#evalRewards.length;
         this.#evalRewards = [];
       }
-      this.metrics.push(metrics);
       this.#stepStartedAt = now;
-      await this.checkpoints.appendMetrics(metrics).catch((error: unknown) => this.logger.error({ error: String(error) }, "metrics.jsonl append failed"));
-      this.logger.info({ step: this.globalStep, reward_mean: metrics.reward_mean, episodes: metrics.episodes }, "step done");
-      if (this.state.epoch !== epoch) return;
-      await this.#holdObservable(epoch);
-      if (this.state.epoch !== epoch) return;
-      const maxSteps = this.config.max_steps;
-      const finished = maxSteps > 0 && this.globalStep >= maxSteps;
-      if (finished || (this.config.save_freq > 0 && this.globalStep % this.config.save_freq === 0)) {
-        this.state.transition("ENGINE.WEIGHT_EXPORTING", `saving the checkpoint of step ${this.globalStep}`);
-        epoch = this.state.epoch;
-        await this.saveCheckpoint();
-        if (this.state.epoch !== epoch) return;
-      }
-      if (finished) {
-        this.state.transition("ENGINE.OFFLINE", `finished: max_steps (${maxSteps}) reached at step ${this.globalStep}`);
+      if (this.#protocol?.plannedAfter(this.globalStep) && this.state.epoch === epoch) {
+        this.state.transition("ENGINE.ROLLING", `rolling at step ${this.globalStep}`);
+        this.#openEvaluation(metrics);
         return;
       }
-      this.state.transition("ENGINE.ROLLING", `rolling at step ${this.globalStep}`);
-      // Leftovers may already fill the next batch.
-      this.#considerBatch();
+      await this.#recordStep(metrics);
+      await this.#afterStep(epoch);
     } catch (error) {
       this.logger.error({ error: String(error), step: this.globalStep }, "training step failed");
       if (this.state.epoch !== epoch) return;
-      const until = "the server will not roll again until start_engine or resume_from_checkpoint";
       if (trained) {
-        // The step trained and its metrics are recorded; what failed is saving it.
-        this.failure = { stage: "checkpoint", step: this.globalStep, error: errorText(error), time: Date.now() / 1000 };
-        this.state.transition("ENGINE.OFFLINE", `failed: the checkpoint of step ${this.globalStep} failed: ${errorText(error)}; ${until}`);
+        this.#failAfterTraining(error);
         return;
       }
       const failedStep = this.globalStep + 1;
@@ -756,13 +896,31 @@ export class TrainingCoordinator {
       };
       this.#drainAborted = 0;
       this.metrics.push(record);
-      this.state.transition("ENGINE.OFFLINE", `failed: the training step ${failedStep} failed: ${errorText(error)}; ${until}`);
+      this.state.transition("ENGINE.OFFLINE", `failed: the training step ${failedStep} failed: ${errorText(error)}; ${untilRestarted}`);
       await this.checkpoints.appendMetrics({ ...record, error: errorText(error) } as unknown as StepMetrics).catch(() => undefined);
     }
   }
 }
 
 const drainDeadlineReason = "drain deadline";
+const untilRestarted = "the server will not roll again until start_engine or resume_from_checkpoint";
+
+/** The fixed-protocol evaluation the config plans, its sampling resolved against `sampling`; undefined without one. */
+function protocolEvalOf(config: SwarmConfig, modelSeed: number): ProtocolEval | undefined {
+  const protocol = config.eval_protocol;
+  if (!protocol) return undefined;
+  const fixed = protocol.sampling === "config" ? {} : protocol.sampling;
+  return new ProtocolEval({
+    atSteps: protocol.at_steps,
+    episodes: protocol.episodes,
+    seed: protocol.seed ?? modelSeed,
+    sampling: {
+      temperature: fixed.temperature ?? config.sampling.temperature,
+      topP: fixed.top_p ?? config.sampling.top_p,
+      maxTokens: fixed.max_tokens ?? config.sampling.max_tokens,
+    },
+  });
+}
 /** Clients whose task ratio is remembered (far more than any swarm runs; invented uuids must not grow it without end). */
 const maxRatioClients = 4096;
 

@@ -1,0 +1,139 @@
+import type { DeterministicSlot } from "./deterministic-rounds.ts";
+import { insertSorted, mix } from "./deterministic-rounds.ts";
+import type { EpisodeRegistry } from "./episode-registry.ts";
+
+/** The sampling every fixed-protocol eval episode uses, whatever its client asks. */
+export interface ProtocolSampling {
+  temperature: number;
+  topP: number;
+  maxTokens: number;
+}
+
+export interface ProtocolEvalSettings {
+  /** Training steps after which the weights are evaluated (swarm.yaml `eval_protocol.at_steps`). */
+  atSteps: readonly number[];
+  episodes: number;
+  /** The task set's seed: the same seed gives the same tasks at every evaluation and in every run. */
+  seed: number;
+  sampling: ProtocolSampling;
+}
+
+/** What one evaluation measured, recorded in the step's metrics. */
+export interface ProtocolEvalResult {
+  step: number;
+  rewardMean: number | undefined;
+  /** Episodes that ended with a reward (one ended with `reward: null` uses its number up). */
+  episodes: number;
+}
+
+/**
+ * Fixed-protocol evaluation (swarm.yaml `eval_protocol`). A knob that changes sampling
+ * changes how the training reward is measured: a run at temperature 0.3 scores its own
+ * greedier samples, so its rollout_reward_mean is higher without the policy being better.
+ * An evaluation here measures every run the same way: after each planned step, the
+ * weights of that step answer `episodes` numbered eval episodes, one task each, drawn
+ * from the protocol's seed (so the same tasks at every evaluation and in every
+ * configuration with that seed), at one fixed sampling, with per-call sampling seeds
+ * from (seed, number, call), and never trained on.
+ *
+ * While an evaluation runs, every claim is handed one of its episodes (a claim cannot
+ * train the weights being measured); a lost claim's number is played again, as in
+ * deterministic mode. Rewards are summed in value order, so the mean does not depend on
+ * which episode ended first.
+ */
+export class ProtocolEval {
+  readonly #atSteps: ReadonlySet<number>;
+  /** The step whose weights are being evaluated; undefined between evaluations. */
+  #step: number | undefined;
+  #next = 0;
+  readonly #replay: number[] = [];
+  readonly #claimed = new Map<string, number>();
+  #rewards: number[] = [];
+  #ended = 0;
+
+  constructor(readonly settings: ProtocolEvalSettings) {
+    this.#atSteps = new Set(settings.atSteps);
+  }
+
+  /** Whether the weights after this training step are evaluated. */
+  plannedAfter(step: number): boolean {
+    return this.#atSteps.has(step);
+  }
+
+  /** The step being evaluated, or undefined when no evaluation runs. */
+  get runningFor(): number | undefined {
+    return this.#step;
+  }
+
+  open(step: number): void {
+    this.#step = step;
+    this.#next = 0;
+    this.#replay.length = 0;
+    this.#claimed.clear();
+    this.#rewards = [];
+    this.#ended = 0;
+  }
+
+  /** The number a new claim plays, or undefined when every episode is handed out. */
+  admit(): number | undefined {
+    if (this.#step === undefined) return undefined;
+    if (this.#replay.length > 0) return this.#replay.shift();
+    if (this.#next >= this.settings.episodes) return undefined;
+    return this.#next++;
+  }
+
+  bind(episodeUuid: string, index: number): void {
+    this.#claimed.set(episodeUuid, index);
+  }
+
+  /** A number admitted whose claim the registry refused: the next claim gets it. */
+  release(index: number): void {
+    insertSorted(this.#replay, index);
+  }
+
+  owns(episodeUuid: string): boolean {
+    return this.#claimed.has(episodeUuid);
+  }
+
+  slot(index: number): DeterministicSlot {
+    return { index, taskSeed: mix(this.settings.seed, 0xe7a1, index) % 2 ** 31 };
+  }
+
+  /** The sampling seed of an evaluation episode's `call`-th completion; undefined for other episodes. */
+  samplingSeed(episodeUuid: string, call: number): number | undefined {
+    const index = this.#claimed.get(episodeUuid);
+    return index === undefined ? undefined : mix(mix(this.settings.seed, 0x5eed, index), call, 0);
+  }
+
+  /** The episode ended: with a reward it counts, with `null` its number is used up. */
+  record(episodeUuid: string, reward: number | null): void {
+    if (!this.#claimed.delete(episodeUuid)) return;
+    this.#ended += 1;
+    if (reward !== null) this.#rewards.push(reward);
+  }
+
+  /** Sends the numbers of claims that stopped running without an end back to be played; true when every episode has ended. */
+  settle(registry: EpisodeRegistry): boolean {
+    if (this.#step === undefined) return false;
+    for (const [episodeUuid, index] of this.#claimed) {
+      if (registry.find(episodeUuid)?.status === "running") continue;
+      this.#claimed.delete(episodeUuid);
+      insertSorted(this.#replay, index);
+    }
+    return this.#ended >= this.settings.episodes;
+  }
+
+  /** What the evaluation measured so far; ends it. */
+  close(): ProtocolEvalResult {
+    const step = this.#step ?? 0;
+    const sorted = [...this.#rewards].sort((a, b) => a - b);
+    const result = {
+      step,
+      rewardMean: sorted.length > 0 ? sorted.reduce((sum, value) => sum + value, 0) / sorted.length : undefined,
+      episodes: sorted.length,
+    };
+    this.#step = undefined;
+    this.#claimed.clear();
+    return result;
+  }
+}
