@@ -39,7 +39,7 @@ import {
 import { plannerChoiceFacts, plannerOfCampaign } from "./research/planner-option.ts";
 import { collect, draftFromFile, type DraftFlags } from "./research/draft-from-file.ts";
 import { stopCampaignRuns } from "./research/stop-runs.ts";
-import { swarmConfigSchema } from "../swarm/schema.ts";
+import { campaignTopic, engineSchemas } from "./research/campaign-topic.ts";
 import { exitCode } from "./exit-codes.ts";
 
 /**
@@ -217,7 +217,7 @@ function registerReport(program: Command): void {
     .action(async (campaignId: string, flags: { runsDir: string }) => {
       const runsDir = resolve(flags.runsDir);
       const campaign = await loadCampaign(runsDir, campaignId);
-      await rewriteCampaignReport(campaign.paths, parseTopic(campaign.topic, { file: campaign.paths.topic }));
+      await rewriteCampaignReport(campaign.paths, await campaignTopic(campaign));
       process.stdout.write(`report: ${campaign.paths.report}\nreport: ${campaign.paths.reportHtml}\n`);
     });
 }
@@ -435,7 +435,7 @@ async function lead(
       hosts,
       intervalMs: topic.leaderPollMs,
       // The swarm engine's config schema: the leader keeps refinement inside its bounds and audits overrides against it.
-      engineSchemas: { swarm: swarmConfigSchema },
+      engineSchemas,
       onNode: (node, state) => {
         const stage = state.stagePlan?.stage ?? state.pending?.stage;
         view.note(`leader: ${node}${stage === undefined ? "" : ` (stage ${stage})`}`);

@@ -1,7 +1,8 @@
+import { campaignTopic } from "./research/campaign-topic.ts";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { loadCampaign } from "../campaign/index.ts";
-import { openLeaderModel, parseTopic, writeCampaignWriteup } from "../leader/index.ts";
+import { openLeaderModel, writeCampaignWriteup } from "../leader/index.ts";
 
 /**
  * `a3r writeup ID`: the campaign as a paper-style document, writeup.md and writeup.html in
@@ -19,7 +20,7 @@ export function registerWriteupCommand(program: Command): void {
     .option("--llm", "also let the configured language model draft an abstract and a discussion from the facts (shown apart, its numbers checked)")
     .action(async (campaignId: string, flags: { runsDir: string; llm?: boolean }) => {
       const campaign = await loadCampaign(resolve(flags.runsDir), campaignId);
-      const topic = parseTopic(campaign.topic, { file: campaign.paths.topic });
+      const topic = await campaignTopic(campaign);
       // The draft is booked to the campaign's ledger and held to its model budget, like the leader's calls.
       const model = flags.llm
         ? await openLeaderModel(process.env, { ledgerFile: campaign.paths.ledger, budget: { tokens: topic.budgets.llmTokens, usd: topic.budgets.llmUsd } })

@@ -28,6 +28,7 @@ export type { PlannerChoice, PlannerFlag } from "./planners/planner-choice.ts";
 export { plannerFlags, plannerKindOf, plannerKinds, registerPlanner } from "./planners/registry.ts";
 export type { CampaignPlannerContext, PlannerKind, PlannerReadiness } from "./domain/planner-kind.ts";
 export { heuristicNeeds, loadTopic, parseTopic } from "./domain/topic.ts";
+export { measuredTopic } from "./design/measurement-protocol.ts";
 export type { Topic } from "./domain/topic.ts";
 export { topicTextWithAbsolutePaths } from "./domain/topic-paths.ts";
 export { draftTopic, parseKnobFlag, proposeKnobs } from "./domain/topic-draft.ts";

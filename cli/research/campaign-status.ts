@@ -1,3 +1,4 @@
+import { campaignTopic } from "./campaign-topic.ts";
 import { basename } from "node:path";
 import { campaignPaths, listCampaigns, listStages, loadCampaign, readEvents, readLedger, readResultDir, summarizeLedger } from "../../campaign/index.ts";
 import { renderSpendingByRole } from "../../campaign/index.ts";
@@ -114,7 +115,7 @@ export async function listCampaignSummaries(runsDir: string): Promise<CampaignSu
 export async function describeCampaign(runsDir: string, id: string): Promise<CampaignDetail> {
   const summary = await summarizeCampaign(runsDir, id);
   const paths = campaignPaths(runsDir, id);
-  const metric = metricNameOf((await loadCampaign(runsDir, id)).topic, paths.topic);
+  const metric = await metricNameOf(await loadCampaign(runsDir, id));
   const stageDetails = [];
   for (const stage of await listStages(paths)) {
     const experiments: ExperimentStatus[] = [];
@@ -238,9 +239,10 @@ function goalOf(text: string, file: string): "maximize" | "minimize" {
   }
 }
 
-function metricNameOf(text: string, file: string): string | null {
+/** The metric the campaign compares (the fixed protocol's, when it uses one). */
+async function metricNameOf(campaign: { topic: string; paths: { topic: string } }): Promise<string | null> {
   try {
-    return parseTopic(text, { file }).metric?.name ?? null;
+    return (await campaignTopic(campaign)).metric?.name ?? null;
   } catch {
     return null;
   }

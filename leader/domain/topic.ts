@@ -62,6 +62,14 @@ const metricSchema = z.strictObject({
    * are the same for the question (two one-sided tests), which is an answer, not a failure.
    */
   equivalence: z.number().positive().optional(),
+  /**
+   * How runs are measured when a knob changes how the metric itself is sampled (a
+   * temperature, top_p): `auto` compares them on fixed-protocol eval episodes where the
+   * engine can run them (swarm mode: leader/design/measurement-protocol.ts), `training`
+   * keeps the training metric as it is (the report then says the comparison is biased).
+   * Absent means `auto`.
+   */
+  protocol: z.enum(["auto", "training"]).optional(),
 });
 
 /** A knob's candidate values, optionally with the range its values must stay in when refined. */
@@ -231,6 +239,31 @@ export interface Topic {
   budgetAxis: BudgetAxis;
   /** `planner_fallback: heuristic`: the heuristic makes the decisions the model cannot, with --planner llm too. */
   plannerFallback?: "heuristic";
+  /**
+   * Set by the leader, never written in a topic: the knobs change how the topic's metric
+   * is sampled, so configurations are compared on this fixed-protocol metric instead
+   * (leader/design/measurement-protocol.ts; `metric.name` is then the protocol's).
+   */
+  measurement?: MeasurementProtocol;
+  /** Set by the leader: a knob changes how the metric is sampled and no fixed protocol could be planned; why. */
+  measurementCaveat?: string;
+}
+
+/** A comparison moved from the training metric to fixed-protocol eval episodes, and why. */
+export interface MeasurementProtocol {
+  /** The metric the topic named (measured at each configuration's own sampling). */
+  trainingMetric: string;
+  /** What is compared instead (the swarm server's protocol_eval_reward_mean). */
+  metric: string;
+  /** The knobs that change the measurement, each with the config field and the engine schema's reason. */
+  knobs: { knob: string; field: string; why: string }[];
+  /** Every run is evaluated after each multiple of this many steps (swarm.yaml `eval_protocol.every`)... */
+  every: number;
+  /** ...that is, after these training steps. */
+  atSteps: number[];
+  episodes: number;
+  /** The one sampling every evaluation uses: the base configuration's. */
+  sampling: { temperature: number; top_p: number; max_tokens: number };
 }
 
 const fieldHints: Record<string, string> = {

@@ -12,6 +12,7 @@ import { llmAllowanceFor } from "../record/run-ledgers.ts";
 import { answerKeyIn, openRoundOf, stoppedMs } from "../record/reopen.ts";
 import { loadTopic } from "../domain/topic.ts";
 import { engineBounds, engineSchemaFor } from "../design/engine-schema.ts";
+import { measuredTopic } from "../design/measurement-protocol.ts";
 import type { LeaderOptions, LeaderStateValue, ReviewAnswer, ReviewRequest } from "./leader-state.ts";
 
 /**
@@ -22,7 +23,9 @@ import type { LeaderOptions, LeaderStateValue, ReviewAnswer, ReviewRequest } fro
 export function createNodeContext(options: LeaderOptions) {
   const paths = campaignPaths(options.runsDir, options.campaignId);
   const { planner } = options;
-  const topicOf = async () => (await loadTopic(paths.topic)).topic;
+  const writtenTopic = async () => (await loadTopic(paths.topic)).topic;
+  // The topic as the campaign compares it: on a fixed protocol when a knob changes how its metric is sampled.
+  const topicOf = async () => measuredTopic(await writtenTopic(), options.engineSchemas);
   const enter = async (node: string, state: LeaderStateValue): Promise<void> => {
     await options.onNode?.(node, state);
   };
@@ -37,7 +40,7 @@ export function createNodeContext(options: LeaderOptions) {
     wallTimeMs:
       state.startedAtMs === null ? 0 : Math.max(0, Date.now() - state.startedAtMs - idleMs((await readEvents(paths.events)).events, state.startedAtMs)),
   });
-  const engineOf = async () => engineSchemaFor(options.engineSchemas, await topicOf());
+  const engineOf = async () => engineSchemaFor(options.engineSchemas, await writtenTopic());
   const inputOf = async (state: LeaderStateValue): Promise<PlannerInput> => {
     const topic = await topicOf();
     const engine = await engineOf();

@@ -13,6 +13,7 @@ import type { Topic } from "../domain/topic.ts";
 import { answerParagraphs, settingsText, type Paragraph } from "./answer.ts";
 import { parseQuestion } from "../domain/question.ts";
 import { judgeContrasts, type ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import { measurementLine } from "./measurement-line.ts";
 import { methodLine } from "./method-line.ts";
 import type { EarlierCampaign } from "../history/earlier-campaigns.ts";
 
@@ -151,7 +152,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
         }
       : undefined,
     stop: inputs.stop,
-    method: methodLine(topic, ranking?.comparisons.length ?? 0, contrasts),
+    method: `${methodLine(topic, ranking?.comparisons.length ?? 0, contrasts)} ${measurementLine(topic)}`,
     contrasts,
     answer: [
       ...answerParagraphs({

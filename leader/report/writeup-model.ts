@@ -1,3 +1,4 @@
+import { measurementLine } from "./measurement-line.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import type { ContrastMember, ContrastVerdict } from "../domain/contrast-verdicts.ts";
 import { refusedText } from "./answer.ts";
@@ -266,9 +267,6 @@ function decidedSection(inputs: WriteupInputs): WriteupSection {
   return { id: "decided", title: "4. What was decided and what was not", blocks };
 }
 
-/** Knobs that change how the metric is sampled, so a configuration's reward is not measured the same way as the baseline's. */
-const measurementKnobs = /(^|\.)(temperature|top_p|top_k|min_p|repetition_penalty|presence_penalty|frequency_penalty|reward[\w]*|eval[\w]*)$/;
-
 function threatsSection(inputs: WriteupInputs): WriteupSection {
   const { model, topic, history } = inputs;
   const seeds = model.configurations.filter((row) => row.n > 0).map((row) => row.n);
@@ -280,13 +278,8 @@ function threatsSection(inputs: WriteupInputs): WriteupSection {
       "Multiple comparisons: every verdict is Holm-corrected within its family, and every interval shown is adjusted to agree with it; a different family (more configurations) would widen them.",
     ],
   ];
-  const sampling = Object.keys(topic.knobs).filter((knob) => measurementKnobs.test(knob));
   threats.push(
-    sampling.length > 0
-      ? [
-          `Measurement: ${sampling.join(", ")} change${sampling.length === 1 ? "s" : ""} how the metric is sampled, so each configuration's ${model.metric?.name ?? "metric"} is measured at its own setting: a greedier sampler can score higher by itself, without learning more.`,
-        ]
-      : [`Measurement: every configuration is scored by the same training metric (${model.metric?.name ?? "none"}); no knob changes how it is sampled.`],
+    [measurementLine(topic)],
     [
       `Scope: the answer holds for the values tried (${
         Object.entries(topic.knobs)
