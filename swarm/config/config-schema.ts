@@ -65,7 +65,7 @@ const samplingSchema = z.strictObject({
 });
 
 /**
- * Fixed-protocol evaluation: after each step in `at_steps`, before the step's metrics are
+ * Fixed-protocol evaluation: after each step in `at_steps` and each multiple of `every`, before the step's metrics are
  * published, the server hands every claim (train or eval) one of `episodes` numbered eval
  * episodes instead, all at the same sampling, on a task set fixed by `seed`, never trained
  * on, and records their mean as `protocol_eval_reward_mean` in that step's metrics. So
@@ -73,15 +73,19 @@ const samplingSchema = z.strictObject({
  * (server/protocol-eval.ts). `sampling: config` takes `sampling` as the server starts;
  * set it explicitly when sampling is what the runs vary.
  */
-const evalProtocolSchema = z.strictObject({
-  /** 0 measures the untrained weights at a fresh start. */
-  at_steps: z.array(nonNegativeInteger).min(1),
-  episodes: positiveInteger.max(4096).default(64),
-  /** The seed the task set is drawn from (default: model.seed). */
-  seed: nonNegativeInteger.optional(),
-  // A union, so its fields are one leaf for override keys (`temperature` stays `sampling.temperature`).
-  sampling: z.union([z.literal("config"), samplingSchema.partial()]).default("config"),
-});
+const evalProtocolSchema = z
+  .strictObject({
+    /** 0 measures the untrained weights at a fresh start. */
+    at_steps: z.array(nonNegativeInteger).optional(),
+    /** Also after every this many steps (a scalar, so a blueprint override can set it). */
+    every: positiveInteger.optional(),
+    episodes: positiveInteger.max(4096).default(64),
+    /** The seed the task set is drawn from (default: model.seed). */
+    seed: nonNegativeInteger.optional(),
+    // A union, so its fields are one leaf for override keys (`temperature` stays `sampling.temperature`).
+    sampling: z.union([z.literal("config"), samplingSchema.partial()]).default("config"),
+  })
+  .refine((protocol) => (protocol.at_steps?.length ?? 0) > 0 || protocol.every !== undefined, "give at_steps (a list of steps) or every (a step interval)");
 
 const limitsSchema = z.strictObject({
   /** A request with more messages is refused (400): bounds prompt memory per call. */

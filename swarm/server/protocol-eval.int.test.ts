@@ -67,7 +67,7 @@ async function trainedCurve(lines: string[], runners: ReadonlyArray<{ concurrenc
 describe("fixed-protocol evaluation (eval_protocol)", () => {
   it("measures the untrained weights the same way whatever temperature the run trains at", async () => {
     const protocol = "eval_protocol: { at_steps: [0, 1], episodes: 32, sampling: { temperature: 1, top_p: 1 } }";
-    const [cold, hot] = await Promise.all(
+    const [cold, hot] = (await Promise.all(
       [0.3, 2].map((temperature) =>
         trainedCurve(
           [
@@ -80,7 +80,7 @@ describe("fixed-protocol evaluation (eval_protocol)", () => {
           0,
         ),
       ),
-    );
+    )) as [Array<Record<string, number>>, Array<Record<string, number>>];
     expect(cold.map((entry) => entry.step)).toEqual([0, 1]);
     expect(cold[0]!.protocol_eval_episodes).toBe(32);
     expect(cold[0]!.protocol_eval_reward_mean).toBeGreaterThan(0);
@@ -95,7 +95,7 @@ describe("fixed-protocol evaluation (eval_protocol)", () => {
       "deterministic: true",
       "model: { kind: embedded, seed: 3, embedded: { train_off_thread: false } }",
       "max_steps: 3",
-      "eval_protocol: { at_steps: [1, 3], episodes: 8 }",
+      "eval_protocol: { at_steps: [1], every: 3, episodes: 8 }",
     ];
     const first = await trainedCurve(
       lines,

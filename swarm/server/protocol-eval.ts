@@ -10,8 +10,9 @@ export interface ProtocolSampling {
 }
 
 export interface ProtocolEvalSettings {
-  /** Training steps after which the weights are evaluated (swarm.yaml `eval_protocol.at_steps`). */
+  /** Training steps after which the weights are evaluated (swarm.yaml `eval_protocol.at_steps`), and every multiple of `every`. */
   atSteps: readonly number[];
+  every: number | undefined;
   episodes: number;
   /** The task set's seed: the same seed gives the same tasks at every evaluation and in every run. */
   seed: number;
@@ -57,7 +58,8 @@ export class ProtocolEval {
 
   /** Whether the weights after this training step are evaluated. */
   plannedAfter(step: number): boolean {
-    return this.#atSteps.has(step);
+    const every = this.settings.every;
+    return this.#atSteps.has(step) || (every !== undefined && step > 0 && step % every === 0);
   }
 
   /** The step being evaluated, or undefined when no evaluation runs. */

@@ -911,7 +911,8 @@ function protocolEvalOf(config: SwarmConfig, modelSeed: number): ProtocolEval | 
   if (!protocol) return undefined;
   const fixed = protocol.sampling === "config" ? {} : protocol.sampling;
   return new ProtocolEval({
-    atSteps: protocol.at_steps,
+    atSteps: protocol.at_steps ?? [],
+    every: protocol.every,
     episodes: protocol.episodes,
     seed: protocol.seed ?? modelSeed,
     sampling: {
