@@ -3,13 +3,16 @@ import { defaultOptimizer, trainInProcess, type InProcessTrainingOptions } from 
 import itemColor from "../examples/tasks/item-color/task.ts";
 import type { SwarmTask, TaskInstance } from "../examples/tasks/task-types.ts";
 import { summarizeConfigurations } from "../leader/domain/configurations.ts";
-import { decideEarlyStops, rungStep, type EarlyStopRule } from "../leader/domain/early-stop.ts";
+import { decideEarlyStops, earlyStopsApplyTo, rungStep, type EarlyStopRule } from "../leader/domain/early-stop.ts";
 import { rankAgainstIncumbent } from "../leader/domain/incumbent.ts";
 import type { ExperimentOutcome, PlannerStep, StageRecord } from "../leader/domain/planner.ts";
 import { summarizeCurve } from "../leader/domain/statistics.ts";
 import { parseTopic } from "../leader/domain/topic.ts";
-import { planNext } from "../leader/planners/heuristic/heuristic-planner.ts";
+import { campaignRanking, planNext } from "../leader/planners/heuristic/heuristic-planner.ts";
 import type { Benchmark, BenchRow } from "./report.ts";
+import type { KnownAnswerTopic, RunResult } from "./research-topic-types.ts";
+
+export type { KnownAnswerTopic, RunResult };
 
 /**
  * Does a campaign reach the right answer, and for how much compute? Known-answer topics on
@@ -37,28 +40,6 @@ const only = process.env.A3R_BENCH_TOPICS?.split(",").map((name) => name.trim())
 
 type Task = SwarmTask<TaskInstance>;
 
-interface KnownAnswerTopic {
-  name: string;
-  question: string;
-  knob: string;
-  /** The first is the baseline. */
-  values: string[];
-  goal: "maximize" | "minimize";
-  range: [number, number];
-  equivalence: number;
-  /** Successive halving within screen and refine stages, as the topic's `early_stop`. */
-  earlyStop?: EarlyStopRule;
-  /** One run: its score and the rollout episodes it consumed (and its curve, for early stopping). */
-  run(value: string, seed: number): Promise<RunResult>;
-}
-
-interface RunResult {
-  score: number;
-  episodes: number;
-  /** The per-step reward and the episodes played up to each step; maxSteps as planned. */
-  curve?: { rewards: number[]; episodesByStep: number[]; maxSteps: number };
-}
-
 const base = { steps: 20, batchSize: 8, numRepeat: 8, strategy: "episodes", optimizer: defaultOptimizer } as const;
 
 /** The mean reward over training (the area under the per-step curve over its span), as the leader's `score: area`. */
@@ -83,7 +64,7 @@ const halving: EarlyStopRule = { rungs: [0.25, 0.5], keep: 0.5, window: 3 };
 
 const episodesBudget = base.steps * base.batchSize * base.numRepeat;
 
-const topics: KnownAnswerTopic[] = [
+export const topics: KnownAnswerTopic[] = [
   {
     name: "lr",
     question: "Which learning rate makes item-color learn fastest (mean reward over 20 steps)?",
@@ -162,6 +143,31 @@ const topics: KnownAnswerTopic[] = [
     earlyStop: halving,
     run: (value, seed) => areaRun(compassWalk as unknown as Task, { optimizer: { ...defaultOptimizer, lr: Number(value) } }, seed),
   },
+  // Fresh: added with the sequential design, before any of their runs was looked at.
+  {
+    name: "clip",
+    question: "Which PPO clip range makes item-color learn fastest?",
+    knob: "clip",
+    values: ["0.2", "0.05", "0.5"],
+    goal: "maximize",
+    range: [0, 1],
+    equivalence: 0.05,
+    earlyStop: halving,
+    fresh: true,
+    run: (value, seed) => areaRun(itemColor as unknown as Task, { optimizer: { ...defaultOptimizer, clip: Number(value) } }, seed),
+  },
+  {
+    name: "compass-kl",
+    question: "Which KL coefficient lets compass-walk learn fastest?",
+    knob: "kl_coef",
+    values: ["0.001", "0.1", "1"],
+    goal: "maximize",
+    range: [0, 1],
+    equivalence: 0.05,
+    earlyStop: halving,
+    fresh: true,
+    run: (value, seed) => areaRun(compassWalk as unknown as Task, { optimizer: { ...defaultOptimizer, kl_coef: Number(value) } }, seed),
+  },
 ];
 
 function topicText(topic: KnownAnswerTopic, experiments: number): string {
@@ -177,11 +183,19 @@ ${topic.question}
 `;
 }
 
-interface Verdict {
+/** How a campaign reads a run: the training score, or the fixed protocol's (a measurement topic's "protocol on"). */
+type Scoring = "training" | "protocol";
+
+export interface Verdict {
   topic: string;
+  /** A measurement topic is judged twice: "protocol on" counts in the goals, "protocol off" is shown beside it. */
+  variant?: "protocol on" | "protocol off";
+  fresh: boolean;
   right: boolean;
   decided: boolean;
   answer: string;
+  /** Why the campaign stopped, in the planner's words. */
+  explanation: string;
   truth: string;
   campaignEpisodes: number;
   gridEpisodes: number;
@@ -189,16 +203,64 @@ interface Verdict {
   gridRuns: number;
 }
 
-async function judgeTopic(topic: KnownAnswerTopic): Promise<Verdict> {
+/** What a topic's runs cost and score under one scoring. */
+function scoreOf(result: RunResult, scoring: Scoring): number {
+  return scoring === "protocol" ? result.protocol!.score : result.score;
+}
+
+function episodesOf(result: RunResult, scoring: Scoring): number {
+  return result.episodes + (scoring === "protocol" ? result.protocol!.episodes : 0);
+}
+
+/**
+ * The episodes a run cut after `step` consumed: its training episodes up to the step, and
+ * under the protocol its eval episodes at the eval points up to the step (each eval point
+ * taken to cost the same share of them).
+ */
+function episodesUpTo(result: RunResult, step: number, scoring: Scoring): number {
+  const training = result.curve!.episodesByStep[Math.min(step, result.curve!.episodesByStep.length) - 1]!;
+  if (scoring !== "protocol") return training;
+  const points = result.protocol!.points;
+  const shown = points.filter((point) => point.step <= step).length;
+  return training + (points.length === 0 ? 0 : (result.protocol!.episodes * shown) / points.length);
+}
+
+/** The curve early stopping watches: the per-step training reward, or the protocol's eval points. */
+function watchedCurve(result: RunResult, scoring: Scoring): { points: { step: number; value: number }[]; maxSteps: number; lastStep: number } | undefined {
+  if (scoring === "protocol") {
+    const protocol = result.protocol!;
+    const lastStep = result.curve?.rewards.length ?? Math.max(0, ...protocol.points.map((point) => point.step));
+    return { points: protocol.points, maxSteps: protocol.maxSteps, lastStep };
+  }
+  if (!result.curve) return undefined;
+  return {
+    points: result.curve.rewards.map((value, index) => ({ step: index + 1, value })),
+    maxSteps: result.curve.maxSteps,
+    lastStep: result.curve.rewards.length,
+  };
+}
+
+type Runner = (value: string, seed: number) => Promise<RunResult>;
+
+/** The truth and the campaign(s) of one topic; `run` replaces the topic's runs (a cache while developing). */
+export async function judgeTopic(topic: KnownAnswerTopic, run: Runner = (value, seed) => topic.run(value, seed)): Promise<Verdict[]> {
+  // Runs are deterministic in their seed: the two scorings of a measurement topic share them.
+  const memo = new Map<string, Promise<RunResult>>();
+  const runOnce: Runner = (value, seed) => {
+    const key = `${value}\u0000${seed}`;
+    if (!memo.has(key)) memo.set(key, run(value, seed));
+    return memo.get(key)!;
+  };
+  const truthScoring: Scoring = topic.measurement ? "protocol" : "training";
   // The truth: every value with gridSeeds seeds, as one "stage" the leader's statistics read.
   const gridOutcomes: ExperimentOutcome[] = [];
   let gridEpisodes = 0;
   for (const value of topic.values) {
     for (let index = 0; index < gridSeeds; index += 1) {
       const seed = 1001 + index;
-      const { score, episodes } = await topic.run(value, seed);
-      gridEpisodes += episodes;
-      gridOutcomes.push({ blueprintId: `grid-${value}-${seed}`, configurationId: value, seed, state: "succeeded", score });
+      const result = await runOnce(value, seed);
+      gridEpisodes += episodesOf(result, truthScoring);
+      gridOutcomes.push({ blueprintId: `grid-${value}-${seed}`, configurationId: value, seed, state: "succeeded", score: scoreOf(result, truthScoring) });
     }
   }
   const gridPlan = {
@@ -224,8 +286,22 @@ async function judgeTopic(topic: KnownAnswerTopic): Promise<Verdict> {
   const tiedWithBest = new Set([grid.incumbent.configuration.settings[topic.knob] as string]);
   // The grid's configuration ids are the values themselves.
   for (const comparison of grid.comparisons) if (comparison.verdict !== "worse") tiedWithBest.add(comparison.otherId);
+  const truth = `grid best ${grid.incumbent.configuration.id} (${grid.status}); tied with it: ${[...tiedWithBest].join(", ")}`;
+  const base = { topic: topic.name, fresh: topic.fresh === true, truth, gridEpisodes, gridRuns: gridOutcomes.length };
+  if (!topic.measurement) return [{ ...base, ...(await campaign(topic, runOnce, "training", tiedWithBest)) }];
+  return [
+    { ...base, variant: "protocol on", ...(await campaign(topic, runOnce, "protocol", tiedWithBest)) },
+    { ...base, variant: "protocol off", ...(await campaign(topic, runOnce, "training", tiedWithBest)) },
+  ];
+}
 
-  // The campaign: the planner's own decisions over fresh runs.
+/** The campaign: the planner's own decisions over fresh runs, scored one way. */
+async function campaign(
+  topic: KnownAnswerTopic,
+  run: Runner,
+  scoring: Scoring,
+  tiedWithBest: ReadonlySet<string>,
+): Promise<Pick<Verdict, "right" | "decided" | "answer" | "explanation" | "campaignEpisodes" | "campaignRuns">> {
   const parsed = parseTopic(topicText(topic, topic.values.length * gridSeeds));
   const history: StageRecord[] = [];
   let campaignEpisodes = 0;
@@ -236,25 +312,29 @@ async function judgeTopic(topic: KnownAnswerTopic): Promise<Verdict> {
     const runs = [];
     for (const experiment of plan.experiments) {
       const configuration = plan.configurations.find((item) => item.id === experiment.configurationId)!;
-      runs.push({ experiment, result: await topic.run(String(configuration.settings[topic.knob]), experiment.seed) });
+      runs.push({ experiment, result: await run(String(configuration.settings[topic.knob]), experiment.seed) });
     }
-    // Early stopping acts where the leader applies it (screen and refine stages), on the
-    // same rule; a cut run consumed the episodes up to its rung's step.
-    const cuts = parsed.earlyStop && plan.kind !== "replicate" ? simulateEarlyStops(runs, parsed.earlyStop, parsed.metric!) : new Map<string, number>();
+    // Early stopping acts where the leader applies it, on the same rule; a cut run consumed
+    // the episodes up to its rung's step.
+    const cuts =
+      parsed.earlyStop && earlyStopsApplyTo(plan.kind) ? simulateEarlyStops(runs, parsed.earlyStop, parsed.metric!, scoring) : new Map<string, number>();
     const outcomes: ExperimentOutcome[] = [];
     for (const { experiment, result } of runs) {
       const cutAt = cuts.get(experiment.blueprintId);
-      campaignEpisodes += cutAt === undefined ? result.episodes : result.curve!.episodesByStep[cutAt - 1]!;
+      campaignEpisodes += cutAt === undefined ? episodesOf(result, scoring) : episodesUpTo(result, cutAt, scoring);
       outcomes.push(
-        cutAt === undefined ? { ...experiment, state: "succeeded", score: result.score } : { ...experiment, state: "stopped_early", score: undefined },
+        cutAt === undefined
+          ? { ...experiment, state: "succeeded", score: scoreOf(result, scoring) }
+          : { ...experiment, state: "stopped_early", score: undefined },
       );
     }
     trace.push(`s${plan.stage} ${plan.kind} ${plan.experiments.length}${cuts.size > 0 ? ` (${cuts.size} cut)` : ""}`);
     history.push({ plan, outcomes });
     step = planNext({ topic: parsed, history, usage: { gpuHours: 0, wallTimeMs: 0 } });
   }
+  // What the campaign claims: its comparisons at its last look's level (the planner's own).
   const summaries = summarizeConfigurations(history);
-  const ranking = rankAgainstIncumbent(summaries, parsed.metric!);
+  const ranking = campaignRanking(parsed, history);
   const named = ranking
     ? [
         ranking.incumbent,
@@ -262,17 +342,13 @@ async function judgeTopic(topic: KnownAnswerTopic): Promise<Verdict> {
       ]
     : [];
   const namedValues = named.map((summary) => String(summary.configuration.settings[topic.knob]));
-  const right = namedValues.length > 0 && namedValues.every((value) => tiedWithBest.has(value));
   return {
-    topic: topic.name,
-    right,
+    right: namedValues.length > 0 && namedValues.every((value) => tiedWithBest.has(value)),
     decided: step.reason === "separated" || step.reason === "equivalent",
     answer: `${step.reason}: ${namedValues.join(" = ")} [${trace.join(", ")}]`,
-    truth: `grid best ${grid.incumbent.configuration.id} (${grid.status}); tied with it: ${[...tiedWithBest].join(", ")}`,
+    explanation: step.explanation,
     campaignEpisodes,
-    gridEpisodes,
     campaignRuns: history.reduce((sum, record) => sum + record.plan.experiments.length, 0),
-    gridRuns: gridOutcomes.length,
   };
 }
 
@@ -285,21 +361,23 @@ function simulateEarlyStops(
   runs: readonly { experiment: { blueprintId: string; configurationId: string }; result: RunResult }[],
   rule: EarlyStopRule,
   metric: { name: string; goal: "maximize" | "minimize"; equivalence?: number | undefined },
+  scoring: Scoring,
 ): Map<string, number> {
   const stoppedAt = new Map<string, { rung: number; step: number }>();
   for (const [index, fraction] of rule.rungs.entries()) {
     const view = runs.flatMap(({ experiment, result }) => {
-      if (!result.curve) return [];
+      const curve = watchedCurve(result, scoring);
+      if (!curve) return [];
       const cut = stoppedAt.get(experiment.blueprintId);
-      const shownTo = cut?.step ?? Math.min(result.curve.rewards.length, rungStep(fraction, result.curve.maxSteps));
+      const shownTo = cut?.step ?? Math.min(curve.lastStep, rungStep(fraction, curve.maxSteps));
       return [
         {
           blueprintId: experiment.blueprintId,
           configurationId: experiment.configurationId,
           live: cut === undefined,
-          maxSteps: result.curve.maxSteps,
+          maxSteps: curve.maxSteps,
           lastStep: shownTo,
-          points: result.curve.rewards.slice(0, shownTo).map((value, step) => ({ step: step + 1, value })),
+          points: curve.points.filter((point) => point.step <= shownTo),
           ...(cut === undefined ? {} : { stoppedAtRung: cut.rung }),
         },
       ];
@@ -310,34 +388,75 @@ function simulateEarlyStops(
   return new Map([...stoppedAt].map(([blueprintId, cut]) => [blueprintId, cut.step]));
 }
 
+/** The bench's goals (issue 28): campaigns decide at least this share of topics... */
+const decidedGoal = 0.9;
+/** ...for at most this share of the grid's episodes... */
+const computeGoal = 0.35;
+/** ...and answer every topic right. */
+const rightGoal = 1;
+
+function share(verdicts: readonly Verdict[], pick: (verdict: Verdict) => boolean): number {
+  return verdicts.filter(pick).length / Math.max(1, verdicts.length);
+}
+
+function computeShare(verdicts: readonly Verdict[]): number {
+  const grid = verdicts.reduce((sum, verdict) => sum + verdict.gridEpisodes, 0);
+  return verdicts.reduce((sum, verdict) => sum + verdict.campaignEpisodes, 0) / Math.max(1, grid);
+}
+
+function label(verdict: Verdict): string {
+  return `${verdict.topic}${verdict.variant ? ` (${verdict.variant})` : ""}${verdict.fresh ? " [fresh]" : ""}`;
+}
+
 const benchmark: Benchmark = {
   title: "Research that reaches right answers (known-answer topics on the embedded engine)",
   async run() {
     const rows: BenchRow[] = [];
     const notes: string[] = [
-      `truth: a grid of every value x ${gridSeeds} seeds (1001..), compared with Welch's t against its best (Holm), ties within each topic's margin; campaigns: the heuristic planner from 2 seeds, budget = the grid's run count`,
+      `truth: a grid of every value x ${gridSeeds} seeds (1001..), compared with Welch's t against its best (Holm), ties within each topic's margin; campaigns: the heuristic planner from 2 seeds, budget = the grid's run count; goals count every topic (a measurement topic by its "protocol on" campaign); [fresh] topics were added after the planner was tuned`,
     ];
     const verdicts: Verdict[] = [];
     for (const topic of topics.filter((item) => !only || only.includes(item.name))) {
       const started = Date.now();
-      const verdict = await judgeTopic(topic);
-      verdicts.push(verdict);
-      notes.push(
-        `${verdict.topic}: campaign ${verdict.answer}; ${verdict.truth}; ${verdict.right ? "RIGHT" : "WRONG"}; ${verdict.campaignRuns} runs vs grid ${verdict.gridRuns}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
-      );
-      rows.push({ name: `${verdict.topic}: compute share of the grid (episodes)`, value: verdict.campaignEpisodes / verdict.gridEpisodes });
+      const judged = await judgeTopic(topic);
+      verdicts.push(...judged);
+      for (const verdict of judged) {
+        notes.push(
+          `${label(verdict)}: campaign ${verdict.answer}; ${verdict.truth}; ${verdict.right ? "RIGHT" : "WRONG"}, ${verdict.decided ? "decided" : "not decided"}; ${verdict.campaignRuns} runs vs grid ${verdict.gridRuns}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+        );
+        rows.push({
+          name: `${label(verdict)}: right`,
+          value: verdict.right ? 1 : 0,
+          ...(verdict.variant === "protocol off" ? {} : { goal: `>= ${rightGoal}`, met: verdict.right }),
+        });
+        rows.push({ name: `${label(verdict)}: decided`, value: verdict.decided ? 1 : 0 });
+        rows.push({ name: `${label(verdict)}: compute share of the grid (episodes)`, value: verdict.campaignEpisodes / verdict.gridEpisodes });
+      }
     }
-    const right = verdicts.filter((verdict) => verdict.right).length / Math.max(1, verdicts.length);
-    const compute =
-      verdicts.reduce((sum, verdict) => sum + verdict.campaignEpisodes, 0) /
-      Math.max(
-        1,
-        verdicts.reduce((sum, verdict) => sum + verdict.gridEpisodes, 0),
-      );
+    const counted = verdicts.filter((verdict) => verdict.variant !== "protocol off");
+    const right = share(counted, (verdict) => verdict.right);
+    const decided = share(counted, (verdict) => verdict.decided);
+    const compute = computeShare(counted);
+    const fresh = counted.filter((verdict) => verdict.fresh);
+    const off = verdicts.filter((verdict) => verdict.variant === "protocol off");
     rows.unshift(
-      { name: "share of topics answered right", value: right, goal: ">= 0.9", met: right >= 0.9 },
-      { name: "campaign compute / grid compute (episodes)", value: compute, goal: "<= 0.5", met: compute <= 0.5 },
-      { name: "share of topics decided (separated or tied)", value: verdicts.filter((verdict) => verdict.decided).length / Math.max(1, verdicts.length) },
+      { name: "share of topics answered right", value: right, goal: `>= ${rightGoal}`, met: right >= rightGoal },
+      { name: "share of topics decided (separated or tied)", value: decided, goal: `>= ${decidedGoal}`, met: decided >= decidedGoal },
+      { name: "campaign compute / grid compute (episodes)", value: compute, goal: `<= ${computeGoal}`, met: compute <= computeGoal },
+      ...(fresh.length > 0
+        ? [
+            { name: "fresh topics: share answered right", value: share(fresh, (verdict) => verdict.right) },
+            { name: "fresh topics: share decided", value: share(fresh, (verdict) => verdict.decided) },
+            { name: "fresh topics: compute / grid compute", value: computeShare(fresh) },
+          ]
+        : []),
+      ...(off.length > 0
+        ? [
+            { name: "protocol off (informational): share answered right", value: share(off, (verdict) => verdict.right) },
+            { name: "protocol off (informational): share decided", value: share(off, (verdict) => verdict.decided) },
+            { name: "protocol off (informational): compute / grid compute", value: computeShare(off) },
+          ]
+        : []),
       { name: "grid seeds per value", value: gridSeeds },
     );
     return { title: benchmark.title, rows, notes };

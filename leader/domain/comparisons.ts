@@ -156,14 +156,11 @@ export function seedsToSeparate(effect: number, std: number, power = 0.8, signif
   if (!(effect > 0) || !(std >= 0)) return Number.POSITIVE_INFINITY;
   if (std === 0) return 2;
   const zBeta = normalQuantile(power);
-  let n = Math.max(2, Math.ceil(2 * (((normalQuantile(1 - significance / 2) + zBeta) * std) / effect) ** 2));
-  for (let round = 0; round < 50; round += 1) {
+  const neededAt = (n: number): number => {
     const df = 2 * n - 2;
-    const needed = Math.max(2, Math.ceil(2 * (((studentTQuantile(1 - significance / 2, df) + studentTQuantile(power, df)) * std) / effect) ** 2));
-    if (needed <= n) break;
-    n = needed;
-  }
-  return n;
+    return Math.max(2, Math.ceil(2 * (((studentTQuantile(1 - significance / 2, df) + studentTQuantile(power, df)) * std) / effect) ** 2));
+  };
+  return smallestSufficient(Math.max(2, Math.ceil(2 * (((normalQuantile(1 - significance / 2) + zBeta) * std) / effect) ** 2)), neededAt);
 }
 
 /**
@@ -177,12 +174,26 @@ export function seedsToShowEquivalence(difference: number, margin: number, std: 
   if (std === 0) return 2;
   // With the difference at 0 both sides share the type II error; otherwise the nearer bound dominates.
   const betaQuantile = Math.abs(difference) < 1e-12 ? 1 - (1 - power) / 2 : power;
-  let n = Math.max(2, Math.ceil(2 * (((normalQuantile(1 - significance) + normalQuantile(betaQuantile)) * std) / room) ** 2));
-  for (let round = 0; round < 50; round += 1) {
+  const neededAt = (n: number): number => {
     const df = 2 * n - 2;
-    const needed = Math.max(2, Math.ceil(2 * (((studentTQuantile(1 - significance, df) + studentTQuantile(betaQuantile, df)) * std) / room) ** 2));
-    if (needed <= n) break;
-    n = needed;
+    return Math.max(2, Math.ceil(2 * (((studentTQuantile(1 - significance, df) + studentTQuantile(betaQuantile, df)) * std) / room) ** 2));
+  };
+  return smallestSufficient(Math.max(2, Math.ceil(2 * (((normalQuantile(1 - significance) + normalQuantile(betaQuantile)) * std) / room) ** 2)), neededAt);
+}
+
+/**
+ * The smallest count from `start` up whose own t-based requirement it meets. Stepping one at
+ * a time matters at two or three seeds: jumping to the count a df of 2 asks for (its t
+ * quantile is huge) would overshoot a count that already suffices at its own df. The
+ * requirement falls as the count grows, so the first count that meets it is the answer.
+ */
+function smallestSufficient(start: number, neededAt: (n: number) => number): number {
+  let n = start;
+  for (let round = 0; round < 5000; round += 1) {
+    const needed = neededAt(n);
+    if (needed <= n) return n;
+    // Far below the requirement, halve the distance (the requirement is within reach of it).
+    n = needed - n > 8 ? n + Math.floor((needed - n) / 2) : n + 1;
   }
   return n;
 }

@@ -178,3 +178,14 @@ export function decideEarlyStops(
   }
   return { rungs: decisions, stops };
 }
+
+/**
+ * The stages early stopping acts in: those that try configurations (screen, refine). A
+ * replication stage exists to measure its contenders with more seeds: cutting a
+ * contender's new seeds at a rung would leave its comparison as open as before, and the
+ * next stage would ask for the same seeds again. The leader (graph/early-stopping.ts) and
+ * the research bench's simulation both ask this.
+ */
+export function earlyStopsApplyTo(stageKind: "screen" | "replicate" | "refine"): boolean {
+  return stageKind !== "replicate";
+}

@@ -37,10 +37,16 @@ export function pooledStd(summaries: readonly ConfigurationSummary[]): number | 
   return df > 0 ? Math.sqrt(squares / df) : undefined;
 }
 
-export function followUps(ranking: IncumbentRanking, summaries: readonly ConfigurationSummary[], equivalence: number | undefined): ComparisonFollowUp[] {
+export function followUps(
+  ranking: IncumbentRanking,
+  summaries: readonly ConfigurationSummary[],
+  equivalence: number | undefined,
+  /** The level the next look's tests will be held to (0.05, or a sequential design's share of it). */
+  level = alpha,
+): ComparisonFollowUp[] {
   const open = ranking.comparisons.filter((comparison) => comparison.verdict === "open" || comparison.verdict === "undecidable");
-  // Under Holm the open comparisons come after the settled ones, so each is held to about alpha / (open ones).
-  const significance = alpha / Math.max(1, open.length);
+  // Under Holm the open comparisons come after the settled ones, so each is held to about level / (open ones).
+  const significance = level / Math.max(1, open.length);
   const everyone = pooledStd(summaries);
   return open.map((comparison) => {
     const other = summaries.find((summary) => summary.configuration.id === comparison.otherId);
@@ -61,10 +67,16 @@ function settle(comparison: IncumbentComparison, std: number | undefined, equiva
 }
 
 /**
- * Seeds to add per configuration to carry out the follow-ups: each challenger up to its
- * comparison's count, the incumbent up to the largest; at least one and at most `maxAdd`
- * each (a stage is one step of a race, not the whole race). A comparison no count settles
- * still gets `maxAdd` (its variance estimate is what is missing).
+ * Seeds to add per configuration to carry out the follow-ups, racing: each open comparison
+ * gets its next seeds on the side where they shrink the comparison's standard error most
+ * (Welch's error is s²/n summed over the two sides, so a seed goes where s²/n − s²/(n+1) is
+ * larger: Neyman's allocation, one step at a time). A noisy challenger against a steady
+ * incumbent gets the seeds itself; a steady one against a noisy incumbent lets the incumbent
+ * take them, once for all its comparisons. A side with fewer than two seeds always gets
+ * them (its variance is what is missing). A side's spread is floored at half the spread
+ * pooled over every configuration, so a lucky pair of equal seeds does not starve it. Each
+ * side gets at least one and at most `maxAdd`, up to what its comparison needs; a
+ * configuration that gets none is left out. The incumbent, when it gets seeds, comes first.
  */
 export function seedsToAdd(
   ranking: IncumbentRanking,
@@ -72,14 +84,29 @@ export function seedsToAdd(
   plans: readonly ComparisonFollowUp[],
   maxAdd: number,
 ): { id: string; add: number }[] {
-  const countOf = (id: string): number => summaries.find((summary) => summary.configuration.id === id)?.sample.n ?? 0;
+  const summaryOf = (id: string): ConfigurationSummary | undefined => summaries.find((summary) => summary.configuration.id === id);
+  const countOf = (id: string): number => summaryOf(id)?.sample.n ?? 0;
   const capped = (target: number, id: string): number => {
     const wanted = Number.isFinite(target) ? Math.min(target, maxSeedsPerConfiguration) - countOf(id) : maxAdd;
     return Math.min(maxAdd, Math.max(1, wanted));
   };
-  const challengers = plans.map((plan) => ({ id: plan.otherId, add: capped(plan.seedsPerSide, plan.otherId) }));
-  if (challengers.length === 0) return [];
+  if (plans.length === 0) return [];
   const incumbentId = ranking.incumbent.configuration.id;
-  const incumbent = Math.max(...plans.map((plan) => capped(plan.seedsPerSide, incumbentId)));
-  return [{ id: incumbentId, add: incumbent }, ...challengers];
+  const floor = 0.5 * (pooledStd(summaries) ?? 0);
+  const gain = (id: string): number => {
+    const summary = summaryOf(id);
+    if (!summary || summary.sample.n < 2) return Number.POSITIVE_INFINITY;
+    const spread = Math.max(summary.sample.std, floor) ** 2;
+    return spread / summary.sample.n - spread / (summary.sample.n + 1);
+  };
+  const incumbentGain = gain(incumbentId);
+  let incumbentAdd = 0;
+  const challengers: { id: string; add: number }[] = [];
+  for (const plan of plans) {
+    const challengerGain = gain(plan.otherId);
+    const both = !Number.isFinite(incumbentGain) && !Number.isFinite(challengerGain);
+    if (both || challengerGain >= incumbentGain) challengers.push({ id: plan.otherId, add: capped(plan.seedsPerSide, plan.otherId) });
+    if (both || incumbentGain > challengerGain) incumbentAdd = Math.max(incumbentAdd, capped(plan.seedsPerSide, incumbentId));
+  }
+  return [...(incumbentAdd > 0 ? [{ id: incumbentId, add: incumbentAdd }] : []), ...challengers];
 }

@@ -56,16 +56,35 @@ describe("the incumbent against the rest", () => {
 });
 
 describe("follow-ups", () => {
-  it("sizes the seeds from the pair's spread, and gives the incumbent the largest count", () => {
-    const summaries = [summary("a", [0.62, 0.6, 0.64]), summary("b", [0.6, 0.58, 0.61]), summary("c", [0.55, 0.6, 0.58])];
+  it("sizes the seeds from the pair's spread, and gives the incumbent the largest count when it is the noisier side", () => {
+    const summaries = [summary("a", [0.62, 0.56, 0.68]), summary("b", [0.6, 0.58, 0.61]), summary("c", [0.55, 0.6, 0.58])];
     const ranking = rankAgainstIncumbent(summaries, { goal: "maximize" })!;
     const plans = followUps(ranking, summaries, undefined);
     expect(plans.map((plan) => plan.kind)).toEqual(["separate", "separate"]);
     const adds = seedsToAdd(ranking, summaries, plans, 100);
-    expect(adds[0]!.id).toBe("a");
-    expect(adds[0]!.add).toBe(Math.max(...adds.slice(1).map((item) => item.add)));
+    // The incumbent's spread is the larger: its seeds shrink both comparisons' error most.
+    expect(adds.map((item) => item.id)).toEqual(["a"]);
+    expect(adds[0]!.add).toBe(Math.max(...plans.map((plan) => Math.min(30, plan.seedsPerSide) - 3)));
     // With a margin wider than the gap, showing them the same is the cheaper answer.
     expect(followUps(ranking, summaries, 0.1)[0]!.kind).toBe("equivalence");
     expect(seedsToAdd(ranking, summaries, plans, 2).every((item) => item.add <= 2 && item.add >= 1)).toBe(true);
+  });
+
+  it("races: a comparison's seeds go to the side whose spread they shrink most; a side without a variance always gets them", () => {
+    // A steady incumbent against a noisy challenger: only the challenger is replicated.
+    const steady = [summary("a", [0.7, 0.71, 0.7]), summary("b", [0.5, 0.65, 0.4])];
+    const steadyRanking = rankAgainstIncumbent(steady, { goal: "maximize" })!;
+    expect(seedsToAdd(steadyRanking, steady, followUps(steadyRanking, steady, undefined), 1)).toEqual([{ id: "b", add: 1 }]);
+    // A challenger with one seed has no variance: it gets seeds, and so does nobody else unless needed.
+    const single = [summary("a", [0.7, 0.5, 0.6]), summary("b", [0.55])];
+    const singleRanking = rankAgainstIncumbent(single, { goal: "maximize" })!;
+    expect(seedsToAdd(singleRanking, single, followUps(singleRanking, single, undefined), 1).map((item) => item.id)).toEqual(["b"]);
+    // Two comparisons, one won by each side: the incumbent first, then the challenger that needs seeds.
+    const mixed = [summary("a", [0.7, 0.6, 0.8]), summary("b", [0.6, 0.4, 0.8]), summary("c", [0.62, 0.63, 0.62])];
+    const mixedRanking = rankAgainstIncumbent(mixed, { goal: "maximize" })!;
+    expect(seedsToAdd(mixedRanking, mixed, followUps(mixedRanking, mixed, undefined), 1)).toEqual([
+      { id: "a", add: 1 },
+      { id: "b", add: 1 },
+    ]);
   });
 });

@@ -66,6 +66,8 @@ export interface IncumbentRanking {
 export function rankAgainstIncumbent(
   summaries: ConfigurationSummary[],
   metric: Pick<TopicMetric, "goal"> & { range?: [number, number]; equivalence?: number },
+  /** The level the comparisons are held to: 0.05, or a look's share of it (sequential-design.ts). */
+  level = alpha,
 ): IncumbentRanking | undefined {
   const goal: Goal = metric.goal;
   const incumbent = bestConfiguration(summaries, goal);
@@ -85,21 +87,21 @@ export function rankAgainstIncumbent(
     const adjusted = pHolm[index];
     const adjustedEquivalence = equivalenceHolm[index];
     // The intervals are computed again at the level their Holm step tests at.
-    const level = holmIntervalLevel(item.welch?.p, adjusted, family);
-    const welch = item.welch ? welchTest(incumbent.scores, item.other.scores, level) : undefined;
+    const intervalLevel = holmIntervalLevel(item.welch?.p, adjusted, family, level);
+    const welch = item.welch ? welchTest(incumbent.scores, item.other.scores, intervalLevel) : undefined;
     const interval = welch ? clipDifference(sign > 0 ? welch.low : -welch.high, sign > 0 ? welch.high : -welch.low, metric.range) : undefined;
-    const effect = hedgesG(incumbent.scores, item.other.scores, level);
+    const effect = hedgesG(incumbent.scores, item.other.scores, intervalLevel);
     const tost =
       item.equivalence === undefined
         ? undefined
-        : welchTest(incumbent.scores, item.other.scores, 2 * holmIntervalLevel(item.equivalence.p, adjustedEquivalence, equivalenceFamily) - 1);
+        : welchTest(incumbent.scores, item.other.scores, 2 * holmIntervalLevel(item.equivalence.p, adjustedEquivalence, equivalenceFamily, level) - 1);
     const tostInterval = tost ? clipDifference(sign > 0 ? tost.low : -tost.high, sign > 0 ? tost.high : -tost.low, metric.range) : undefined;
     // A difference inside the margin is practically none, even when it is beyond noise.
     const verdict: ComparisonVerdict = !item.welch
       ? "undecidable"
-      : adjustedEquivalence !== undefined && adjustedEquivalence < alpha
+      : adjustedEquivalence !== undefined && adjustedEquivalence < level
         ? "equivalent"
-        : adjusted !== undefined && adjusted < alpha && item.advantage > 0
+        : adjusted !== undefined && adjusted < level && item.advantage > 0
           ? "worse"
           : "open";
     return {
@@ -107,7 +109,7 @@ export function rankAgainstIncumbent(
       advantage: item.advantage,
       low: interval?.[0],
       high: interval?.[1],
-      level,
+      level: intervalLevel,
       ...(tostInterval ? { equivalenceLow: tostInterval[0], equivalenceHigh: tostInterval[1] } : {}),
       effect: effect ? (sign > 0 ? effect : { g: -effect.g, low: -effect.high, high: -effect.low }) : undefined,
       df: item.welch?.df,

@@ -2,7 +2,7 @@ import { parse as parseYaml } from "yaml";
 import { readFile } from "node:fs/promises";
 import { appendEventOnce, isRunState, isTerminalRunState, readEvents, readMetrics } from "../../campaign/index.ts";
 import type { DispatchHost, DispatchItem, DispatchRow } from "../../hosts/index.ts";
-import { decideEarlyStops, type EarlyStop, type EarlyStopRun } from "../domain/early-stop.ts";
+import { decideEarlyStops, earlyStopsApplyTo, type EarlyStop, type EarlyStopRun } from "../domain/early-stop.ts";
 import type { StagePlan } from "../domain/planner.ts";
 import type { Topic } from "../domain/topic.ts";
 
@@ -32,11 +32,9 @@ export async function createEarlyStopper(input: EarlyStopperInput): Promise<((ro
   const { topic, plan, items, hosts, eventsFile } = input;
   const rule = topic.earlyStop;
   const metric = topic.metric;
-  // A replication stage exists to measure its contenders with more seeds: cutting a
-  // contender's new seeds at a rung would leave its comparison as open as before, and the
-  // next stage would ask for the same seeds again. Only stages that try configurations
-  // (screen, refine) race.
-  if (!rule || !metric || plan.kind === "replicate") return undefined;
+  // Only stages that try configurations race (domain/early-stop.ts says why; the research
+  // bench simulates the same rule).
+  if (!rule || !metric || !earlyStopsApplyTo(plan.kind)) return undefined;
   const configurationOf = new Map(plan.experiments.map((experiment) => [experiment.blueprintId, experiment.configurationId]));
   const stoppedAt = new Map<string, number>();
   for (const event of (await readEvents(eventsFile)).events)

@@ -13,6 +13,7 @@ import { followUps, seedsToAdd } from "../../domain/follow-up.ts";
 import { rankAgainstIncumbent, type IncumbentComparison, type IncumbentRanking } from "../../domain/incumbent.ts";
 import { mergeBounds, type KnobBound } from "../../domain/knob-bounds.ts";
 import { scoreLabel } from "../../domain/score-label.ts";
+import { designText, lookLevels, spentAlpha, type LookLevel } from "../../domain/sequential-design.ts";
 import type { ConfigurationSummary, PlannedConfiguration, Planner, PlannerInput, PlannerStep, StagePlan, StageRecord } from "../../domain/planner.ts";
 import { applyInstructions } from "./instructions.ts";
 import { refinementCandidates } from "./refinement.ts";
@@ -31,20 +32,23 @@ import { heuristicNeeds, type Topic, type TopicMetric } from "../../domain/topic
  *    (leader/planners/heuristic/refinement.ts, inside the knobs' bounds), then stop
  *    (`separated`);
  * 4. the rest are worse or the same within the margin: stop (`equivalent`, a tie is an answer);
- * 5. contenders are still open: replicate, i.e. more seeds for the incumbent and the open
- *    contenders only (the clearly worse drop out), as many as would settle each comparison
- *    at 80% power from the observed seed noise and the margin (domain/follow-up.ts), at most
- *    two more per stage; seed numbers continue where each configuration's stopped; unless
- *    every open comparison needs more than twice the experiments left (futility: stop
- *    `budget` now, saying what would settle it);
+ * 5. contenders are still open: replicate, a race of one seed per stage among the incumbent
+ *    and the open contenders only (the clearly worse drop out), each comparison's seed going
+ *    to the side whose spread it shrinks most (domain/follow-up.ts); seed numbers continue
+ *    where each configuration's stopped; unless every open comparison needs more than twice
+ *    the experiments left (futility: stop `budget` now, saying what would settle it);
  * 6. a single-seed topic (no variance to race on) refines instead, and stops when a
  *    refinement stage brings no improvement or nothing is left to try; a separated winner is
  *    refined around only when a stage would be left to replicate what that finds;
  * 7. the next stage would exceed a budget: stop (`budget`), saying which comparisons are open.
  *
- * A stage that does not fit the experiment budget whole is cut (a refinement to the
- * configurations that fit, a replication to fewer seeds each, at least one); it stops
- * only when that is not possible. Same input, same output: no clock, no randomness.
+ * Steps 3 to 5 judge at the look's level of the campaign's sequential design
+ * (domain/sequential-design.ts: 0.05 spent over the looks, so the chance of any false claim
+ * over the campaign stays at about 0.05 however many stages run).
+ *
+ * A refinement that does not fit the experiment budget whole is cut to the configurations
+ * that fit; a replication that does not fit stops. Same input, same output: no clock, no
+ * randomness.
  */
 export class HeuristicPlanner implements Planner {
   readonly name = "heuristic";
@@ -87,20 +91,21 @@ function planWithTopic(input: PlannerInput): PlannerStep {
     const reasons = last.outcomes.map((outcome) => `${outcome.blueprintId}: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ""}`);
     return stop("stage-failed", `no experiment of stage ${last.plan.stage} recorded a score of ${metric.name}`, best, { failures: reasons });
   }
-  const ranking = rankAgainstIncumbent(summaries, metric)!;
-  const evidence = evidenceOf(summaries, ranking);
+  const look = currentLook(topic, history);
+  const ranking = rankAgainstIncumbent(summaries, metric, look.level)!;
+  const evidence = { ...evidenceOf(summaries, ranking), look };
   const bounds = mergeBounds(input.engineBounds, sourced(topic.knobRanges, "the topic"));
 
   // (a) The best is separated from the rest: refine around it once, then stop.
   if (ranking.status === "separated") {
-    const separated = stop("separated", separatedText(ranking, metric), best, evidence);
+    const separated = stop("separated", separatedText(ranking, metric, look), best, evidence);
     if (history.some((record) => record.plan.kind === "refine" && record.plan.around === best.configuration.id)) return separated;
     // New values come with the topic's few seeds and rarely separate at once: refining pays
     // only when a stage is left to replicate what it finds (else the answer would end open).
     if (topic.seeds >= 2 && stageNumber + 1 > topic.budgets.stages)
       return stop(
         "separated",
-        `${separatedText(ranking, metric)}; not refined around: the stage budget (${topic.budgets.stages}) leaves no stage to replicate what a refinement would find`,
+        `${separatedText(ranking, metric, look)}; not refined around: the stage budget (${topic.budgets.stages}) leaves no stage to replicate what a refinement would find`,
         best,
         evidence,
       );
@@ -110,14 +115,14 @@ function planWithTopic(input: PlannerInput): PlannerStep {
     return step.kind === "stop" ? separated : step;
   }
   // (c) A tie within the margin is the answer.
-  if (ranking.status === "tied") return stop("equivalent", tiedText(ranking, metric), best, evidence);
+  if (ranking.status === "tied") return stop("equivalent", tiedText(ranking, metric, look), best, evidence);
 
   // (b) Contenders not separated: more seeds for them (those clearly worse drop out), when
   // the topic runs more than one seed (a single-seed topic gives no variance to size from).
   if (topic.seeds >= 2 && ranking.status === "open") {
-    const futile = futility(topic, history, summaries, ranking);
+    const futile = futility(topic, history, summaries, ranking, look);
     if (futile) return stop("budget", futile, best, evidence);
-    const plan = replicationStage(metric, stageNumber, summaries, ranking, history);
+    const plan = replicationStage(metric, stageNumber, summaries, ranking, history, look, topic);
     if (plan) return checkBudgets(input, plan, best, summaries, ranking);
   }
 
@@ -163,23 +168,52 @@ function comparisonText(comparison: IncumbentComparison): string {
   return `${comparison.otherId} by ${formatNumber(comparison.advantage)}${range}${p}`;
 }
 
-function separatedText(ranking: IncumbentRanking, metric: TopicMetric): string {
-  const runnerUp = ranking.runnerUp!;
-  return `${described(ranking.incumbent)} is better than every other configuration beyond seed noise (Welch's t, Holm-corrected over ${ranking.comparisons.length} comparison(s), alpha 0.05); it leads the runner-up ${comparisonText(runnerUp)}${metric.equivalence === undefined ? "" : `, more than the equivalence margin ${formatNumber(metric.equivalence)}`}`;
-}
-
-function tiedText(ranking: IncumbentRanking, metric: TopicMetric): string {
-  const tied = ranking.comparisons.filter((comparison) => comparison.verdict === "equivalent");
-  const worse = ranking.comparisons.filter((comparison) => comparison.verdict === "worse");
-  return `${described(ranking.incumbent)} and ${tied.map((comparison) => comparison.otherId).join(", ")} are the same within the equivalence margin ${formatNumber(metric.equivalence)} (two one-sided tests, Holm-corrected)${worse.length > 0 ? `; ${worse.map((comparison) => comparison.otherId).join(", ")} ${worse.length === 1 ? "is" : "are"} worse beyond seed noise` : ""}`;
+/**
+ * The look the last stage's analysis is, in the campaign's sequential design
+ * (domain/sequential-design.ts): its information (experiments run over the budget) and the
+ * level its tests are held to.
+ */
+export function currentLook(topic: Topic, history: readonly StageRecord[]): LookLevel {
+  let run = 0;
+  const cumulative = history.map((record) => (run += record.plan.experiments.length));
+  return lookLevels(cumulative, topic.budgets.experiments).at(-1) ?? lookLevels([0], topic.budgets.experiments)[0]!;
 }
 
 /**
- * Most seeds one replication stage adds to a configuration: a race goes in small steps,
- * so a comparison that settles early stops early (bench/research.bench.ts measures the
- * compute this saves against the error it risks).
+ * The level the next look's tests will be held to, estimated for a next stage as large as
+ * the last one (the replication is sized with it before its own size is known).
  */
-const maxSeedsAddedPerStage = 2;
+function nextLevel(topic: Topic, history: readonly StageRecord[], look: LookLevel): number {
+  const lastSize = history.at(-1)?.plan.experiments.length ?? 0;
+  const next = Math.min(1, look.information + lastSize / Math.max(1, topic.budgets.experiments));
+  return Math.max(0, spentAlpha(next) - look.spent);
+}
+
+/** The incumbent's comparisons as the planner judges them at the campaign's last look (what a stop claims). */
+export function campaignRanking(topic: Topic, history: readonly StageRecord[]): IncumbentRanking | undefined {
+  if (!topic.metric || history.length === 0) return undefined;
+  return rankAgainstIncumbent(summarizeConfigurations([...history]), topic.metric, currentLook(topic, history).level);
+}
+
+function separatedText(ranking: IncumbentRanking, metric: TopicMetric, look: LookLevel): string {
+  const runnerUp = ranking.runnerUp!;
+  return `${described(ranking.incumbent)} is better than every other configuration beyond seed noise (Welch's t, Holm-corrected over ${ranking.comparisons.length} comparison(s) at this look's level; ${designText(look)}); it leads the runner-up ${comparisonText(runnerUp)}${metric.equivalence === undefined ? "" : `, more than the equivalence margin ${formatNumber(metric.equivalence)}`}`;
+}
+
+function tiedText(ranking: IncumbentRanking, metric: TopicMetric, look: LookLevel): string {
+  const tied = ranking.comparisons.filter((comparison) => comparison.verdict === "equivalent");
+  const worse = ranking.comparisons.filter((comparison) => comparison.verdict === "worse");
+  return `${described(ranking.incumbent)} and ${tied.map((comparison) => comparison.otherId).join(", ")} are the same within the equivalence margin ${formatNumber(metric.equivalence)} (two one-sided tests, Holm-corrected at this look's level; ${designText(look)})${worse.length > 0 ? `; ${worse.map((comparison) => comparison.otherId).join(", ")} ${worse.length === 1 ? "is" : "are"} worse beyond seed noise` : ""}`;
+}
+
+/**
+ * Most seeds one replication stage adds to a configuration: a race goes one seed at a time,
+ * so a comparison that settles early stops early, and the sequential design's next look
+ * comes as soon as it can (domain/sequential-design.ts: a look one seed later costs little
+ * of the error). Two a stage was measured on bench/research.bench.ts to cost more episodes
+ * for the same answers; the price of one is more, smaller stages (wall time).
+ */
+const maxSeedsAddedPerStage = 1;
 
 /**
  * Futility: when every open comparison would need more than twice the experiments left
@@ -187,11 +221,12 @@ const maxSeedsAddedPerStage = 2;
  * question; stop now and say what would. Twice, because a two- or three-seed estimate of
  * the noise is itself rough. Undefined when some comparison could still be settled.
  */
-function futility(topic: Topic, history: StageRecord[], summaries: ConfigurationSummary[], ranking: IncumbentRanking): string | undefined {
+function futility(topic: Topic, history: StageRecord[], summaries: ConfigurationSummary[], ranking: IncumbentRanking, look: LookLevel): string | undefined {
   const used = history.reduce((sum, record) => sum + record.plan.experiments.length, 0);
   const room = topic.budgets.experiments - used;
   const countOf = (id: string): number => summaries.find((summary) => summary.configuration.id === id)?.sample.n ?? 0;
-  const plans = followUps(ranking, summaries, topic.metric!.equivalence);
+  // Whether the budget could settle it at all: the error left to spend, as if in one last look.
+  const plans = followUps(ranking, summaries, topic.metric!.equivalence, Math.max(0, spentAlpha(1) - look.spent));
   if (plans.length === 0) return undefined;
   const needs = plans.map((plan) =>
     Number.isFinite(plan.seedsPerSide)
@@ -212,8 +247,10 @@ function replicationStage(
   summaries: ConfigurationSummary[],
   ranking: IncumbentRanking,
   history: StageRecord[],
+  look: LookLevel,
+  topic: Topic,
 ): StagePlan | undefined {
-  const plans = followUps(ranking, summaries, metric.equivalence);
+  const plans = followUps(ranking, summaries, metric.equivalence, nextLevel(topic, history, look));
   const additions = seedsToAdd(ranking, summaries, plans, maxSeedsAddedPerStage);
   if (additions.length === 0) return undefined;
   const scoreName = scoreLabel(metric);
@@ -261,19 +298,11 @@ function replicationStage(
   return {
     stage,
     kind: "replicate",
-    rationale: `replicate before refining: ${incumbent.configuration.id} is not separated from ${additions
-      .slice(1)
-      .map((item) => item.id)
-      .join(
-        ", ",
-      )} (closest: ${comparisonText(runnerUp)}); more seeds go to these contenders only${dropped.length > 0 ? `; dropped as worse beyond seed noise: ${dropped.join(", ")}` : ""}${tied.length > 0 ? `; shown the same as the incumbent within ${formatNumber(metric.equivalence)}: ${tied.join(", ")}` : ""}`,
+    rationale: `replicate before refining: ${incumbent.configuration.id} is not separated from ${plans.map((plan) => plan.otherId).join(", ")}; racing, each comparison's seeds go to the side whose spread they shrink most: ${additions.map((item) => `${item.id} +${item.add}`).join(", ")} (closest: ${comparisonText(runnerUp)}); more seeds go to these contenders only${dropped.length > 0 ? `; dropped as worse beyond seed noise: ${dropped.join(", ")}` : ""}${tied.length > 0 ? `; shown the same as the incumbent within ${formatNumber(metric.equivalence)}: ${tied.join(", ")}` : ""}`,
     hypotheses: [
       {
         id: hypothesis,
-        statement: `with more seeds, ${incumbent.configuration.id} is either better than ${additions
-          .slice(1)
-          .map((item) => item.id)
-          .join(", ")} beyond seed noise${metric.equivalence === undefined ? "" : `, or the same within ${formatNumber(metric.equivalence)}`}`,
+        statement: `with more seeds, ${incumbent.configuration.id} is either better than ${plans.map((plan) => plan.otherId).join(", ")} beyond seed noise${metric.equivalence === undefined ? "" : `, or the same within ${formatNumber(metric.equivalence)}`}`,
       },
     ],
     configurations,
@@ -440,17 +469,14 @@ function fitBudgets(
   if (plan.stage > budgets.stages) return stop("budget", `stage ${plan.stage} would exceed the budget of ${budgets.stages} stage(s)`, best, evidence);
   const used = history.reduce((sum, record) => sum + record.plan.experiments.length, 0);
   const room = budgets.experiments - used;
-  if (plan.kind === "replicate" && plan.experiments.length > room) {
-    const cut = cutReplication(plan, room);
-    if (!cut)
-      return stop(
-        "budget",
-        `stage ${plan.stage} needs at least ${plan.configurations.length} more experiments (one seed per contender) but only ${Math.max(0, room)} of the budget of ${budgets.experiments} remain`,
-        best,
-        evidence,
-      );
-    plan = cut;
-  }
+  // A race adds one seed per configuration a stage: one that does not fit cannot be cut.
+  if (plan.kind === "replicate" && plan.experiments.length > room)
+    return stop(
+      "budget",
+      `stage ${plan.stage} needs ${plan.experiments.length} more experiments (one seed per configuration it races) but only ${Math.max(0, room)} of the budget of ${budgets.experiments} remain`,
+      best,
+      evidence,
+    );
   const fitting = plan.kind === "replicate" ? plan.configurations.length : Math.floor(room / topic.seeds);
   if (plan.configurations.length > fitting) {
     if (plan.kind === "screen" || fitting < 1) {
@@ -509,26 +535,6 @@ function stop(
   evidence: Record<string, unknown>,
 ): PlannerStep {
   return { kind: "stop", reason, explanation, best, evidence };
-}
-
-/**
- * A replication stage cut to the experiments left: fewer seeds for everyone, the largest
- * additions first, down to one each; undefined when not even one each fits.
- */
-function cutReplication(plan: StagePlan, room: number): StagePlan | undefined {
-  if (room < plan.configurations.length) return undefined;
-  const counts = new Map(
-    plan.configurations.map((configuration) => [configuration.id, plan.experiments.filter((item) => item.configurationId === configuration.id).length]),
-  );
-  let total = plan.experiments.length;
-  while (total > room) {
-    const [id, count] = [...counts].sort((left, right) => right[1] - left[1])[0]!;
-    counts.set(id, count - 1);
-    total -= 1;
-  }
-  const kept: StagePlan["experiments"] = [];
-  for (const [id, count] of counts) kept.push(...plan.experiments.filter((item) => item.configurationId === id).slice(0, count));
-  return { ...plan, experiments: kept, rationale: `${plan.rationale}; cut to ${kept.length} experiment(s) to fit the experiment budget` };
 }
 
 function evidenceOf(summaries: ConfigurationSummary[], ranking?: IncumbentRanking): Record<string, unknown> {
