@@ -29,6 +29,14 @@ export interface InProcessTrainingOptions {
   optimizer: OptimizerConfig;
   seed: number;
   temperature?: number;
+  /** Nucleus sampling of the training rollouts (default 1: none). */
+  topP?: number;
+  /**
+   * A fixed-protocol evaluation, as the swarm server's `eval_protocol`: after every `every`
+   * steps, `episodes` eval episodes, one task each from a set fixed by the run's seed, at
+   * one fixed sampling, never trained on.
+   */
+  protocolEval?: { every: number; episodes: number; temperature: number; topP: number };
   maxGroupsPerStep?: number;
   /** Stop early once the mean reward of the last `window` steps reaches this. */
   stopAtReward?: number;
@@ -51,6 +59,10 @@ export interface InProcessTrainingResult {
   allEqualGroupFraction: number;
   /** Mean of each task log metric over the episodes of the last step. */
   lastLogMetrics: Record<string, number>;
+  /** The fixed-protocol evaluation's mean reward after each evaluated step (with `protocolEval`). */
+  protocolCurve: { step: number; value: number }[];
+  /** Eval episodes the evaluations played (compute they cost beside `episodes`). */
+  protocolEpisodes: number;
 }
 
 /** The embedded policy's tuned defaults (see bench/learning.bench.ts for what other values do). */
@@ -93,6 +105,29 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
     taskCounter = 0;
   let lastMetrics: Record<string, number> = {};
   let lastLogMetrics: Record<string, number> = {};
+  const protocolCurve: { step: number; value: number }[] = [];
+  let protocolEpisodes = 0;
+  /** The current weights on the protocol's tasks (the same ones at every evaluation), each call seeded by its place. */
+  const evaluate = async (protocol: NonNullable<InProcessTrainingOptions["protocolEval"]>): Promise<number> => {
+    let sum = 0;
+    for (let index = 0; index < protocol.episodes; index++) {
+      const task = options.task.sampleTask(options.seed * 7_368_787 + 0xe7a1 + index);
+      let call = 0;
+      const ask: AskPolicy = async (messages, askOptions) =>
+        (
+          await engine.generate({
+            messages,
+            temperature: protocol.temperature,
+            topP: protocol.topP,
+            maxTokens: askOptions.maxTokens ?? 8,
+            seed: (options.seed * 1_000_003 + index * 131 + call++) % 2 ** 31,
+          })
+        ).text;
+      sum += (await options.task.playEpisode(task, ask)).reward;
+    }
+    protocolEpisodes += protocol.episodes;
+    return sum / protocol.episodes;
+  };
   try {
     await engine.load();
     for (let step = 1; step <= options.steps; step++) {
@@ -108,7 +143,12 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
           const episodeUuid = `episode-${episodeCounter++}`;
           const calls: RecordedCall[] = [];
           const ask: AskPolicy = async (messages, askOptions) => {
-            const result = await engine.generate({ messages, temperature: options.temperature ?? 1, maxTokens: askOptions.maxTokens ?? 8 });
+            const result = await engine.generate({
+              messages,
+              temperature: options.temperature ?? 1,
+              ...(options.topP === undefined ? {} : { topP: options.topP }),
+              maxTokens: askOptions.maxTokens ?? 8,
+            });
             calls.push({
               callIndex: calls.length,
               messages,
@@ -148,6 +188,7 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
       rewardCurve.push(stepRewards.reduce((sum, value) => sum + value, 0) / stepRewards.length);
       episodesByStep.push(episodes);
       if (batch.length > 0) lastMetrics = (await engine.train(batch, step)).metrics;
+      if (options.protocolEval && step % options.protocolEval.every === 0) protocolCurve.push({ step, value: await evaluate(options.protocolEval) });
       if (options.stopAtReward !== undefined && rewardCurve.length >= window && trailingMean(rewardCurve, window) >= options.stopAtReward) {
         stepsToTarget = step;
         break;
@@ -168,5 +209,7 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
     lastMetrics,
     allEqualGroupFraction: groupsSampled ? groupsAllEqual / groupsSampled : 0,
     lastLogMetrics,
+    protocolCurve,
+    protocolEpisodes,
   };
 }
