@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { applyOverrides, checkOverrides, readConfigFile } from "../../blueprints/index.ts";
-import { decideMeasurement, withMeasurement } from "../../leader/design/measurement-protocol.ts";
+import { decideMeasurement, reproducibilityOf, withMeasurement } from "../../leader/design/measurement-protocol.ts";
 import { parseTopic } from "../../leader/index.ts";
 import { measurementLine } from "../../leader/report/measurement-line.ts";
 import { swarmConfigSchema } from "../../swarm/schema.ts";
@@ -64,5 +64,17 @@ describe("the measurement protocol a campaign plans", () => {
     expect(measurementLine(withMeasurement(topic("temperature: [1, 0.5]"), other))).toMatch(/a greedier sampler can score higher by itself/);
     // No schema to ask: the knob's name.
     expect(decideMeasurement(topic("temperature: [1, 0.5]"), undefined).caveat).toMatch(/temperature \(by its name\)/);
+  });
+
+  it("says whether a seed reproduces a run, from the base config", async () => {
+    const engine = { schema: swarmConfigSchema, config: await readConfigFile(configFile) };
+    // swarm-demo.swarm.yaml: the embedded engine with deterministic: true.
+    expect(reproducibilityOf(topic("lr: [0.2, 0.5]"), engine)).toMatch(/same curve whatever the machine's load/);
+    const off = parseTopic(
+      `---\nmetric: { name: rollout_reward_mean, goal: maximize }\nbase: { mode: swarm, codebase: ${root}, interpreter: node, config: ${configFile}, command: "node x.js", overrides: { deterministic: false } }\nknobs:\n  lr: [0.2, 0.5]\n---\nq\n`,
+    );
+    expect(reproducibilityOf(off, engine)).toMatch(/deterministic is off, so a run's curve also depends on how its clients interleave/);
+    const vllm = { ...engine, config: { ...engine.config, model: { kind: "vllm", model: "Qwen/Qwen2.5-0.5B" } } };
+    expect(reproducibilityOf(topic("lr: [0.2, 0.5]"), vllm)).toMatch(/the vllm engine is not bit-reproducible/);
   });
 });

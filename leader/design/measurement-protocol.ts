@@ -127,7 +127,7 @@ function baseSampling(topic: Topic, engine: { schema: z.ZodType; config: ConfigO
 }
 
 /** The base overrides' value for a config field, under whichever key lands on it. */
-function overrideValue(topic: Topic, engine: { schema: z.ZodType; config: ConfigObject }, field: string): unknown {
+export function overrideValue(topic: Topic, engine: { schema: z.ZodType; config: ConfigObject }, field: string): unknown {
   let found: unknown;
   for (const [key, value] of Object.entries(topic.base?.overrides ?? {})) if (overridePath(key, engine.config, engine.schema) === field) found = value;
   return found;
@@ -135,5 +135,25 @@ function overrideValue(topic: Topic, engine: { schema: z.ZodType; config: Config
 
 /** The topic as a campaign on it compares runs, given the engine schemas (the CLI passes swarm's). */
 export async function measuredTopic(topic: Topic, schemas: EngineSchemas | undefined): Promise<Topic> {
-  return withMeasurement(topic, decideMeasurement(topic, await engineSchemaFor(schemas, topic)));
+  const engine = await engineSchemaFor(schemas, topic);
+  const reproducibility = reproducibilityOf(topic, engine);
+  return { ...withMeasurement(topic, decideMeasurement(topic, engine)), ...(reproducibility ? { reproducibility } : {}) };
+}
+
+/**
+ * Whether a seed reproduces a run's curve, from the base swarm config: only the embedded
+ * engine in `deterministic: true` is exact whatever the load (swarm/engines/README.md,
+ * "Deterministic mode"); elsewhere the spread between seeds also holds the machine's
+ * timing or the inference server's batching, and the report must say so.
+ */
+export function reproducibilityOf(topic: Topic, engine: { schema: z.ZodType; config: ConfigObject } | undefined): string | undefined {
+  if (!engine || topic.base?.mode !== "swarm") return undefined;
+  const model = isConfigObject(engine.config.model) ? engine.config.model : {};
+  const kind = String(overrideValue(topic, engine, "model.kind") ?? model.kind ?? "embedded");
+  const deterministic = (overrideValue(topic, engine, "deterministic") ?? engine.config.deterministic) === true;
+  if (deterministic && kind === "embedded")
+    return "Reproducibility: the embedded engine runs with deterministic: true, so a seed gives the same curve whatever the machine's load; the spread between seeds is the training's own.";
+  if (deterministic)
+    return `Reproducibility: deterministic: true fixes task order, batches and sampling seeds, but the ${kind} engine is not bit-reproducible (its inference server batches requests; GPU kernels differ across batch shapes), so the noise between runs is estimated from the seeds.`;
+  return `Reproducibility: deterministic is off, so a run's curve also depends on how its clients interleave (the machine's load); the noise between runs is estimated from the seeds and includes that.`;
 }

@@ -247,6 +247,8 @@ export interface Topic {
   measurement?: MeasurementProtocol;
   /** Set by the leader: a knob changes how the metric is sampled and no fixed protocol could be planned; why. */
   measurementCaveat?: string;
+  /** Set by the leader from the base config: whether a seed reproduces a run, in one sentence (design/measurement-protocol.ts). */
+  reproducibility?: string;
 }
 
 /** A comparison moved from the training metric to fixed-protocol eval episodes, and why. */

@@ -152,7 +152,7 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
         }
       : undefined,
     stop: inputs.stop,
-    method: `${methodLine(topic, ranking?.comparisons.length ?? 0, contrasts)} ${measurementLine(topic)}`,
+    method: [methodLine(topic, ranking?.comparisons.length ?? 0, contrasts), measurementLine(topic), topic.reproducibility ?? ""].filter(Boolean).join(" "),
     contrasts,
     answer: [
       ...answerParagraphs({

@@ -288,7 +288,8 @@ function threatsSection(inputs: WriteupInputs): WriteupSection {
       }) on this base experiment and its task only.`,
     ],
     [
-      "Reproducibility: a run repeated with the same seed gives the same curve only on a deterministic engine; elsewhere the seeds' spread is the noise estimate.",
+      topic.reproducibility ??
+        "Reproducibility: a run repeated with the same seed gives the same curve only on a deterministic engine; elsewhere the seeds' spread is the noise estimate.",
     ],
   );
   const refused = refusedText(history);
