@@ -37,6 +37,8 @@ export type { KnownAnswerTopic, RunResult };
  */
 const gridSeeds = Number(process.env.A3R_BENCH_GRID_SEEDS ?? 6);
 const only = process.env.A3R_BENCH_TOPICS?.split(",").map((name) => name.trim());
+/** Simulated campaigns per check of the stated error rate (falseClaimRates). */
+const falseClaimCampaigns = Number(process.env.A3R_BENCH_NULL_CAMPAIGNS ?? 1000);
 
 type Task = SwarmTask<TaskInstance>;
 
@@ -408,6 +410,65 @@ function label(verdict: Verdict): string {
   return `${verdict.topic}${verdict.variant ? ` (${verdict.variant})` : ""}${verdict.fresh ? " [fresh]" : ""}`;
 }
 
+/**
+ * The stated error rate, checked: campaigns on simulated topics where the truth is set (each
+ * run's score normal with spread 1 around its configuration's mean), driven by the same
+ * planner. Under no difference (three equal means) every "worse" claim at any look is
+ * false; with two means exactly the margin apart every "equivalent" claim is false. The
+ * sequential design states at most 0.05 for each; a deterministic generator makes the
+ * figures the same every run.
+ */
+export function falseClaimRates(campaigns: number): { worse: number; equivalent: number } {
+  let state = 2463534242;
+  const uniform = () => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return ((state >>> 0) + 0.5) / 4294967296;
+  };
+  const gaussian = () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+  const margin = 0.5;
+  const simulate = (means: Record<string, number>, claim: "worse" | "equivalent"): number => {
+    const values = Object.keys(means);
+    const topic = parseTopic(
+      topicText(
+        {
+          name: "null",
+          question: "Which x?",
+          knob: "x",
+          values,
+          goal: "maximize",
+          range: [-100, 100],
+          equivalence: margin,
+          run: () => Promise.reject(new Error("simulated")),
+        },
+        values.length * gridSeeds,
+      ),
+    );
+    let claimed = 0;
+    for (let campaign = 0; campaign < campaigns; campaign += 1) {
+      const history: StageRecord[] = [];
+      let step: PlannerStep = planNext({ topic, history, usage: { gpuHours: 0, wallTimeMs: 0 } });
+      let any = false;
+      while (step.kind === "stage") {
+        const plan = step.plan;
+        history.push({
+          plan,
+          outcomes: plan.experiments.map((experiment) => {
+            const configuration = plan.configurations.find((item) => item.id === experiment.configurationId)!;
+            return { ...experiment, state: "succeeded", score: means[String(configuration.settings.x)]! + gaussian() };
+          }),
+        });
+        if (campaignRanking(topic, history)?.comparisons.some((comparison) => comparison.verdict === claim)) any = true;
+        step = planNext({ topic, history, usage: { gpuHours: 0, wallTimeMs: 0 } });
+      }
+      if (any) claimed += 1;
+    }
+    return claimed / campaigns;
+  };
+  return { worse: simulate({ a: 0, b: 0, c: 0 }, "worse"), equivalent: simulate({ a: 0, b: -margin }, "equivalent") };
+}
+
 const benchmark: Benchmark = {
   title: "Research that reaches right answers (known-answer topics on the embedded engine)",
   async run() {
@@ -433,6 +494,7 @@ const benchmark: Benchmark = {
         rows.push({ name: `${label(verdict)}: compute share of the grid (episodes)`, value: verdict.campaignEpisodes / verdict.gridEpisodes });
       }
     }
+    const errors = falseClaimRates(falseClaimCampaigns);
     const counted = verdicts.filter((verdict) => verdict.variant !== "protocol off");
     const right = share(counted, (verdict) => verdict.right);
     const decided = share(counted, (verdict) => verdict.decided);
@@ -458,6 +520,13 @@ const benchmark: Benchmark = {
           ]
         : []),
       { name: "grid seeds per value", value: gridSeeds },
+      { name: "simulated: campaigns with a false 'worse' claim (no difference)", value: errors.worse, goal: "<= 0.05", met: errors.worse <= 0.05 },
+      {
+        name: "simulated: campaigns with a false 'equivalent' claim (difference = margin)",
+        value: errors.equivalent,
+        goal: "<= 0.05",
+        met: errors.equivalent <= 0.05,
+      },
     );
     return { title: benchmark.title, rows, notes };
   },

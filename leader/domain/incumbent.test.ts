@@ -80,7 +80,8 @@ describe("follow-ups", () => {
     const singleRanking = rankAgainstIncumbent(single, { goal: "maximize" })!;
     expect(seedsToAdd(singleRanking, single, followUps(singleRanking, single, undefined), 1).map((item) => item.id)).toEqual(["b"]);
     // Two comparisons, one won by each side: the incumbent first, then the challenger that needs seeds.
-    const mixed = [summary("a", [0.7, 0.6, 0.8]), summary("b", [0.6, 0.4, 0.8]), summary("c", [0.62, 0.63, 0.62])];
+    // (Each spread is floored at the pooled one, 0.225 here: c counts as 0.225, below a's 0.25, b's 0.3.)
+    const mixed = [summary("a", [0.75, 0.5, 1]), summary("b", [0.6, 0.3, 0.9]), summary("c", [0.62, 0.63, 0.62])];
     const mixedRanking = rankAgainstIncumbent(mixed, { goal: "maximize" })!;
     expect(seedsToAdd(mixedRanking, mixed, followUps(mixedRanking, mixed, undefined), 1)).toEqual([
       { id: "a", add: 1 },

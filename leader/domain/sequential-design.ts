@@ -90,6 +90,19 @@ function carry(density: Density, information: number, bound: number): Density {
  * spent (a reopened campaign), gets level 0: the campaign's total stays at alpha.
  */
 export function lookLevels(experimentsByLook: readonly number[], budget: number, total = alpha): LookLevel[] {
+  // A campaign asks for the same schedule at every step after it: each is integrated once.
+  const key = `${experimentsByLook.join(",")}/${budget}/${total}`;
+  const known = computed.get(key);
+  if (known) return known.map((look) => ({ ...look }));
+  const looks = integrateLooks(experimentsByLook, budget, total);
+  if (computed.size >= 1000) computed.clear();
+  computed.set(key, looks);
+  return looks.map((look) => ({ ...look }));
+}
+
+const computed = new Map<string, LookLevel[]>();
+
+function integrateLooks(experimentsByLook: readonly number[], budget: number, total: number): LookLevel[] {
   let density: Density = { information: 0, points: [0], weights: [1] };
   const looks: LookLevel[] = [];
   for (const [index, experiments] of experimentsByLook.entries()) {
