@@ -10,6 +10,7 @@ import { summarizeCurve } from "../leader/domain/statistics.ts";
 import { parseTopic } from "../leader/domain/topic.ts";
 import { campaignRanking, planNext } from "../leader/planners/heuristic/heuristic-planner.ts";
 import type { Benchmark, BenchRow } from "./report.ts";
+import { measurementTopics } from "./research-measurement-topics.ts";
 import type { KnownAnswerTopic, RunResult } from "./research-topic-types.ts";
 
 export type { KnownAnswerTopic, RunResult };
@@ -66,7 +67,7 @@ const halving: EarlyStopRule = { rungs: [0.25, 0.5], keep: 0.5, window: 3 };
 
 const episodesBudget = base.steps * base.batchSize * base.numRepeat;
 
-export const topics: KnownAnswerTopic[] = [
+const knownTopics: KnownAnswerTopic[] = [
   {
     name: "lr",
     question: "Which learning rate makes item-color learn fastest (mean reward over 20 steps)?",
@@ -171,6 +172,9 @@ export const topics: KnownAnswerTopic[] = [
     run: (value, seed) => areaRun(compassWalk as unknown as Task, { optimizer: { ...defaultOptimizer, kl_coef: Number(value) } }, seed),
   },
 ];
+
+/** The topics above, and those whose knob changes how the training metric is measured (judged with and without the fixed protocol). */
+export const topics: KnownAnswerTopic[] = [...knownTopics, ...measurementTopics];
 
 function topicText(topic: KnownAnswerTopic, experiments: number): string {
   return `---
