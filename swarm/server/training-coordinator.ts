@@ -399,28 +399,54 @@ export class TrainingCoordinator {
         ok: false,
         failCause: `No available episodes to claim. deterministic: all ${this.#rounds!.roundLimit} numbered episodes up to step ${this.globalStep + 1} are claimed; retry after the step`,
       };
+    return this.#register(request, {
+      type: request.type,
+      taskId: throttle?.currentTaskId,
+      allowed,
+      asked,
+      numbered: index === undefined ? undefined : { source: this.#rounds!, index },
+    });
+  }
+
+  /** Registers a claim the coordinator admitted; a number it was given is bound to it, or handed back when the registry refuses. */
+  #register(
+    request: Parameters<TrainingCoordinator["claim"]>[0],
+    options: {
+      type: EpisodeType;
+      taskId: string | undefined;
+      allowed: number;
+      asked: number;
+      numbered?: { source: DeterministicRounds | ProtocolEval; index: number } | undefined;
+      evaluating?: number | undefined;
+    },
+  ): ClaimOutcome {
     const result = this.registry.claim({
       clientUuid: request.clientUuid,
-      type: request.type,
-      discardTimeoutMs: allowed * 1000,
+      type: options.type,
+      discardTimeoutMs: options.allowed * 1000,
       step: this.globalStep,
-      taskId: throttle?.currentTaskId,
+      taskId: options.taskId,
       connectionId: request.connectionId,
       unkeyed: request.unkeyed,
     });
-    if (index !== undefined) {
-      if (result.ok) this.#rounds!.bind(result.episode.episodeUuid, index);
-      else this.#rounds!.release(index);
-    }
+    const numbered = options.numbered;
     if (!result.ok) {
+      numbered?.source.release(numbered.index);
       // The per-client cap is this client's own doing: a 429 it cannot mistake for a full server.
       return result.perClientCap
         ? { ok: false, failCause: result.failCause, status: 429 }
         : { ok: false, failCause: `No available episodes to claim. ${result.failCause}` };
     }
-    const clamped = request.discardTimeoutSeconds !== undefined && allowed < asked;
-    const slot = index === undefined ? undefined : this.#rounds!.slot(index);
-    return { ok: true, episode: result.episode, discardTimeoutSeconds: allowed, clampedFrom: clamped ? asked : undefined, slot };
+    numbered?.source.bind(result.episode.episodeUuid, numbered.index);
+    const clamped = request.discardTimeoutSeconds !== undefined && options.allowed < options.asked;
+    return {
+      ok: true,
+      episode: result.episode,
+      discardTimeoutSeconds: options.allowed,
+      clampedFrom: clamped ? options.asked : undefined,
+      slot: numbered?.source.slot(numbered.index),
+      ...(options.evaluating === undefined ? {} : { evaluating: options.evaluating }),
+    };
   }
 
   /** During an evaluation every claim plays one of its numbered eval episodes (protocol-eval.ts). */
@@ -432,31 +458,7 @@ export class TrainingCoordinator {
         ok: false,
         failCause: `No available episodes to claim. eval_protocol: all ${protocol.settings.episodes} eval episodes of the evaluation after step ${protocol.runningFor} are claimed; retry after it`,
       };
-    const result = this.registry.claim({
-      clientUuid: request.clientUuid,
-      type: "eval",
-      discardTimeoutMs: allowed * 1000,
-      step: this.globalStep,
-      taskId: undefined,
-      connectionId: request.connectionId,
-      unkeyed: request.unkeyed,
-    });
-    if (!result.ok) {
-      protocol.release(index);
-      return result.perClientCap
-        ? { ok: false, failCause: result.failCause, status: 429 }
-        : { ok: false, failCause: `No available episodes to claim. ${result.failCause}` };
-    }
-    protocol.bind(result.episode.episodeUuid, index);
-    const clamped = request.discardTimeoutSeconds !== undefined && allowed < asked;
-    return {
-      ok: true,
-      episode: result.episode,
-      discardTimeoutSeconds: allowed,
-      clampedFrom: clamped ? asked : undefined,
-      slot: protocol.slot(index),
-      evaluating: protocol.runningFor,
-    };
+    return this.#register(request, { type: "eval", taskId: undefined, allowed, asked, numbered: { source: protocol, index }, evaluating: protocol.runningFor });
   }
 
   /** The fixed sampling of an evaluation episode; undefined for every other episode. */
