@@ -1,5 +1,5 @@
 import type { PoolProgress } from "./batching-strategies.ts";
-import type { EpisodeRegistry } from "./episode-registry.ts";
+import { NumberedEpisodes } from "./numbered-episodes.ts";
 
 /** What a train claim is told in deterministic mode: which episode of the run it plays. */
 export interface DeterministicSlot {
@@ -24,81 +24,24 @@ export interface DeterministicSlot {
  * missing, still under the same weights. So every episode of a round is sampled from the
  * weights of the step before it, and the batch is a function of the seed alone.
  */
-export class DeterministicRounds {
-  #next: number;
-  /** Numbers below this may be handed out in the current round. */
-  #limit: number;
-  /** Numbers handed out whose episodes ended without a reward being recorded: played again, lowest first. */
-  readonly #replay: number[] = [];
-  /** Running (or just finished, not yet settled) claims and their numbers. */
-  readonly #claimed = new Map<string, number>();
-
+export class DeterministicRounds extends NumberedEpisodes {
   constructor(
     private readonly seed: number,
     private readonly numRepeat: number,
     /** The first number to hand out (a resumed run continues where its checkpoint's step ended). */
     next = 0,
   ) {
-    this.#next = next;
-    this.#limit = next;
-  }
-
-  /** The number the next fresh episode gets (recorded in each step's metrics, for a resume). */
-  get nextIndex(): number {
-    return this.#next;
+    super(next);
   }
 
   /** Episodes the current round has handed out or may still hand out. */
   get roundLimit(): number {
-    return this.#limit;
-  }
-
-  /** A number for a new claim, or undefined when the round's quota is all handed out. */
-  admit(): number | undefined {
-    if (this.#replay.length > 0) return this.#replay.shift();
-    if (this.#next >= this.#limit) return undefined;
-    const index = this.#next;
-    this.#next += 1;
-    return index;
-  }
-
-  bind(episodeUuid: string, index: number): void {
-    this.#claimed.set(episodeUuid, index);
-  }
-
-  /** A number admitted but not claimed (the registry refused the claim): the next claim gets it. */
-  release(index: number): void {
-    insertSorted(this.#replay, index);
-  }
-
-  /** The episode's number while it runs; undefined for eval or unnumbered episodes. */
-  indexOf(episodeUuid: string): number | undefined {
-    return this.#claimed.get(episodeUuid);
-  }
-
-  /** The episode ended (rewarded or not): its number is used up. Returns it. */
-  consume(episodeUuid: string): number | undefined {
-    const index = this.#claimed.get(episodeUuid);
-    this.#claimed.delete(episodeUuid);
-    return index;
-  }
-
-  /**
-   * Sends the numbers of claims that stopped running without an end back to be played
-   * again, then says whether the round is complete: everything admitted has ended.
-   */
-  settle(registry: EpisodeRegistry): boolean {
-    for (const [episodeUuid, index] of this.#claimed) {
-      if (registry.find(episodeUuid)?.status === "running") continue;
-      this.#claimed.delete(episodeUuid);
-      insertSorted(this.#replay, index);
-    }
-    return this.#claimed.size === 0 && this.#replay.length === 0 && this.#next >= this.#limit;
+    return this.limit;
   }
 
   /** The round is complete and the batch not ready: let it hand out what the strategy misses. */
   extend(progress: PoolProgress): void {
-    this.#limit += missingEpisodes(progress, this.numRepeat);
+    this.raise(missingEpisodes(progress, this.numRepeat));
   }
 
   slot(index: number): DeterministicSlot {
@@ -122,13 +65,6 @@ export function missingEpisodes(progress: PoolProgress, numRepeat: number): numb
     default:
       return groups(progress.completed_non_dummy_task_target, progress.completed_non_dummy_tasks);
   }
-}
-
-/** Inserts into an ascending list, keeping it sorted (the lowest number is replayed first). */
-export function insertSorted(list: number[], value: number): void {
-  let at = list.length;
-  while (at > 0 && list[at - 1]! > value) at -= 1;
-  list.splice(at, 0, value);
 }
 
 /** A 32-bit hash of three integers: murmur3's finalizer after each one. */

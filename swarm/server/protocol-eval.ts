@@ -1,5 +1,6 @@
 import type { DeterministicSlot } from "./deterministic-rounds.ts";
-import { insertSorted, mix } from "./deterministic-rounds.ts";
+import { mix } from "./deterministic-rounds.ts";
+import { NumberedEpisodes } from "./numbered-episodes.ts";
 import type { EpisodeRegistry } from "./episode-registry.ts";
 
 /** The sampling every fixed-protocol eval episode uses, whatever its client asks. */
@@ -39,18 +40,16 @@ export interface ProtocolEvalResult {
  *
  * While an evaluation runs, every claim is handed one of its episodes (a claim cannot
  * train the weights being measured); a lost claim's number is played again, as in
- * deterministic mode. Rewards are summed in value order, so the mean does not depend on
+ * deterministic mode (numbered-episodes.ts). Rewards are summed in value order, so the mean does not depend on
  * which episode ended first.
  */
 export class ProtocolEval {
   readonly #atSteps: ReadonlySet<number>;
   /** The step whose weights are being evaluated; undefined between evaluations. */
   #step: number | undefined;
-  #next = 0;
-  readonly #replay: number[] = [];
-  readonly #claimed = new Map<string, number>();
+  /** The evaluation's episodes, numbered 0 .. episodes - 1. */
+  #numbers = new NumberedEpisodes();
   #rewards: number[] = [];
-  #ended = 0;
 
   constructor(readonly settings: ProtocolEvalSettings) {
     this.#atSteps = new Set(settings.atSteps);
@@ -69,32 +68,26 @@ export class ProtocolEval {
 
   open(step: number): void {
     this.#step = step;
-    this.#next = 0;
-    this.#replay.length = 0;
-    this.#claimed.clear();
+    this.#numbers = new NumberedEpisodes(0, this.settings.episodes);
     this.#rewards = [];
-    this.#ended = 0;
   }
 
   /** The number a new claim plays, or undefined when every episode is handed out. */
   admit(): number | undefined {
-    if (this.#step === undefined) return undefined;
-    if (this.#replay.length > 0) return this.#replay.shift();
-    if (this.#next >= this.settings.episodes) return undefined;
-    return this.#next++;
+    return this.#step === undefined ? undefined : this.#numbers.admit();
   }
 
   bind(episodeUuid: string, index: number): void {
-    this.#claimed.set(episodeUuid, index);
+    this.#numbers.bind(episodeUuid, index);
   }
 
   /** A number admitted whose claim the registry refused: the next claim gets it. */
   release(index: number): void {
-    insertSorted(this.#replay, index);
+    this.#numbers.release(index);
   }
 
   owns(episodeUuid: string): boolean {
-    return this.#claimed.has(episodeUuid);
+    return this.#numbers.indexOf(episodeUuid) !== undefined;
   }
 
   slot(index: number): DeterministicSlot {
@@ -103,39 +96,30 @@ export class ProtocolEval {
 
   /** The sampling seed of an evaluation episode's `call`-th completion; undefined for other episodes. */
   samplingSeed(episodeUuid: string, call: number): number | undefined {
-    const index = this.#claimed.get(episodeUuid);
+    const index = this.#numbers.indexOf(episodeUuid);
     return index === undefined ? undefined : mix(mix(this.settings.seed, 0x5eed, index), call, 0);
   }
 
   /** The episode ended: with a reward it counts, with `null` its number is used up. */
   record(episodeUuid: string, reward: number | null): void {
-    if (!this.#claimed.delete(episodeUuid)) return;
-    this.#ended += 1;
-    if (reward !== null) this.#rewards.push(reward);
+    if (this.#numbers.consume(episodeUuid) !== undefined && reward !== null) this.#rewards.push(reward);
   }
 
   /** Sends the numbers of claims that stopped running without an end back to be played; true when every episode has ended. */
   settle(registry: EpisodeRegistry): boolean {
-    if (this.#step === undefined) return false;
-    for (const [episodeUuid, index] of this.#claimed) {
-      if (registry.find(episodeUuid)?.status === "running") continue;
-      this.#claimed.delete(episodeUuid);
-      insertSorted(this.#replay, index);
-    }
-    return this.#ended >= this.settings.episodes;
+    return this.#step !== undefined && this.#numbers.settle(registry);
   }
 
   /** What the evaluation measured so far; ends it. */
   close(): ProtocolEvalResult {
     const step = this.#step ?? 0;
     const sorted = [...this.#rewards].sort((a, b) => a - b);
-    const result = {
+    this.#step = undefined;
+    this.#numbers = new NumberedEpisodes();
+    return {
       step,
       rewardMean: sorted.length > 0 ? sorted.reduce((sum, value) => sum + value, 0) / sorted.length : undefined,
       episodes: sorted.length,
     };
-    this.#step = undefined;
-    this.#claimed.clear();
-    return result;
   }
 }
