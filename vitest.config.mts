@@ -1,9 +1,50 @@
+import { relative } from "node:path";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * Integration files that take a minute or more of one fork each, longest first. Vitest
+ * starts files it has no timings for largest first, and these are small files around one
+ * long case (a Python run, a learning run, a whole campaign): on a fresh clone they started
+ * last and ran on alone after everything else had finished. Started first, they overlap
+ * the many short files instead. A file that is missing here still runs, only later.
+ */
+const longFirst = [
+  "swarm/engines/vllm/vllm-engine.int.test.ts",
+  "swarm/python/pytest.int.test.ts",
+  "leader/planners/llm/llm-campaign.int.test.ts",
+  "leader/graph/kill-resume.int.test.ts",
+  "cli/research-command.int.test.ts",
+  "swarm/engines/embedded/learning.int.test.ts",
+  "leader/graph/leader-graph.int.test.ts",
+  "cli/rebuild-checkpoint.int.test.ts",
+  "cli/override-landing.int.test.ts",
+  "cli/hosts-command.int.test.ts",
+  "cli/review.int.test.ts",
+  "cli/history.int.test.ts",
+];
+
+class LongFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (spec: TestSpecification): number => {
+      const index = longFirst.indexOf(relative(import.meta.dirname, spec.moduleId));
+      return index === -1 ? longFirst.length : index;
+    };
+    // Stable: within a group the listed files move to the front, the rest keep Vitest's order.
+    const groupOf = (spec: TestSpecification): number => spec.project.config.sequence.groupOrder;
+    return sorted
+      .map((spec, position) => ({ spec, position }))
+      .sort((a, b) => groupOf(a.spec) - groupOf(b.spec) || rank(a.spec) - rank(b.spec) || a.position - b.position)
+      .map(({ spec }) => spec);
+  }
+}
 
 // Two projects: fast pure tests beside the code, and integration tests that start real
 // servers and child processes (their own ports, temp dirs), which need longer timeouts.
 export default defineConfig({
   test: {
+    sequence: { sequencer: LongFirstSequencer },
     projects: [
       {
         test: {
