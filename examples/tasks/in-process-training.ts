@@ -81,6 +81,31 @@ export function stepsToReach(curve: readonly number[], target: number, window: n
   return undefined;
 }
 
+/** The current weights on the protocol's tasks (the same ones at every evaluation of a seed), each call seeded by its place. */
+async function evaluateOnProtocol(
+  engine: EmbeddedEngine,
+  task: SwarmTask<TaskInstance>,
+  seed: number,
+  protocol: NonNullable<InProcessTrainingOptions["protocolEval"]>,
+): Promise<number> {
+  let sum = 0;
+  for (let index = 0; index < protocol.episodes; index++) {
+    let call = 0;
+    const ask: AskPolicy = async (messages, askOptions) =>
+      (
+        await engine.generate({
+          messages,
+          temperature: protocol.temperature,
+          topP: protocol.topP,
+          maxTokens: askOptions.maxTokens ?? 8,
+          seed: (seed * 1_000_003 + index * 131 + call++) % 2 ** 31,
+        })
+      ).text;
+    sum += (await task.playEpisode(task.sampleTask(seed * 7_368_787 + 0xe7a1 + index), ask)).reward;
+  }
+  return sum / protocol.episodes;
+}
+
 export async function trainInProcess(options: InProcessTrainingOptions): Promise<InProcessTrainingResult> {
   const started = performance.now();
   const experimentDir = await mkdtemp(join(tmpdir(), "a3r-in-process-"));
@@ -107,27 +132,6 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
   let lastLogMetrics: Record<string, number> = {};
   const protocolCurve: { step: number; value: number }[] = [];
   let protocolEpisodes = 0;
-  /** The current weights on the protocol's tasks (the same ones at every evaluation), each call seeded by its place. */
-  const evaluate = async (protocol: NonNullable<InProcessTrainingOptions["protocolEval"]>): Promise<number> => {
-    let sum = 0;
-    for (let index = 0; index < protocol.episodes; index++) {
-      const task = options.task.sampleTask(options.seed * 7_368_787 + 0xe7a1 + index);
-      let call = 0;
-      const ask: AskPolicy = async (messages, askOptions) =>
-        (
-          await engine.generate({
-            messages,
-            temperature: protocol.temperature,
-            topP: protocol.topP,
-            maxTokens: askOptions.maxTokens ?? 8,
-            seed: (options.seed * 1_000_003 + index * 131 + call++) % 2 ** 31,
-          })
-        ).text;
-      sum += (await options.task.playEpisode(task, ask)).reward;
-    }
-    protocolEpisodes += protocol.episodes;
-    return sum / protocol.episodes;
-  };
   try {
     await engine.load();
     for (let step = 1; step <= options.steps; step++) {
@@ -188,7 +192,10 @@ export async function trainInProcess(options: InProcessTrainingOptions): Promise
       rewardCurve.push(stepRewards.reduce((sum, value) => sum + value, 0) / stepRewards.length);
       episodesByStep.push(episodes);
       if (batch.length > 0) lastMetrics = (await engine.train(batch, step)).metrics;
-      if (options.protocolEval && step % options.protocolEval.every === 0) protocolCurve.push({ step, value: await evaluate(options.protocolEval) });
+      if (options.protocolEval && step % options.protocolEval.every === 0) {
+        protocolCurve.push({ step, value: await evaluateOnProtocol(engine, options.task, options.seed, options.protocolEval) });
+        protocolEpisodes += options.protocolEval.episodes;
+      }
       if (options.stopAtReward !== undefined && rewardCurve.length >= window && trailingMean(rewardCurve, window) >= options.stopAtReward) {
         stepsToTarget = step;
         break;
