@@ -421,8 +421,14 @@ function label(verdict: Verdict): string {
  * false; with two means exactly the margin apart every "equivalent" claim is false. The
  * sequential design states at most 0.05 for each; a deterministic generator makes the
  * figures the same every run.
+ *
+ * `correlation` makes a seed move its runs together, as the embedded trainer's seed (model
+ * init and task stream) does: a run's score is its mean + sqrt(|ρ|)·l·u_seed +
+ * sqrt(1 − |ρ|)·e, u_seed shared by every configuration at that seed, e its own. Positive ρ
+ * gives every configuration l = +1 (all pairs correlated ρ); negative gives the last
+ * configuration l = −1 (its pairs correlated −|ρ|, as group size's are on the bench).
  */
-export function falseClaimRates(campaigns: number): { worse: number; equivalent: number } {
+export function falseClaimRates(campaigns: number, correlation = 0): { worse: number; equivalent: number } {
   let state = 2463534242;
   const uniform = () => {
     state ^= state << 13;
@@ -450,7 +456,15 @@ export function falseClaimRates(campaigns: number): { worse: number; equivalent:
       ),
     );
     let claimed = 0;
+    const shared = Math.sqrt(Math.abs(correlation));
+    const own = Math.sqrt(1 - Math.abs(correlation));
+    const loading = (value: string): number => (correlation < 0 && value === values.at(-1) ? -1 : 1);
     for (let campaign = 0; campaign < campaigns; campaign += 1) {
+      const seedEffect = new Map<number, number>();
+      const effectOf = (seed: number): number => {
+        if (!seedEffect.has(seed)) seedEffect.set(seed, gaussian());
+        return seedEffect.get(seed)!;
+      };
       const history: StageRecord[] = [];
       let step: PlannerStep = planNext({ topic, history, usage: { gpuHours: 0, wallTimeMs: 0 } });
       let any = false;
@@ -460,7 +474,9 @@ export function falseClaimRates(campaigns: number): { worse: number; equivalent:
           plan,
           outcomes: plan.experiments.map((experiment) => {
             const configuration = plan.configurations.find((item) => item.id === experiment.configurationId)!;
-            return { ...experiment, state: "succeeded", score: means[String(configuration.settings.x)]! + gaussian() };
+            const value = String(configuration.settings.x);
+            const noise = correlation === 0 ? gaussian() : shared * loading(value) * effectOf(experiment.seed) + own * gaussian();
+            return { ...experiment, state: "succeeded", score: means[value]! + noise };
           }),
         });
         if (campaignRanking(topic, history)?.comparisons.some((comparison) => comparison.verdict === claim)) any = true;
@@ -499,6 +515,8 @@ const benchmark: Benchmark = {
       }
     }
     const errors = falseClaimRates(falseClaimCampaigns);
+    const correlated = falseClaimRates(falseClaimCampaigns, 0.9);
+    const opposed = falseClaimRates(falseClaimCampaigns, -0.45);
     const counted = verdicts.filter((verdict) => verdict.variant !== "protocol off");
     const right = share(counted, (verdict) => verdict.right);
     const decided = share(counted, (verdict) => verdict.decided);
@@ -531,6 +549,13 @@ const benchmark: Benchmark = {
         goal: "<= 0.05",
         met: errors.equivalent <= 0.05,
       },
+      ...[
+        { name: "seeds correlated 0.9", rates: correlated },
+        { name: "seeds correlated -0.45 (the last configuration opposed)", rates: opposed },
+      ].flatMap(({ name, rates }) => [
+        { name: `simulated, ${name}: campaigns with a false 'worse' claim`, value: rates.worse, goal: "<= 0.05", met: rates.worse <= 0.05 },
+        { name: `simulated, ${name}: campaigns with a false 'equivalent' claim`, value: rates.equivalent, goal: "<= 0.05", met: rates.equivalent <= 0.05 },
+      ]),
     );
     return { title: benchmark.title, rows, notes };
   },

@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { clipDifference, clipInterval, equivalenceTest, hedgesG, holmAdjust, seedsToSeparate, seedsToShowEquivalence, welchTest } from "./comparisons.ts";
+import {
+  clipDifference,
+  clipInterval,
+  equivalenceTest,
+  hedgesG,
+  holmAdjust,
+  pairedEquivalenceTest,
+  pairedTest,
+  seedsToSeparate,
+  seedsToShowEquivalence,
+  welchTest,
+} from "./comparisons.ts";
 import { normalQuantile, studentTCdf } from "./student-t.ts";
 
 // R's `sleep` data set (Student 1908): extra hours of sleep under two drugs, 10 patients each.
@@ -30,6 +41,33 @@ describe("Welch's t-test", () => {
     expect(welch.p).toBeLessThan(0.05);
     expect(welch.df).toBeGreaterThan(1);
     expect(welch.df).toBeLessThan(2);
+  });
+});
+
+describe("the paired t-test (seed-matched differences)", () => {
+  it("reproduces R's t.test(drug1, drug2, paired = TRUE) on the sleep data", () => {
+    // R: t = -4.0621, df = 9, p-value = 0.002833; 95 percent confidence interval: -2.4598858 -0.7001142
+    const paired = pairedTest(drug1.map((value, index) => value - drug2[index]!))!;
+    expect(paired.difference).toBeCloseTo(-1.58, 10);
+    expect(paired.t).toBeCloseTo(-4.0621, 4);
+    expect(paired.df).toBe(9);
+    expect(paired.p).toBeCloseTo(0.002833, 6);
+    expect(paired.low).toBeCloseTo(-2.4598858, 6);
+    expect(paired.high).toBeCloseTo(-0.7001142, 6);
+  });
+
+  it("needs two differences, and shows a tie within the margin where Welch cannot", () => {
+    expect(pairedTest([0.1])).toBeUndefined();
+    // Each seed moves both sides alike: the sides spread widely, their differences hardly.
+    const a = [0.2, 0.5, 0.8, 0.35];
+    const b = [0.21, 0.49, 0.82, 0.34];
+    expect(
+      pairedEquivalenceTest(
+        a.map((value, index) => value - b[index]!),
+        0.05,
+      )!.p,
+    ).toBeLessThan(0.05);
+    expect(equivalenceTest(a, b, 0.05)!.p).toBeGreaterThan(0.05);
   });
 });
 

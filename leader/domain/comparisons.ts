@@ -96,11 +96,83 @@ export function hedgesG(a: readonly number[], b: readonly number[], level = 1 - 
  */
 export function equivalenceTest(a: readonly number[], b: readonly number[], margin: number): { p: number; low: number; high: number } | undefined {
   const welch = welchTest(a, b, 1 - 2 * alpha);
-  if (!welch || !(margin > 0)) return undefined;
-  if (welch.standardError === 0) return { p: Math.abs(welch.difference) < margin ? 0 : 1, low: welch.low, high: welch.high };
-  const above = 1 - studentTCdf((welch.difference + margin) / welch.standardError, welch.df);
-  const below = studentTCdf((welch.difference - margin) / welch.standardError, welch.df);
-  return { p: Math.max(above, below), low: welch.low, high: welch.high };
+  return welch ? twoOneSided(welch, margin) : undefined;
+}
+
+/** TOST read off a difference's t statistic (Welch's or the paired one): the larger one-sided p. */
+function twoOneSided(test: Welch, margin: number): { p: number; low: number; high: number } | undefined {
+  if (!(margin > 0)) return undefined;
+  if (test.standardError === 0) return { p: Math.abs(test.difference) < margin ? 0 : 1, low: test.low, high: test.high };
+  const above = 1 - studentTCdf((test.difference + margin) / test.standardError, test.df);
+  const below = studentTCdf((test.difference - margin) / test.standardError, test.df);
+  return { p: Math.max(above, below), low: test.low, high: test.high };
+}
+
+/**
+ * The paired t-test of seed-matched differences (a run of each side at the same seed,
+ * differences[i] = a's score − b's at the i-th common seed): a one-sample t on the
+ * differences, n − 1 degrees of freedom, in the shape of Welch's result. Valid whatever the
+ * correlation between the sides at a seed (it never assumes the two independent, as Welch's
+ * does); where a seed moves both alike its spread is far below Welch's, where it moves them
+ * oppositely above. Undefined with fewer than two differences.
+ */
+export function pairedTest(differences: readonly number[], level = 1 - alpha): Welch | undefined {
+  if (differences.length < 2) return undefined;
+  const sample = moments(differences);
+  const standardError = Math.sqrt(sample.variance / sample.n);
+  if (standardError === 0) {
+    const difference = sample.mean;
+    return {
+      difference,
+      standardError: 0,
+      df: Number.POSITIVE_INFINITY,
+      t: difference === 0 ? 0 : Math.sign(difference) * Number.POSITIVE_INFINITY,
+      p: difference === 0 ? 1 : 0,
+      low: difference,
+      high: difference,
+    };
+  }
+  const df = sample.n - 1;
+  const t = sample.mean / standardError;
+  const p = Math.min(1, 2 * studentTCdf(-Math.abs(t), df));
+  const half = studentTQuantile(1 - (1 - level) / 2, df) * standardError;
+  return { difference: sample.mean, standardError, df, t, p, low: sample.mean - half, high: sample.mean + half };
+}
+
+/**
+ * Welch's test of a against b whose standard error is raised to the paired one where that is
+ * larger: for sides that share only two seeds, too few for a paired test read at a
+ * sequential design's boundaries (its single degree of freedom makes consecutive looks far
+ * less alike than the design assumes), yet matched, so a seed that moves the sides
+ * oppositely would make Welch's error too small. Never more powerful than Welch; as Welch
+ * when the seed moves both alike. Undefined as Welch is.
+ */
+export function guardedWelchTest(a: readonly number[], b: readonly number[], differences: readonly number[], level = 1 - alpha): Welch | undefined {
+  const welch = welchTest(a, b, level);
+  const paired = pairedTest(differences, level);
+  if (!welch || !paired || !(paired.standardError > welch.standardError)) return welch;
+  const standardError = paired.standardError;
+  const t = welch.difference / standardError;
+  const p = Math.min(1, 2 * studentTCdf(-Math.abs(t), welch.df));
+  const half = studentTQuantile(1 - (1 - level) / 2, welch.df) * standardError;
+  return { ...welch, standardError, t, p, low: welch.difference - half, high: welch.difference + half };
+}
+
+/** TOST read off guardedWelchTest's statistic. */
+export function guardedEquivalenceTest(
+  a: readonly number[],
+  b: readonly number[],
+  differences: readonly number[],
+  margin: number,
+): { p: number; low: number; high: number } | undefined {
+  const guarded = guardedWelchTest(a, b, differences, 1 - 2 * alpha);
+  return guarded ? twoOneSided(guarded, margin) : undefined;
+}
+
+/** TOST on seed-matched differences (pairedTest's statistic): |mean difference| < margin. */
+export function pairedEquivalenceTest(differences: readonly number[], margin: number): { p: number; low: number; high: number } | undefined {
+  const paired = pairedTest(differences, 1 - 2 * alpha);
+  return paired ? twoOneSided(paired, margin) : undefined;
 }
 
 /**

@@ -81,6 +81,20 @@ export function summarizeConfigurations(history: StageRecord[]): ConfigurationSu
   });
 }
 
+/** Each configuration's scores by seed (the runs that recorded one): what a paired comparison matches on. */
+export type SeedScores = ReadonlyMap<string, ReadonlyMap<number, number>>;
+
+export function seedScores(history: readonly StageRecord[]): SeedScores {
+  const byId = new Map<string, Map<number, number>>();
+  for (const record of history)
+    for (const outcome of record.outcomes) {
+      if (outcome.state !== "succeeded" || outcome.score === undefined || !Number.isFinite(outcome.score)) continue;
+      if (!byId.has(outcome.configurationId)) byId.set(outcome.configurationId, new Map());
+      byId.get(outcome.configurationId)!.set(outcome.seed, outcome.score);
+    }
+  return byId;
+}
+
 /** Whether mean `a` is better than mean `b` for the goal (strictly). */
 export function isBetter(a: number, b: number, goal: Goal): boolean {
   return goal === "maximize" ? a > b : a < b;

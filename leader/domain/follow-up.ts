@@ -23,6 +23,8 @@ export interface ComparisonFollowUp {
   seedsPerSide: number;
   /** The seed standard deviation assumed (pooled over the two, or over every configuration). */
   std: number | undefined;
+  /** Sides that share seeds (compared paired, domain/incumbent.ts): the next seed goes to both. */
+  paired?: boolean;
 }
 
 /** Pooled standard deviation of the given samples (each with two seeds or more), or undefined. */
@@ -50,6 +52,10 @@ export function followUps(
   const everyone = pooledStd(summaries);
   return open.map((comparison) => {
     const other = summaries.find((summary) => summary.configuration.id === comparison.otherId);
+    // Sides that share seeds (compared paired from four shared seeds on, guarded below) are sized
+    // as paired: a seed a side adds one difference of spread s_d, as two independent seeds of
+    // spread s_d/sqrt(2) would, and the per-side counts below are then matched seeds.
+    if (comparison.matched) return { ...settle(comparison, comparison.matched.differenceStd / Math.SQRT2, equivalence, significance), paired: true };
     const pair = other ? pooledStd([ranking.incumbent, other]) : undefined;
     const std = pair !== undefined && pair > 0 ? pair : everyone;
     return settle(comparison, std, equivalence, significance);
@@ -72,7 +78,9 @@ function settle(comparison: IncumbentComparison, std: number | undefined, equiva
  * (Welch's error is s²/n summed over the two sides, so a seed goes where s²/n − s²/(n+1) is
  * larger: Neyman's allocation, one step at a time). A noisy challenger against a steady
  * incumbent gets the seeds itself; a steady one against a noisy incumbent lets the incumbent
- * take them, once for all its comparisons. A side with fewer than two seeds always gets
+ * take them, once for all its comparisons. A paired comparison gives its seed to both
+ * sides (a difference needs the seed run on each; no side is chosen, so no spread steers
+ * it). A side with fewer than two seeds always gets
  * them (its variance is what is missing). A side's spread is floored at the spread pooled
  * over every configuration: choosing sides by their own spreads alone starves a side whose
  * spread came out small by chance, and its small spread then inflates Welch's t (simulated
@@ -107,7 +115,7 @@ export function seedsToAdd(
   const challengers: { id: string; add: number }[] = [];
   for (const plan of plans) {
     const challengerGain = gain(plan.otherId);
-    const both = !Number.isFinite(incumbentGain) && !Number.isFinite(challengerGain);
+    const both = plan.paired === true || (!Number.isFinite(incumbentGain) && !Number.isFinite(challengerGain));
     if (both || challengerGain >= incumbentGain) challengers.push({ id: plan.otherId, add: capped(plan.seedsPerSide, plan.otherId) });
     if (both || incumbentGain > challengerGain) incumbentAdd = Math.max(incumbentAdd, capped(plan.seedsPerSide, incumbentId));
   }

@@ -89,3 +89,45 @@ describe("follow-ups", () => {
     ]);
   });
 });
+
+describe("paired comparisons (seed-matched differences)", () => {
+  const byId = (entries: Record<string, number[]>) =>
+    new Map(Object.entries(entries).map(([id, scores]) => [id, new Map(scores.map((score, index) => [index + 1, score]))]));
+
+  it("pairs two configurations on the seeds both ran, and says so; two shared seeds stay Welch, its error raised to the paired one", () => {
+    const a = [0.3, 0.6, 0.45, 0.8];
+    const b = [0.26, 0.57, 0.4, 0.77];
+    const summaries = [summary("a", a), summary("b", b)];
+    const unpaired = rankAgainstIncumbent(summaries, { goal: "maximize" })!.comparisons[0]!;
+    const paired = rankAgainstIncumbent(summaries, { goal: "maximize" }, 0.05, byId({ a, b }))!.comparisons[0]!;
+    expect(unpaired.verdict).toBe("open");
+    expect(paired.verdict).toBe("worse");
+    expect(paired.matched).toMatchObject({ seeds: 4, paired: true });
+    expect(paired.df).toBe(3);
+    expect(paired.advantage).toBeCloseTo(0.0375, 10);
+    const two = [summary("a", a.slice(0, 2)), summary("b", b.slice(0, 2))];
+    const twoShared = rankAgainstIncumbent(two, { goal: "maximize" }, 0.05, byId({ a: a.slice(0, 2), b: b.slice(0, 2) }))!.comparisons[0]!;
+    expect(twoShared.matched).toMatchObject({ seeds: 2, paired: false });
+    expect(twoShared.p).toBeCloseTo(rankAgainstIncumbent(two, { goal: "maximize" })!.comparisons[0]!.p!, 12);
+    // A seed that moves the two oppositely: the matched differences spread more than Welch assumes.
+    const opposed = [summary("a", [0.5, 0.7]), summary("b", [0.45, 0.4])];
+    const guarded = rankAgainstIncumbent(opposed, { goal: "maximize" }, 0.05, byId({ a: [0.5, 0.7], b: [0.45, 0.4] }))!.comparisons[0]!;
+    expect(guarded.p!).toBeGreaterThan(rankAgainstIncumbent(opposed, { goal: "maximize" })!.comparisons[0]!.p!);
+  });
+
+  it("gives a paired comparison's next seed to both sides, sized by the spread of the differences", () => {
+    const a = [0.3, 0.6, 0.45];
+    const b = [0.28, 0.61, 0.43];
+    const summaries = [summary("a", a), summary("b", b)];
+    // At a late look's small level the tie is not shown yet.
+    const ranking = rankAgainstIncumbent(summaries, { goal: "maximize", equivalence: 0.05 }, 0.005, byId({ a, b }))!;
+    expect(ranking.comparisons[0]!.verdict).toBe("open");
+    const plans = followUps(ranking, summaries, 0.05, 0.005);
+    expect(plans[0]).toMatchObject({ paired: true, kind: "equivalence" });
+    expect(plans[0]!.std).toBeCloseTo(ranking.comparisons[0]!.matched!.differenceStd / Math.SQRT2, 12);
+    expect(seedsToAdd(ranking, summaries, plans, 1)).toEqual([
+      { id: "a", add: 1 },
+      { id: "b", add: 1 },
+    ]);
+  });
+});

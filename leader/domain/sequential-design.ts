@@ -136,7 +136,7 @@ function integrateLooks(experimentsByLook: readonly number[], budget: number, to
 
 /** One sentence for plans, stops and the method line. */
 export function designText(level: LookLevel | undefined, total = alpha): string {
-  const spending = `group-sequential design: Pocock-type alpha spending of ${total} over the campaign's looks, so any false claim over the campaign has a chance of at most ${total} (approximately: normal boundaries read with t-tests)`;
+  const spending = `group-sequential design: Pocock-type alpha spending of ${total} over the campaign's looks, so any false claim over the campaign has a chance of at most ${total} (approximately: normal boundaries read with t-tests); two configurations run at the same seeds are compared paired, on their seed-matched differences`;
   if (!level) return spending;
   return `${spending}; look ${level.look} at ${formatShare(level.information)} of the experiment budget tests at ${formatLevel(level.level)}`;
 }

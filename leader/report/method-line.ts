@@ -27,6 +27,7 @@ export function methodLine(topic: Topic, incumbentComparisons: number, contrasts
       ? "no equivalence margin is declared (metric.equivalence), so no tie can be shown."
       : `"the same" means two one-sided tests (TOST, Holm-corrected) within the margin ${formatNumber(metric.equivalence)}.`,
     metric.range ? `Intervals are clipped to the metric's range [${metric.range.join(", ")}].` : "",
+    "The heuristic planner's stops compare two configurations that ran the same seeds paired (the paired t-test and TOST on their seed-matched differences, from four shared seeds), at its sequential design's level; the comparisons shown here are unpaired.",
   ]
     .filter((part) => part !== "")
     .join(" ");

@@ -182,26 +182,30 @@ function runIndependent(plan: StagePlan, score: (settings: Record<string, KnobVa
 }
 
 describe("heuristic planner: replication before refinement", () => {
-  const lrTopic = (extra: string, seeds = 2) =>
+  const lrTopic = (extra: string, seeds = 2, stages = 6) =>
     parseTopic(
-      `---\nmetric: { name: reward, goal: maximize, score: area${extra} }\nbase: { codebase: /c, interpreter: /usr/bin/node, command: run, time_budget: 10m, gpus: 0 }\nknobs:\n  lr: [0.2, 0.05, 0.5, 1]\nseeds: ${seeds}\nbudgets: { stages: 6, experiments: 80 }\n---\nWhich lr?\n`,
+      `---\nmetric: { name: reward, goal: maximize, score: area${extra} }\nbase: { codebase: /c, interpreter: /usr/bin/node, command: run, time_budget: 10m, gpus: 0 }\nknobs:\n  lr: [0.2, 0.05, 0.5, 1]\nseeds: ${seeds}\nbudgets: { stages: ${stages}, experiments: 80 }\n---\nWhich lr?\n`,
     );
   // lr 0.5 and 1 are close at the top; 0.05 is far behind; 0.2 in between.
   const world = (settings: Record<string, KnobValue>) => ({ 0.05: 0.1, 0.2: 0.45, 0.5: 0.615, 1: 0.6 })[settings.lr as number]!;
 
   it("adds seeds to the unseparated contenders only, dropping those clearly worse, with seeds sized from the variance", () => {
-    const topic = lrTopic("", 3);
+    // Four seeds a side: enough shared seeds for the paired comparison (domain/incumbent.ts).
+    const topic = lrTopic("", 4);
     const first = runIndependent(stage(planNext(input(topic))), world, 0.02);
     const second = stage(planNext(input(topic, [first])));
     expect(second.kind).toBe("replicate");
-    // Racing: only the incumbent and its open contender are in it, and each comparison's
-    // seed goes to the side whose spread it shrinks most (here the incumbent, lr-0.5).
-    expect(second.configurations.map((item) => item.id)).toEqual(["lr-0.5"]);
-    expect(second.rationale).toMatch(/not separated from lr-1; racing, .*lr-0.5 \+1/);
-    expect(second.rationale).toMatch(/dropped as worse beyond seed noise: .*lr-0.05/);
+    // Racing: only the incumbent and its open contenders are in it, a seed each. With four
+    // seeds the paired comparison already shows the baseline worse: only lr-1 stays open.
+    expect(
+      second.configurations.map((item) => item.id),
+      second.rationale,
+    ).toEqual(["lr-0.5", "lr-1"]);
+    expect(second.rationale).toMatch(/not separated from lr-1; racing, .*lr-0.5 \+1, lr-1 \+1/);
+    expect(second.rationale).toMatch(/dropped as worse beyond seed noise: baseline, lr-0.05/);
     // One seed a stage, with a new seed number.
-    expect(second.experiments.map((item) => item.blueprintId)).toEqual(["s2-lr-0.5-seed4"]);
-    expect(second.configurations[0]!.purpose).toMatch(/replication: 1 more seed\(s\) \(3 scored so far\)/);
+    expect(second.experiments.map((item) => item.blueprintId)).toEqual(["s2-lr-0.5-seed5", "s2-lr-1-seed5"]);
+    expect(second.configurations[0]!.purpose).toMatch(/replication: 1 more seed\(s\) \(4 scored so far\)/);
   });
 
   it("stops on a tie shown within the equivalence margin, and says which configurations are tied", () => {
@@ -219,20 +223,21 @@ describe("heuristic planner: replication before refinement", () => {
   });
 
   it("races to a separated answer, refines around it once, then stops", () => {
-    const topic = lrTopic("", 2);
+    // Stages enough to race one seed a look to the paired comparison's four, then refine and replicate.
+    const topic = lrTopic("", 2, 9);
     const tried: Record<number, number> = { 0.05: 0.1, 0.2: 0.45, 0.5: 0.7, 1: 0.62 };
     // Values the refinement adds score below the winner.
     const world = (settings: Record<string, KnobValue>) => tried[settings.lr as number] ?? 0.5;
     let history: StageRecord[] = [runIndependent(stage(planNext(input(topic))), world, 0.03)];
     const kinds: string[] = ["screen"];
     let step = planNext(input(topic, history));
-    for (let round = 0; round < 5 && step.kind === "stage"; round += 1) {
+    for (let round = 0; round < 8 && step.kind === "stage"; round += 1) {
       kinds.push(step.plan.kind);
       history = [...history, runIndependent(step.plan, world, 0.03)];
       step = planNext(input(topic, history));
     }
     expect(kinds[1]).toBe("replicate");
-    expect(kinds).toContain("refine");
+    expect(kinds, JSON.stringify(step)).toContain("refine");
     expect(kinds.indexOf("refine")).toBeGreaterThan(kinds.indexOf("replicate"));
     expect(step).toMatchObject({ kind: "stop", reason: "separated" });
     expect(step.kind === "stop" && step.best?.configuration.id).toBe("lr-0.5");
@@ -250,7 +255,7 @@ describe("heuristic planner: replication before refinement", () => {
 
   it("stops on the budget when a race's next stage does not fit the experiments left, saying what it needed", () => {
     const topic = parseTopic(
-      `---\nmetric: { name: reward, goal: maximize }\nbase: { codebase: /c, interpreter: /usr/bin/node, command: run, gpus: 0 }\nknobs: { lr: [0.2, 0.5, 1] }\nseeds: 2\nbudgets: { stages: 4, experiments: 8 }\n---\nq`,
+      `---\nmetric: { name: reward, goal: maximize }\nbase: { codebase: /c, interpreter: /usr/bin/node, command: run, gpus: 0 }\nknobs: { lr: [0.2, 0.5, 1] }\nseeds: 2\nbudgets: { stages: 4, experiments: 9 }\n---\nq`,
     );
     const first = runIndependent(stage(planNext(input(topic))), (settings) => 0.5 + (settings.lr as number) * 0.1, 0.018);
     const second = stage(planNext(input(topic, [first])));

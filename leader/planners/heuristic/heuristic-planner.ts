@@ -6,6 +6,7 @@ import {
   formatNumber,
   isBetter,
   makeConfiguration,
+  seedScores,
   summarizeConfigurations,
   type Goal,
 } from "../../domain/configurations.ts";
@@ -44,7 +45,10 @@ import { heuristicNeeds, type Topic, type TopicMetric } from "../../domain/topic
  *
  * Steps 3 to 5 judge at the look's level of the campaign's sequential design
  * (domain/sequential-design.ts: 0.05 spent over the looks, so the chance of any false claim
- * over the campaign stays at about 0.05 however many stages run).
+ * over the campaign stays at about 0.05 however many stages run), and pair every comparison
+ * whose sides ran the same seeds (domain/incumbent.ts: the paired t on seed-matched
+ * differences, fixed by the design before any data; a race then gives each seed to both
+ * sides of a comparison).
  *
  * A refinement that does not fit the experiment budget whole is cut to the configurations
  * that fit; a replication that does not fit stops. Same input, same output: no clock, no
@@ -92,7 +96,7 @@ function planWithTopic(input: PlannerInput): PlannerStep {
     return stop("stage-failed", `no experiment of stage ${last.plan.stage} recorded a score of ${metric.name}`, best, { failures: reasons });
   }
   const look = currentLook(topic, history);
-  const ranking = rankAgainstIncumbent(summaries, metric, look.level)!;
+  const ranking = rankAgainstIncumbent(summaries, metric, look.level, seedScores(history))!;
   const evidence = { ...evidenceOf(summaries, ranking), look };
   const bounds = mergeBounds(input.engineBounds, sourced(topic.knobRanges, "the topic"));
 
@@ -192,7 +196,7 @@ function nextLevel(topic: Topic, history: readonly StageRecord[], look: LookLeve
 /** The incumbent's comparisons as the planner judges them at the campaign's last look (what a stop claims). */
 export function campaignRanking(topic: Topic, history: readonly StageRecord[]): IncumbentRanking | undefined {
   if (!topic.metric || history.length === 0) return undefined;
-  return rankAgainstIncumbent(summarizeConfigurations([...history]), topic.metric, currentLook(topic, history).level);
+  return rankAgainstIncumbent(summarizeConfigurations([...history]), topic.metric, currentLook(topic, history).level, seedScores(history));
 }
 
 function separatedText(ranking: IncumbentRanking, metric: TopicMetric, look: LookLevel): string {
