@@ -23,7 +23,7 @@
 //                                  $A3R_RESULT_DIR (files the worker owns) and a file into $A3R_OUTPUT_DIR
 //   --escape N                     start N `setsid sleep 300` that leave the process group (pids to --pid-file)
 //   --no-signal                    print a line and exit 0 without any step or metric
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -137,7 +137,11 @@ for (let step = start + 1; step <= steps; step += 1) {
   }
   if (checkpointFile) {
     mkdirSync(checkpointDir, { recursive: true });
-    writeFileSync(checkpointFile, JSON.stringify({ step }));
+    // Written aside and renamed, as a real trainer saves: a TERM (a Slurm requeue or
+    // preemption) between truncating and writing last.json would leave it empty, and the
+    // next attempt would start from step 0.
+    writeFileSync(`${checkpointFile}.partial`, JSON.stringify({ step }));
+    renameSync(`${checkpointFile}.partial`, checkpointFile);
   }
   if (step === Number(option("foreign-writes-at", -1))) {
     writeFileSync(join(process.env.A3R_RESULT_DIR, "finish.flag"), "succeeded\n");
