@@ -22,7 +22,10 @@ export function formatAttemptEntry(entry: AttemptEntry): string {
   return printable(redactSecrets(`## Attempt ${entry.attempt}: ${title}\n\n_${time}_\n\n${entry.body.trimEnd()}\n\n`));
 }
 
-export async function appendAttempt(path: string, entry: AttemptEntry): Promise<void> {
+/** Resolves to the exact bytes appended (the result-dir writer tells its own entries from foreign ones by them). */
+export async function appendAttempt(path: string, entry: AttemptEntry): Promise<Buffer> {
   await mkdir(dirname(path), { recursive: true });
-  await appendFile(path, formatAttemptEntry(entry), { flag: "a" });
+  const bytes = Buffer.from(formatAttemptEntry(entry), "utf8");
+  await appendFile(path, bytes, { flag: "a" });
+  return bytes;
 }

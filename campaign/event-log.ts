@@ -48,9 +48,13 @@ export function makeEvent(kind: string, evidence: EventEvidence = {}, now: Date 
  * written here. Lines over 4 KiB are written but lose the no-interleave guarantee.
  */
 export async function appendEvent(path: string, kind: string, evidence: EventEvidence = {}, now?: Date): Promise<CampaignEvent> {
+  return (await appendEventLine(path, kind, evidence, now)).event;
+}
+
+/** appendEvent, also giving the exact bytes written (the result-dir writer tells its own lines from foreign ones by them). */
+export async function appendEventLine(path: string, kind: string, evidence: EventEvidence = {}, now?: Date): Promise<{ event: CampaignEvent; bytes: Buffer }> {
   const event = makeEvent(kind, redactValue(evidence), now);
-  await appendJsonLine(path, event);
-  return event;
+  return { event, bytes: await appendJsonLine(path, event) };
 }
 
 /**

@@ -11,14 +11,15 @@ import type { RecordProblem } from "./finding.ts";
  * 4 KiB. Left out: fsync per line (a crash may lose the last lines, never earlier ones),
  * locking across processes, and network filesystems, where O_APPEND is not atomic.
  */
-const writeChains = new Map<string, Promise<void>>();
+const writeChains = new Map<string, Promise<Buffer>>();
 
 export const safeLineBytes = 4096;
 
-export function appendJsonLine(path: string, value: unknown, serialize: (value: unknown) => string = JSON.stringify): Promise<void> {
+/** Resolves to the bytes this append wrote (a leading newline included when it closed a torn line). */
+export function appendJsonLine(path: string, value: unknown, serialize: (value: unknown) => string = JSON.stringify): Promise<Buffer> {
   const line = `${serialize(value)}\n`;
   const key = resolve(path);
-  const previous = writeChains.get(key) ?? Promise.resolve();
+  const previous: Promise<unknown> = writeChains.get(key) ?? Promise.resolve();
   const next = previous.catch(() => undefined).then(() => appendLine(key, line));
   writeChains.set(key, next);
   // Drop the chain once idle so long-lived processes do not keep one entry per file forever.
@@ -30,7 +31,7 @@ export function appendJsonLine(path: string, value: unknown, serialize: (value: 
   return next;
 }
 
-async function appendLine(path: string, line: string): Promise<void> {
+async function appendLine(path: string, line: string): Promise<Buffer> {
   await mkdir(dirname(path), { recursive: true });
   const handle = await open(path, "a+");
   try {
@@ -44,6 +45,7 @@ async function appendLine(path: string, line: string): Promise<void> {
       const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset);
       offset += bytesWritten;
     }
+    return bytes;
   } finally {
     await handle.close();
   }

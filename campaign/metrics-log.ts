@@ -55,9 +55,13 @@ export function makeMetricsRecord(input: MetricsRecordInput, now: Date = new Dat
 }
 
 export async function appendMetrics(path: string, input: MetricsRecordInput, now?: Date): Promise<MetricsRecord> {
+  return (await appendMetricsLine(path, input, now)).record;
+}
+
+/** appendMetrics, also giving the exact bytes written (the result-dir writer tells its own lines from foreign ones by them). */
+export async function appendMetricsLine(path: string, input: MetricsRecordInput, now?: Date): Promise<{ record: MetricsRecord; bytes: Buffer }> {
   const record = makeMetricsRecord(input, now);
-  await appendJsonLine(path, record, stringifyPythonJson);
-  return record;
+  return { record, bytes: await appendJsonLine(path, record, stringifyPythonJson) };
 }
 
 export async function readMetrics(path: string): Promise<MetricsRead> {

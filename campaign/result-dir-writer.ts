@@ -6,11 +6,11 @@ import { assertTransition, initialRunState, isTerminalRunState, type RunState } 
 import { newRunStatus, parseRunStatus, readRunStatus, type RunStatus } from "./status-file.ts";
 import { acquireLease, releaseLease, withLease, writeRenewedLease, type LeaseHandle, type LeaseOptions } from "./lease.ts";
 import { resultDirPaths, type ResultDirPaths } from "./result-dir-paths.ts";
-import { appendMetrics, type MetricsRecord, type MetricsRecordInput } from "./metrics-log.ts";
-import { appendEvent, type CampaignEvent, type EventEvidence } from "./event-log.ts";
+import { appendMetricsLine, type MetricsRecord, type MetricsRecordInput } from "./metrics-log.ts";
+import { appendEventLine, type CampaignEvent, type EventEvidence } from "./event-log.ts";
 import { appendAttempt, type AttemptEntry } from "./attempts-log.ts";
 import { pathExists } from "../core/path-exists.ts";
-import { open, readFile, rm, stat } from "node:fs/promises";
+import { readFile, rm, stat } from "node:fs/promises";
 
 /**
  * The only way to write a result directory: every write goes through the run's lease
@@ -87,7 +87,7 @@ export class ResultDirWriter {
     const lease = await acquireLease(dir, owner, options.ttlMs, options);
     const writer = new ResultDirWriter(lease, options);
     await writer.adoptStatus();
-    for (const file of ownedRecordFiles) await writer.rememberRecord(file, false);
+    for (const file of ownedRecordFiles) await writer.rememberRecord(file);
     return writer;
   }
 
@@ -95,29 +95,15 @@ export class ResultDirWriter {
     return `${this.dir}/${file}`;
   }
 
-  /** Takes the record's current bytes as this writer's (after its own write, or at open); `appended`: read only the new bytes. */
-  private async rememberRecord(file: OwnedRecordFile, appended: boolean): Promise<void> {
+  /** Takes the record's current bytes as this writer's (after its own whole-file write, or at open). */
+  private async rememberRecord(file: OwnedRecordFile): Promise<void> {
     const path = this.recordPath(file);
     const info = await stat(path).catch(() => undefined);
     if (info === undefined) {
       this.ownRecords.set(file, { chunks: undefined, size: -1, mtimeMs: 0 });
       return;
     }
-    const known = this.ownRecords.get(file);
-    let chunks: Buffer[];
-    if (appended && known?.chunks && info.size >= known.size) {
-      const handle = await open(path, "r");
-      try {
-        const delta = Buffer.alloc(info.size - known.size);
-        const { bytesRead } = await handle.read(delta, 0, delta.length, known.size);
-        chunks = [...known.chunks, delta.subarray(0, bytesRead)];
-      } finally {
-        await handle.close();
-      }
-    } else {
-      chunks = [await readFile(path)];
-    }
-    this.ownRecords.set(file, { chunks, size: info.size, mtimeMs: info.mtimeMs });
+    this.ownRecords.set(file, { chunks: [await readFile(path)], size: info.size, mtimeMs: info.mtimeMs });
   }
 
   /** The records whose size or mtime is not what this writer left (two stats each; no reads). */
@@ -159,7 +145,7 @@ export class ResultDirWriter {
           action: "restored the worker's records",
         });
       }
-      await this.rememberRecord(file, false);
+      await this.rememberRecord(file);
     }
     return found;
   }
@@ -211,8 +197,13 @@ export class ResultDirWriter {
       }
     }
     for (const write of found) {
-      await appendEvent(this.paths.events, "result-dir.foreign-write", { file: write.file, found: write.found, action: write.action }, this.now());
-      await this.rememberRecord("events.jsonl", true);
+      const { bytes } = await appendEventLine(
+        this.paths.events,
+        "result-dir.foreign-write",
+        { file: write.file, found: write.found, action: write.action },
+        this.now(),
+      );
+      await this.rememberAppend("events.jsonl", bytes);
       this.options.onForeignWrite?.(write);
     }
     return found;
@@ -279,30 +270,44 @@ export class ResultDirWriter {
     return next;
   }
 
-  appendMetrics(input: MetricsRecordInput): Promise<MetricsRecord> {
-    return this.appendRecord("metrics.jsonl", () => appendMetrics(this.paths.metrics, input, this.now()));
+  async appendMetrics(input: MetricsRecordInput): Promise<MetricsRecord> {
+    return (await this.appendRecord("metrics.jsonl", () => appendMetricsLine(this.paths.metrics, input, this.now()))).record;
   }
 
-  appendEvent(kind: string, evidence: EventEvidence = {}): Promise<CampaignEvent> {
-    return this.appendRecord("events.jsonl", () => appendEvent(this.paths.events, kind, evidence, this.now()));
+  async appendEvent(kind: string, evidence: EventEvidence = {}): Promise<CampaignEvent> {
+    return (await this.appendRecord("events.jsonl", () => appendEventLine(this.paths.events, kind, evidence, this.now()))).event;
   }
 
-  appendAttempt(entry: AttemptEntry): Promise<void> {
-    return this.appendRecord("attempts.md", () => appendAttempt(this.paths.attempts, { time: this.now(), ...entry }));
+  async appendAttempt(entry: AttemptEntry): Promise<void> {
+    await this.appendRecord("attempts.md", async () => ({ bytes: await appendAttempt(this.paths.attempts, { time: this.now(), ...entry }) }));
   }
 
-  /** An append to one of the records: what someone else wrote there is undone first, and the new bytes are remembered as ours. */
-  private appendRecord<T>(file: OwnedRecordFile, append: () => Promise<T>): Promise<T> {
+  /**
+   * An append to one of the records: what someone else wrote there is undone first, and the
+   * bytes this append wrote (never whatever the file grew by) are remembered as ours, so a
+   * foreign append racing ours, before or after it, is still told apart and undone.
+   */
+  private appendRecord<T extends { bytes: Buffer }>(file: OwnedRecordFile, append: () => Promise<T>): Promise<T> {
     return withLease(
       this.lease,
       async () => {
         if ((await this.touchedRecords()).includes(file)) await this.reclaimOwnedFiles();
         const result = await append();
-        await this.rememberRecord(file, true);
+        await this.rememberAppend(file, result.bytes);
         return result;
       },
       this.options,
     );
+  }
+
+  /** Adds the bytes this writer just appended to what it knows of the record; a file of any other size stays "touched". */
+  private async rememberAppend(file: OwnedRecordFile, bytes: Buffer): Promise<void> {
+    const known = this.ownRecords.get(file);
+    if (known === undefined) return; // not guarded (a writer from fromLease never read the records)
+    const size = Math.max(known.size, 0) + bytes.length;
+    const info = await stat(this.recordPath(file)).catch(() => undefined);
+    // mtime -1 never matches: a file that grew by more than our bytes is checked on the next guard.
+    this.ownRecords.set(file, { chunks: [...(known.chunks ?? []), bytes], size, mtimeMs: info?.size === size ? info.mtimeMs : -1 });
   }
 
   /**
@@ -318,7 +323,7 @@ export class ResultDirWriter {
       this.lease,
       async () => {
         await writeFileAtomic(this.paths.result, printable(redactSecrets(markdown)));
-        await this.rememberRecord("result.md", false);
+        await this.rememberRecord("result.md");
       },
       this.options,
     );

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { existsSync } from "node:fs";
+import { appendFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -139,5 +139,33 @@ describe("result directory writer", () => {
     expect(report.missing).toBe(0);
     expect(report.reads).toBeGreaterThan(100);
     expect(report.distinctSteps).toBeGreaterThan(10);
+  });
+
+  it("undoes a foreign line that lands between its own check and its own append (the writer remembers the bytes it wrote, not what the file grew by)", async () => {
+    const metrics = join(dir, "metrics.jsonl");
+    let forgeNext = false;
+    // `now` is read after the writer's check and before its append: the tightest race a
+    // training program writing into its result directory can win.
+    const run = await ResultDirWriter.open(dir, "worker-test", {
+      ttlMs: 60_000,
+      now: () => {
+        if (forgeNext) {
+          forgeNext = false;
+          appendFileSync(metrics, `${JSON.stringify({ step: 999, time: new Date().toISOString(), reward_mean: 0.99 })}\n`);
+        }
+        return new Date();
+      },
+    });
+    await run.appendMetrics({ step: 1, reward_mean: 0.1 });
+    forgeNext = true;
+    await run.appendMetrics({ step: 2, reward_mean: 0.2 });
+    const undone = await run.guardOwnedFiles();
+    expect(undone.map((write) => write.file)).toEqual(["metrics.jsonl"]);
+    const steps = (await readFile(metrics, "utf8"))
+      .trim()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as { step: number }).step);
+    expect(steps).toEqual([1, 2]);
+    expect(await run.guardOwnedFiles()).toEqual([]);
   });
 });
