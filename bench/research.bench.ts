@@ -203,6 +203,8 @@ export interface Verdict {
   /** Why the campaign stopped, in the planner's words. */
   explanation: string;
   truth: string;
+  /** Whether the grid itself (every value x GRID_SEEDS seeds, unpaired) separates or ties the values: how decidable the topic is at all. */
+  gridDecided: boolean;
   campaignEpisodes: number;
   gridEpisodes: number;
   campaignRuns: number;
@@ -293,7 +295,8 @@ export async function judgeTopic(topic: KnownAnswerTopic, run: Runner = (value, 
   // The grid's configuration ids are the values themselves.
   for (const comparison of grid.comparisons) if (comparison.verdict !== "worse") tiedWithBest.add(comparison.otherId);
   const truth = `grid best ${grid.incumbent.configuration.id} (${grid.status}); tied with it: ${[...tiedWithBest].join(", ")}`;
-  const base = { topic: topic.name, fresh: topic.fresh === true, truth, gridEpisodes, gridRuns: gridOutcomes.length };
+  const gridDecided = grid.status === "separated" || grid.status === "tied";
+  const base = { topic: topic.name, fresh: topic.fresh === true, truth, gridDecided, gridEpisodes, gridRuns: gridOutcomes.length };
   if (!topic.measurement) return [{ ...base, ...(await campaign(topic, runOnce, "training", tiedWithBest)) }];
   return [
     { ...base, variant: "protocol on", ...(await campaign(topic, runOnce, "protocol", tiedWithBest)) },
@@ -527,6 +530,8 @@ const benchmark: Benchmark = {
       { name: "share of topics answered right", value: right, goal: `>= ${rightGoal}`, met: right >= rightGoal },
       { name: "share of topics decided (separated or tied)", value: decided, goal: `>= ${decidedGoal}`, met: decided >= decidedGoal },
       { name: "campaign compute / grid compute (episodes)", value: compute, goal: `<= ${computeGoal}`, met: compute <= computeGoal },
+      // How decidable the topics are at all: the grid spends 1.0 of the compute, unpaired.
+      { name: `share of topics the grid itself decides (${gridSeeds} seeds a value, Welch)`, value: share(counted, (verdict) => verdict.gridDecided) },
       ...(fresh.length > 0
         ? [
             { name: "fresh topics: share answered right", value: share(fresh, (verdict) => verdict.right) },
