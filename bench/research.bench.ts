@@ -2,6 +2,7 @@ import compassWalk from "../examples/tasks/compass-walk/task.ts";
 import { defaultOptimizer, trainInProcess, type InProcessTrainingOptions } from "../examples/tasks/in-process-training.ts";
 import itemColor from "../examples/tasks/item-color/task.ts";
 import type { SwarmTask, TaskInstance } from "../examples/tasks/task-types.ts";
+import { seededNormal } from "../core/seeded-normal.ts";
 import { summarizeConfigurations } from "../leader/domain/configurations.ts";
 import { decideEarlyStops, earlyStopsApplyTo, rungStep, type EarlyStopRule } from "../leader/domain/early-stop.ts";
 import { rankAgainstIncumbent } from "../leader/domain/incumbent.ts";
@@ -432,14 +433,7 @@ function label(verdict: Verdict): string {
  * configuration l = −1 (its pairs correlated −|ρ|, as group size's are on the bench).
  */
 export function falseClaimRates(campaigns: number, correlation = 0): { worse: number; equivalent: number } {
-  let state = 2463534242;
-  const uniform = () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return ((state >>> 0) + 0.5) / 4294967296;
-  };
-  const gaussian = () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+  const gaussian = seededNormal(2463534242);
   const margin = 0.5;
   const simulate = (means: Record<string, number>, claim: "worse" | "equivalent"): number => {
     const values = Object.keys(means);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { seededNormal } from "../../core/seeded-normal.ts";
 import { normalQuantile } from "./student-t.ts";
 import { designText, lookLevels, spentAlpha } from "./sequential-design.ts";
 
@@ -31,15 +32,8 @@ describe("sequential design: Pocock-type alpha spending", () => {
   it("holds the chance of any false claim over the looks at 0.05 (simulated: standardized sums under no difference)", () => {
     const schedule = [4, 5, 6, 7, 8, 9, 10, 11, 12];
     const looks = lookLevels(schedule, 12);
-    // A deterministic generator (xorshift) and Box-Muller: the same figure every run.
-    let state = 88172645;
-    const uniform = () => {
-      state ^= state << 13;
-      state ^= state >>> 17;
-      state ^= state << 5;
-      return ((state >>> 0) + 0.5) / 4294967296;
-    };
-    const gaussian = () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+    // Seeded: the same figure every run.
+    const gaussian = seededNormal(88172645);
     const trials = 20000;
     let falseClaims = 0;
     let fixedFalseClaims = 0;
