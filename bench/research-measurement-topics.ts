@@ -1,8 +1,7 @@
 import { defaultOptimizer, trainInProcess, type InProcessTrainingOptions } from "../examples/tasks/in-process-training.ts";
 import itemColor from "../examples/tasks/item-color/task.ts";
 import type { SwarmTask, TaskInstance } from "../examples/tasks/task-types.ts";
-import { summarizeCurve } from "../leader/domain/statistics.ts";
-import type { KnownAnswerTopic, RunResult } from "./research-topic-types.ts";
+import { curveArea, type KnownAnswerTopic, type RunResult } from "./research-topic-types.ts";
 
 /**
  * Known-answer topics whose knob changes how the training reward is measured (the
@@ -19,11 +18,6 @@ const steps = 20;
 const protocol = { every: 5, episodes: 64, temperature: 1, topP: 1 } as const;
 const halving = { rungs: [0.25, 0.5], keep: 0.5, window: 3 };
 
-/** The mean over a curve's span (the leader's `score: area`). */
-function area(points: readonly { step: number; value: number }[]): number {
-  return summarizeCurve([...points], "maximize").normalizedArea!;
-}
-
 async function sampledRun(options: Partial<InProcessTrainingOptions>, seed: number): Promise<RunResult> {
   const result = await trainInProcess({
     task: itemColor as unknown as SwarmTask<TaskInstance>,
@@ -37,10 +31,10 @@ async function sampledRun(options: Partial<InProcessTrainingOptions>, seed: numb
     ...options,
   });
   return {
-    score: area(result.rewardCurve.map((value, index) => ({ step: index + 1, value }))),
+    score: curveArea(result.rewardCurve.map((value, index) => ({ step: index + 1, value }))),
     episodes: result.episodes,
     curve: { rewards: result.rewardCurve, episodesByStep: result.episodesByStep, maxSteps: steps },
-    protocol: { score: area(result.protocolCurve), episodes: result.protocolEpisodes, points: result.protocolCurve, maxSteps: steps },
+    protocol: { score: curveArea(result.protocolCurve), episodes: result.protocolEpisodes, points: result.protocolCurve, maxSteps: steps },
   };
 }
 

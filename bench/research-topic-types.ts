@@ -1,4 +1,5 @@
 import type { EarlyStopRule } from "../leader/domain/early-stop.ts";
+import { summarizeCurve } from "../leader/domain/statistics.ts";
 
 /**
  * A known-answer topic of the research bench (bench/research.bench.ts), in its own module so
@@ -38,4 +39,9 @@ export interface RunResult {
    * them): its score, the eval episodes it cost, and its eval curve at the eval steps.
    */
   protocol?: { score: number; episodes: number; points: { step: number; value: number }[]; maxSteps: number };
+}
+
+/** A run's score as the leader's `score: area` reads it: the mean over the curve's span. */
+export function curveArea(points: readonly { step: number; value: number }[]): number {
+  return summarizeCurve([...points], "maximize").normalizedArea!;
 }

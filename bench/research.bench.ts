@@ -7,12 +7,11 @@ import { summarizeConfigurations } from "../leader/domain/configurations.ts";
 import { decideEarlyStops, earlyStopsApplyTo, rungStep, type EarlyStopRule } from "../leader/domain/early-stop.ts";
 import { rankAgainstIncumbent } from "../leader/domain/incumbent.ts";
 import type { ExperimentOutcome, PlannerStep, StageRecord } from "../leader/domain/planner.ts";
-import { summarizeCurve } from "../leader/domain/statistics.ts";
 import { parseTopic } from "../leader/domain/topic.ts";
 import { campaignRanking, planNext } from "../leader/planners/heuristic/heuristic-planner.ts";
 import type { Benchmark, BenchRow } from "./report.ts";
 import { measurementTopics } from "./research-measurement-topics.ts";
-import type { KnownAnswerTopic, RunResult } from "./research-topic-types.ts";
+import { curveArea, type KnownAnswerTopic, type RunResult } from "./research-topic-types.ts";
 
 export type { KnownAnswerTopic, RunResult };
 
@@ -46,18 +45,10 @@ type Task = SwarmTask<TaskInstance>;
 
 const base = { steps: 20, batchSize: 8, numRepeat: 8, strategy: "episodes", optimizer: defaultOptimizer } as const;
 
-/** The mean reward over training (the area under the per-step curve over its span), as the leader's `score: area`. */
-function area(curve: readonly number[]): number {
-  return summarizeCurve(
-    curve.map((value, index) => ({ step: index + 1, value })),
-    "maximize",
-  ).normalizedArea!;
-}
-
 async function areaRun(task: Task, options: Partial<InProcessTrainingOptions>, seed: number): Promise<RunResult> {
   const result = await trainInProcess({ ...base, task, seed, ...options });
   return {
-    score: area(result.rewardCurve),
+    score: curveArea(result.rewardCurve.map((value, index) => ({ step: index + 1, value }))),
     episodes: result.episodes,
     curve: { rewards: result.rewardCurve, episodesByStep: result.episodesByStep, maxSteps: options.steps ?? base.steps },
   };
