@@ -117,14 +117,17 @@ export function resourceArguments(host: SlurmHostConfig, gpus: number, minutes: 
  * failure with --requeue) runs it again with SLURM_RESTART_COUNT > 0, in the same run
  * folder. Every start appends a line to `result/slurm-starts.jsonl` (job, restart count,
  * node, time): the result's record of its starts. The requeue's TERM made the worker of the
- * earlier start record the run `cancelled`; the job was not cancelled (a cancel is never
- * requeued, and a3r's own cancel leaves `cancel-requested` first), so the script reopens
- * it: the earlier end (finish.flag, result.md, status.json) goes to
+ * earlier start record the run `cancelled` (status.json, then finish.flag; a worker that
+ * Slurm's KILL cut off between the two left status.json alone); the job was not cancelled
+ * (a cancel is never requeued, and a3r's own cancel leaves `cancel-requested` first), so
+ * the script reopens it: the earlier end (finish.flag, result.md, status.json) goes to
  * `result/requeued/<restart>/`, status.json's top-level state becomes `recovering` and a
  * `run.requeued` event is appended; the worker then starts the next attempt with
  * A3R_RESUME=1, from the run's last checkpoint. A run its worker had already finished
  * otherwise (succeeded, stopped early) is left finished. A killed worker (node failure)
  * left the run `running`: the worker re-attaches or judges how it ended, as everywhere.
+ * The start record is appended after the reopening: a poll reads it before the run's
+ * files (slurm-launcher.ts), so it never pairs this start's record with the end it reopens.
  */
 export function batchScript(request: JobRequest): string {
   const blueprint = `${request.runDir}/blueprint.md`;
@@ -147,13 +150,15 @@ const requeueReopenLines = [
   "mkdir -p result",
   'restart=${SLURM_RESTART_COUNT:-0}; case "$restart" in ""|*[!0-9]*) restart=0;; esac',
   "now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)",
-  'if [ "$restart" -gt 0 ] && [ ! -e cancel-requested ] && [ "$(cat result/finish.flag 2>/dev/null)" = cancelled ]; then',
+  // Ended cancelled by the requeue's TERM: finish.flag says so, or status.json alone where
+  // Slurm's KILL (KillWait after its TERM) cut the worker off between its last status and finish.flag.
+  `if [ "$restart" -gt 0 ] && [ ! -e cancel-requested ] && { [ "$(cat result/finish.flag 2>/dev/null)" = cancelled ] || { [ ! -e result/finish.flag ] && grep -Eq '^  "state": "cancelled",?$' result/status.json 2>/dev/null; }; }; then`,
   '  aside="result/requeued/$restart"; mkdir -p "$aside"',
   // Only the top-level key (two spaces: status.json is written with JSON.stringify(_, null, 2)).
   `  why="requeued by Slurm (job \${SLURM_JOB_ID:-}): start $((restart + 1)) resumes the run"`,
   `  awk -v to='"recovering"' -v why="$why" '!state && /^  "state": "cancelled",?$/ { sub(/"cancelled"/, to); state = 1 } !reason && /^  "reason": / { comma = /,$/ ? "," : ""; $0 = "  \\"reason\\": \\"" why "\\"" comma; reason = 1 } { print }' result/status.json > result/.status-reopen.json`,
   `  if grep -q '^  "state": "recovering",*$' result/.status-reopen.json; then`,
-  '    cp result/status.json "$aside/status.json" && mv result/finish.flag "$aside/finish.flag" && { mv result/result.md "$aside/result.md" 2>/dev/null; true; } && mv result/.status-reopen.json result/status.json',
+  '    cp result/status.json "$aside/status.json" && { [ ! -e result/finish.flag ] || mv result/finish.flag "$aside/finish.flag"; } && { mv result/result.md "$aside/result.md" 2>/dev/null; true; } && mv result/.status-reopen.json result/status.json',
   `    printf '{"time":"%s","kind":"run.requeued","job":"%s","start":%s,"previous":"cancelled"}\\n' "$now" "\${SLURM_JOB_ID:-}" "$((restart + 1))" >> result/events.jsonl`,
   // Said in worker.log: a status.json not written as the worker writes it is left alone, and the run stays cancelled.
   "  else rm -f result/.status-reopen.json",

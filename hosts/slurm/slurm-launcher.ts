@@ -44,7 +44,7 @@ import {
  * result directory; a leader killed between sbatch and launch.json finds its job by name.
  *
  * One poll cycle is one command per host: squeue and sacct for every followed run at once,
- * then the runs' files. Cancel is `scancel --signal=TERM --full` (the worker records the
+ * then the runs' files, then squeue's restart counts (the order is the requeue's: lookUp). Cancel is `scancel --signal=TERM --full` (the worker records the
  * stop), then a plain scancel after the grace.
  *
  * Left out: job arrays, heterogeneous jobs, multi-node runs (one run = one node), and
@@ -174,10 +174,19 @@ export class SlurmLauncher implements Launcher {
       // so the finish.flag its worker wrote is there to read (never a false "lost").
       `echo @@squeue; squeue -h -t all --me --name=${shellQuote(names)} -o ${shellQuote(squeueFormat)}; echo "@@squeue-exit $?"`,
       `echo @@sacct; sacct -n -X -P --name=${shellQuote(names)} -S now-60days -o ${sacctFields} 2>/dev/null; echo "@@sacct-exit $?"`,
+      // The last start's record before the files: a requeued start reopens the run, then
+      // appends its record (slurm-job.ts), so a record read first is never newer than the
+      // end read after it (the other order saw the old cancelled end with the new start's
+      // record, and took the run for finished).
+      `for d in ${dirs.map(shellQuote).join(" ")}; do echo @@run; echo @@starts; tail -n 1 "$d/result/slurm-starts.jsonl" 2>/dev/null; echo; tail -v -n +1 "$d/launch.json" "$d/result/status.json" "$d/result/finish.flag" 2>/dev/null; echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null; echo; echo @@log; tail -n 2 "$d/worker.log" 2>/dev/null | cut -c 1-200; echo; echo @@aside; cat "$d/set-aside-jobs" 2>/dev/null; echo; done`,
       // How often Slurm restarted each job (no %-letter has it); a job requeued since the
-      // run's last recorded start is one whose cancelled end its next start reopens.
-      `echo @@restarts; squeue -h -t all --me --name=${shellQuote(names)} -O JobID,RestartCnt 2>/dev/null; echo "@@restarts-exit $?"`,
-      `for d in ${dirs.map(shellQuote).join(" ")}; do echo @@run; tail -v -n +1 "$d/launch.json" "$d/result/status.json" "$d/result/finish.flag" 2>/dev/null; echo; echo @@metrics; tail -n 5 "$d/result/metrics.jsonl" 2>/dev/null; echo; echo @@log; tail -n 2 "$d/worker.log" 2>/dev/null | cut -c 1-200; echo; echo @@aside; cat "$d/set-aside-jobs" 2>/dev/null; echo; echo @@starts; tail -n 1 "$d/result/slurm-starts.jsonl" 2>/dev/null; echo; done`,
+      // run's last recorded start is one whose cancelled end its next start reopens. Asked
+      // after the files: Slurm counts a requeue before its TERM reaches the worker, so a
+      // cancelled end read above is never newer than the count read here (asked before, a
+      // preemption between the two read as a final cancel). Asked twice before giving up:
+      // without it a requeue's cancelled end would read as final.
+      `restarts() { squeue -h -t all --me --name=${shellQuote(names)} -O JobID,RestartCnt 2>/dev/null; }`,
+      'echo @@restarts; restarts || { sleep 1; restarts; }; echo "@@restarts-exit $?"',
     ].join("\n");
     const result = await this.exec(script, true, 60_000);
     const squeueText = between(result.stdout, "@@squeue\n", "@@squeue-exit");
@@ -194,7 +203,10 @@ export class SlurmLauncher implements Launcher {
     const squeue = parseSqueue(squeueText);
     const sacct = /^@@sacct-exit 0$/m.test(result.stdout) ? parseSacct(between(result.stdout, "@@sacct\n", "@@sacct-exit")) : [];
     const restarts = /^@@restarts-exit 0$/m.test(result.stdout) ? parseRestarts(between(result.stdout, "@@restarts\n", "@@restarts-exit")) : undefined;
-    const blocks = result.stdout.split(/^@@run$/m).slice(1);
+    const blocks = result.stdout
+      .split(/^@@restarts$/m)[0]!
+      .split(/^@@run$/m)
+      .slice(1);
     return refs.map((ref, index) => {
       const { files, logTail, setAsideJobs, lastStart } = runFiles(blocks[index] ?? "");
       const current = (job: SlurmJobView) => !setAsideJobs.has(job.jobId);

@@ -1,11 +1,14 @@
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { shellQuote } from "../../core/shell-quote.ts";
+import { LocalShell } from "./cluster-shell.ts";
 import type { SlurmHostConfig } from "./slurm-config.ts";
 import { batchScript, signalArgument } from "./slurm-job.ts";
+import { SlurmLauncher } from "./slurm-launcher.ts";
 import { parseRestarts, parseSlurmStart, slurmProgress, type SlurmJobView } from "./slurm-states.ts";
 
 const run = promisify(execFile);
@@ -128,6 +131,28 @@ describe("the batch script's requeue reopening (run with sh)", () => {
     ]);
   });
 
+  it("reopens a run whose worker Slurm's KILL cut off after its cancelled status, before finish.flag", async () => {
+    const runDir = join(folder, "cut-off");
+    await mkdir(join(runDir, "result"), { recursive: true });
+    // KillWait ran out while the first start's worker was finishing: status.json says cancelled, no finish.flag.
+    await writeFile(join(runDir, "result", "status.json"), status("cancelled"));
+    await writeFile(join(runDir, "result", "events.jsonl"), "");
+    await start(runDir, 1);
+    const reopened = JSON.parse(await readFile(join(runDir, "result", "status.json"), "utf8")) as Record<string, unknown>;
+    expect(reopened).toMatchObject({ state: "recovering", reason: "requeued by Slurm (job 41): start 2 resumes the run" });
+    expect(await readFile(join(runDir, "result", "requeued", "1", "status.json"), "utf8")).toBe(status("cancelled"));
+    await expect(readFile(join(runDir, "result", "finish.flag"))).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await lines(join(runDir, "result", "events.jsonl"))).toEqual([
+      expect.objectContaining({ kind: "run.requeued", job: "41", start: 2, previous: "cancelled" }),
+    ]);
+    // A run that ended otherwise and lost only its finish.flag is the worker's to finish.
+    const other = join(folder, "cut-off-succeeded");
+    await mkdir(join(other, "result"), { recursive: true });
+    await writeFile(join(other, "result", "status.json"), status("succeeded"));
+    await start(other, 1);
+    expect(await readFile(join(other, "result", "status.json"), "utf8")).toBe(status("succeeded"));
+  });
+
   it("leaves a status.json alone that is not written as the worker writes it, and says so in worker.log", async () => {
     const runDir = join(folder, "compact");
     await mkdir(join(runDir, "result"), { recursive: true });
@@ -155,5 +180,95 @@ describe("the batch script's requeue reopening (run with sh)", () => {
       expect(await readFile(join(runDir, "result", "status.json"), "utf8")).toBe(status(end));
       expect(await readFile(join(runDir, "result", "finish.flag"), "utf8")).toBe(`${end}\n`);
     }
+  });
+});
+
+/** LocalShell with fake Slurm commands (and a `tail` with a hook) first on PATH. */
+class FakeSlurmShell extends LocalShell {
+  constructor(private readonly bin: string) {
+    super();
+  }
+  override exec(script: string, options: { idempotent: boolean; timeoutMs?: number }) {
+    return super.exec(`PATH=${shellQuote(this.bin)}:$PATH; export PATH\n${script}`, options);
+  }
+}
+
+describe("a poll racing a requeue", () => {
+  let folder: string;
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), "a3r-requeue-poll-"));
+  });
+  afterAll(() => rm(folder, { recursive: true, force: true }));
+
+  /**
+   * A run folder whose start 1 is recorded, with fake `squeue`/`sacct` and a `tail` that
+   * runs `hook` once (before or after its own reading, as `when` says) when its arguments
+   * match `on`: what the cluster does between two of the poll's reads.
+   */
+  async function racedRun(id: string, squeue: string, hook: { on: string; when: "before" | "after"; script: string }) {
+    const workdir = join(folder, id);
+    const runDir = join(workdir, "c1", "b1");
+    const bin = join(folder, id, "bin");
+    await mkdir(join(runDir, "result"), { recursive: true });
+    await mkdir(bin);
+    const host: SlurmHostConfig = { name: "hpc", kind: "slurm", gres: "gpu", sbatch_options: [], workdir, a3r: "echo a3r" };
+    await writeFile(join(runDir, "launch.json"), launch);
+    await writeFile(join(runDir, "job.sh"), batchScript({ ref, host, runDir, gpus: 0, timeLimitMinutes: 5 }));
+    await writeFile(join(runDir, "result", "slurm-starts.jsonl"), '{"at":"2020-01-01T00:00:00.000Z","job":"41","restart":0,"node":"n1"}\n');
+    await writeFile(join(runDir, "result", "events.jsonl"), "");
+    const realTail = (await run("sh", ["-c", "command -v tail"])).stdout.trim();
+    const done = shellQuote(join(folder, id, "hook-done"));
+    const runHook = `case "$*" in ${hook.on}) if [ ! -e ${done} ]; then : > ${done}; (cd ${shellQuote(runDir)} && ${hook.script}) >/dev/null 2>&1; fi;; esac`;
+    const fakes: Record<string, string> = {
+      squeue,
+      sacct: "exit 1",
+      tail: [
+        ...(hook.when === "before" ? [runHook] : []),
+        `${shellQuote(realTail)} "$@"; code=$?`,
+        ...(hook.when === "after" ? [runHook] : []),
+        "exit $code",
+      ].join("\n"),
+    };
+    for (const [name, body] of Object.entries(fakes)) {
+      await writeFile(join(bin, name), `#!/bin/sh\n${body}\n`);
+      await chmod(join(bin, name), 0o755);
+    }
+    return { runDir, launcher: new SlurmLauncher({ host, shell: new FakeSlurmShell(bin) }) };
+  }
+
+  it("never pairs the new start's record with the cancelled end that start reopens", async () => {
+    // Start 1 ended cancelled by the requeue's TERM; Slurm runs the job again (restart 1),
+    // and its job.sh runs right after the poll has read the run's status: the worst moment,
+    // which a loaded machine reaches by chance.
+    const { runDir, launcher } = await racedRun("reopening", 'case "$*" in *RestartCnt*) echo "41 1";; *) echo "41|a3r.c1+b1|RUNNING|None";; esac', {
+      on: "*result/status.json*",
+      when: "after",
+      script: "SLURM_RESTART_COUNT=1 SLURM_JOB_ID=41 sh job.sh",
+    });
+    await writeFile(join(runDir, "result", "status.json"), status("cancelled"));
+    await writeFile(join(runDir, "result", "finish.flag"), "cancelled\n");
+    const during = await launcher.poll(ref);
+    expect([during.state, during.finished]).toEqual(["launching", false]);
+    expect(during.reason).toMatch(/^requeued by Slurm as job 41 \(RUNNING\)/);
+    // The start has reopened the run and recorded itself.
+    expect((await readFile(join(runDir, "result", "slurm-starts.jsonl"), "utf8")).trim().split("\n")).toHaveLength(2);
+    const after = await launcher.poll(ref);
+    expect([after.state, after.finished]).toEqual(["recovering", false]);
+  });
+
+  it("never takes a preemption that lands between Slurm's answer and the files for a final cancel", async () => {
+    // Start 1 running when the poll asks Slurm; then the preemption (Slurm counts the
+    // restart, then TERMs the worker, which records its cancelled end) before the files are read.
+    const preempted = shellQuote(join(folder, "preempted"));
+    const { runDir, launcher } = await racedRun(
+      "preemption",
+      `case "$*" in *RestartCnt*) if [ -e ${preempted} ]; then echo "41 1"; else echo "41 0"; fi;; *) echo "41|a3r.c1+b1|RUNNING|None";; esac`,
+      { on: "*", when: "before", script: `: > ${preempted} && cp result/status.cancelled result/status.json && echo cancelled > result/finish.flag` },
+    );
+    await writeFile(join(runDir, "result", "status.json"), status("running"));
+    await writeFile(join(runDir, "result", "status.cancelled"), status("cancelled"));
+    const during = await launcher.poll(ref);
+    expect([during.state, during.finished]).toEqual(["launching", false]);
+    expect(during.reason).toMatch(/^requeued by Slurm as job 41 \(RUNNING\)/);
   });
 });
