@@ -4,6 +4,8 @@ import type { IncumbentComparison } from "../domain/incumbent.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import type { Topic } from "../domain/topic.ts";
+import { alpha } from "../domain/comparisons.ts";
+import { testText } from "./test-text.ts";
 
 /**
  * `stages/<n>/analysis.md`: every number computed by leader/analysis/analyze-stage.ts, laid out
@@ -71,6 +73,13 @@ const verdictWords: Record<IncumbentComparison["verdict"], string> = {
   undecidable: "undecidable: fewer than two scored seeds",
 };
 
+/** "at look 2's level 0.0213 (the sequential design's)", or 0.05 for an analysis written before the design was recorded. */
+function lookText(look: { look: number; level: number } | undefined): string {
+  return look === undefined
+    ? `at ${alpha}`
+    : `at look ${look.look}'s level ${formatNumber(look.level)} (the campaign's group-sequential design, leader/METHOD.md)`;
+}
+
 /** The incumbent against every other configuration so far: the rows the planner decides from. */
 function comparisonLines(analysis: StageAnalysis, equivalence: number | undefined): string[] {
   const comparisons = analysis.comparisons;
@@ -78,13 +87,13 @@ function comparisonLines(analysis: StageAnalysis, equivalence: number | undefine
   return [
     `## Against the incumbent (${comparisons.incumbent}, every stage so far)`,
     "",
-    `Welch's t per pair, Holm-corrected over the ${comparisons.rows.length} comparison(s); intervals are Holm-adjusted (each at the level its Holm step tests at, so it excludes 0 exactly when Holm p < 0.05) and clipped to the metric's range${equivalence === undefined ? "; no equivalence margin is declared (`metric.equivalence`), so a tie cannot be shown" : `; equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: **${comparisons.status}**.`,
+    `As the planner judges them at this look: paired by seed (the paired t on seed-matched differences) where two configurations ran four or more of the same seeds, else Welch's t (guarded by the paired error at two or three); ${lookText(comparisons.look)}, Holm-corrected over the ${comparisons.rows.length} comparison(s); intervals are Holm-adjusted (each at the level its Holm step tests at, so it excludes 0 exactly when Holm p < ${formatNumber(comparisons.look?.level ?? alpha)}) and clipped to the metric's range${equivalence === undefined ? "; no equivalence margin is declared (`metric.equivalence`), so a tie cannot be shown" : `; equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: **${comparisons.status}**.`,
     "",
-    "| other | incumbent ahead by | Holm-adjusted interval (level) | Hedges' g [same level] | Welch df | p | Holm p | TOST Holm p | verdict |",
+    "| other | incumbent ahead by | Holm-adjusted interval (level) | Hedges' g [same level] | test (df) | p | Holm p | TOST Holm p | verdict |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...comparisons.rows.map(
       (row) =>
-        `| ${row.otherId} | ${formatNumber(row.advantage)} | ${row.low === undefined ? "n/a" : `[${formatNumber(row.low)}, ${formatNumber(row.high)}] (${formatNumber(row.level * 100)}%)`} | ${row.effect ? `${formatNumber(row.effect.g)} [${formatNumber(row.effect.low)}, ${formatNumber(row.effect.high)}]` : "n/a"} | ${formatNumber(row.df)} | ${formatNumber(row.p)} | ${formatNumber(row.pHolm)} | ${formatNumber(row.equivalencePHolm)} | ${verdictWords[row.verdict]} |`,
+        `| ${row.otherId} | ${formatNumber(row.advantage)} | ${row.low === undefined ? "n/a" : `[${formatNumber(row.low)}, ${formatNumber(row.high)}] (${formatNumber(row.level * 100)}%)`} | ${row.effect ? `${formatNumber(row.effect.g)} [${formatNumber(row.effect.low)}, ${formatNumber(row.effect.high)}]` : "n/a"} | ${testText(row)} | ${formatNumber(row.p)} | ${formatNumber(row.pHolm)} | ${formatNumber(row.equivalencePHolm)} | ${verdictWords[row.verdict]} |`,
     ),
     "",
   ];

@@ -169,6 +169,8 @@ describe("analyzeStageResults (pure)", () => {
     const text = renderAnalysis(analysis, topic, "/campaign");
     expect(text).toContain("## Against the incumbent (lr-0.5, every stage so far)");
     expect(text).toContain("equivalence margin 0.05 (two one-sided tests). Status: **open**.");
-    expect(text).toMatch(/\| lr-0\.05 \| 0\.605 \| \[[0-9.]+, [0-9.]+\] \(97\.5%\) \|.*\| worse beyond seed noise \|/);
+    expect(text).toMatch(
+      /\| lr-0\.05 \| 0\.605 \| \[[0-9.]+, [0-9.]+\] \(98\.45%\) \|.*\| Welch, guarded by 2 matched seeds \(df 1\.471\) \|.*\| worse beyond seed noise \|/,
+    );
   });
 });

@@ -9,7 +9,7 @@ import { renderAnalysis } from "./analysis-markdown.ts";
 import type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
 export type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
 import { alpha, welchTest } from "../domain/comparisons.ts";
-import { rankAgainstIncumbent } from "../domain/incumbent.ts";
+import { campaignRanking, currentLook } from "../planners/heuristic/heuristic-planner.ts";
 import { oneSidedBound, summarizeCurve, withinRange, type CurvePoint } from "../domain/statistics.ts";
 import { axisUnits, commonBudget, curveOnAxis, perStep, stepConfound, truncateAt } from "./budget-axis.ts";
 import type { Topic } from "../domain/topic.ts";
@@ -106,7 +106,10 @@ export function analyzeStageResults(
   });
   // The campaign's best so far over every stage, the same number the report gives (a3r status shows it).
   const best = bestConfiguration(summaries, metric.goal);
-  const ranking = rankAgainstIncumbent(summaries, metric);
+  // The planner's ranking at this look (its level and pairing), so the analysis shows what the planner decides from.
+  const judged = [...history, { plan, outcomes }];
+  const ranking = campaignRanking(topic, judged);
+  const look = currentLook(topic, judged);
   return {
     stage: plan.stage,
     metric: metric.name,
@@ -126,7 +129,16 @@ export function analyzeStageResults(
       };
     }),
     verdicts,
-    ...(ranking ? { comparisons: { incumbent: ranking.incumbent.configuration.id, status: ranking.status, rows: ranking.comparisons } } : {}),
+    ...(ranking
+      ? {
+          comparisons: {
+            incumbent: ranking.incumbent.configuration.id,
+            status: ranking.status,
+            rows: ranking.comparisons,
+            look: { look: look.look, level: look.level },
+          },
+        }
+      : {}),
     best: best ? { id: best.configuration.id, mean: best.sample.mean, n: best.sample.n } : undefined,
     outcomes,
   };

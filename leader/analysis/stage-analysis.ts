@@ -51,8 +51,12 @@ export interface StageAnalysis {
   /** The configurations this stage ran, with every seed measured so far (all stages). */
   configurations: { id: string; n: number; mean: number | undefined; low: number | undefined; high: number | undefined; failed: number; scores: number[] }[];
   verdicts: PredictionVerdict[];
-  /** The incumbent over every configuration so far against each other one (Welch, Holm, TOST). */
-  comparisons?: { incumbent: string; status: IncumbentStatus; rows: IncumbentComparison[] };
+  /**
+   * The incumbent over every configuration so far against each other one, as the heuristic
+   * planner judges them at this look (paired by seed or Welch, Holm, TOST, at the look's
+   * level of the sequential design: `look`).
+   */
+  comparisons?: { incumbent: string; status: IncumbentStatus; rows: IncumbentComparison[]; look?: { look: number; level: number } };
   /** The best mean over every configuration measured so far (this stage and the ones before), with its seeds. */
   best: { id: string; mean: number; n: number } | undefined;
   outcomes: ExperimentOutcome[];

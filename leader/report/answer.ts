@@ -5,7 +5,7 @@ import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import { withinRange } from "../domain/statistics.ts";
 import type { KnobValue, Topic } from "../domain/topic.ts";
-import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import { minimumPairedSeeds, type LookContrastVerdict } from "./report-statistics.ts";
 import { contrastParagraph, levelText } from "./question-answer.ts";
 import type { Paragraph } from "./inline.ts";
 
@@ -27,8 +27,8 @@ export interface AnswerInputs {
   stop: { reason: string; explanation: string } | null;
   history: StageRecord[];
   compute: { runs: number; unscored: number; gpuHours: number; gpuEntries: number };
-  /** The question's contrasts against the baseline, judged (domain/contrast-verdicts.ts). */
-  contrasts?: ContrastVerdict[];
+  /** The question's contrasts against the baseline, judged at the campaign's last look (report-statistics.ts). */
+  contrasts?: LookContrastVerdict[];
 }
 
 export function settingsText(settings: Record<string, KnobValue>): string {
@@ -154,8 +154,14 @@ function settleText(ranking: IncumbentRanking, summaries: ConfigurationSummary[]
         ? `${incumbentId} against ${plan.otherId} needs at least two scored seeds on each side before any count can be given`
         : `no number of seeds would settle ${incumbentId} against ${plan.otherId}: their means are equal${equivalence === undefined ? "; declare `metric.equivalence` so that a tie can be shown" : ""}`;
     }
-    const more = (id: string): number => Math.max(0, plan.seedsPerSide - (summaries.find((summary) => summary.configuration.id === id)?.sample.n ?? 0));
     const what = plan.kind === "separate" ? `separate a ${formatNumber(plan.size)} difference` : `show them the same within ${formatNumber(plan.size)}`;
+    const matched = ranking.comparisons.find((comparison) => comparison.otherId === plan.otherId)?.matched;
+    if (plan.paired && matched) {
+      // Sized on the seed-matched differences (domain/follow-up.ts), which are compared paired from four shared seeds.
+      const add = Math.max(1, Math.max(plan.seedsPerSide, minimumPairedSeeds) - matched.seeds);
+      return `${add} more seed(s) run on both ${incumbentId} and ${plan.otherId} (${matched.seeds + add} shared seeds, compared paired) would ${what} with ${followUpPower * 100}% power`;
+    }
+    const more = (id: string): number => Math.max(0, plan.seedsPerSide - (summaries.find((summary) => summary.configuration.id === id)?.sample.n ?? 0));
     return `${more(incumbentId)} more seed(s) of ${incumbentId} and ${more(plan.otherId)} of ${plan.otherId} (${plan.seedsPerSide} each) would ${what} with ${followUpPower * 100}% power`;
   });
   const total = additions.reduce((sum, item) => sum + (Number.isFinite(item.add) ? item.add : 0), 0);

@@ -67,7 +67,7 @@ export function reportCaveats(inputs: CaveatInputs): string[] {
     if (open.length > 0) {
       const meanOf = (id: string): number | undefined => scored.find((summary) => summary.configuration.id === id)?.sample.mean;
       caveats.push(
-        `${inputs.best.configuration.id} is not separated from ${open.map((comparison) => `${comparison.otherId} (mean ${formatNumber(meanOf(comparison.otherId))})`).join(", ")} (Welch's t, Holm-corrected): their order is within seed noise.`,
+        `${inputs.best.configuration.id} is not separated from ${open.map((comparison) => `${comparison.otherId} (mean ${formatNumber(meanOf(comparison.otherId))})`).join(", ")} (tested as the method line states, Holm-corrected at the campaign's last look): their order is within seed noise.`,
       );
     }
   }

@@ -112,7 +112,7 @@ describe("buildReportModel", () => {
     );
     // The first paragraph answers: runner-up with the effect and its interval, the decision, the compute.
     expect(answer).toContain(
-      "The runner-up is lr-1 (mean 0.52, 3 seed(s)): lr-0.03 leads it by 0.27 (Holm-adjusted 96.93% interval [0.2093, 0.3307]; Hedges' g 10.76 [3.144, 18.37]; Holm p 8.126e-4), beyond seed noise.",
+      "The runner-up is lr-1 (mean 0.52, 3 seed(s)): lr-0.03 leads it by 0.27 (Holm-adjusted 98.94% interval [0.1789, 0.3611]; Hedges' g 10.76 [1.752, 19.76]; Holm p 8.126e-4), beyond seed noise.",
     );
     expect(answer).toContain("Decided: lr-0.03 is better than each of the 3 other scored configuration(s) beyond seed noise.");
     expect(answer).toContain("Compute spent: 12 run(s) over 2 stage(s) (1 not scored), 1.25 GPU-hours.");
@@ -174,8 +174,12 @@ describe("buildReportModel", () => {
     const answer = model.answer.flat().join("");
     expect(answer).toContain("within seed noise");
     expect(answer).toContain("Not decided: lr-1 is not separated from baseline (and with no equivalence margin declared, a tie cannot be shown).");
-    // What would settle it, sized from the measured seed noise.
-    expect(answer).toContain("What would settle it: 14 more seed(s) of lr-1 and 14 of baseline (17 each) would separate a 0.02 difference with 80% power");
+    // What would settle it, sized as the planner sizes it: the two share their seeds, and the
+    // fixture's seed offsets are common to both, so on seed-matched differences a fourth seed
+    // (the first compared paired) would do.
+    expect(answer).toContain(
+      "What would settle it: 1 more seed(s) run on both lr-1 and baseline (4 shared seeds, compared paired) would separate a 0.02 difference with 80% power",
+    );
   });
 
   it("clips intervals to the metric's range, states a tie within the margin, and flags extrapolations", () => {
@@ -325,7 +329,9 @@ describe("the rendered report", () => {
       expect(markdown).toContain(`## ${heading}`);
       expect(html).toContain(`<h2>${heading}</h2>`);
     }
-    expect(markdown).toMatch(/\| lr-1 \| 0\.27 \| \[0\.2093, 0\.3307\] \(96\.93%\) \| 10\.76 \[3\.144, 18\.37\] \|/);
+    expect(markdown).toMatch(
+      /\| lr-1 \| 0\.27 \| \[0\.1789, 0\.3611\] \(98\.94%\) \| 10\.76 \[1\.752, 19\.76\] \| Welch, guarded by 2 matched seeds \(df 2\.882\) \|/,
+    );
     expect(markdown).toContain("[s2-lr-0.03-seed3](results/s2-lr-0.03-seed3/result.md)");
     expect(html.match(/<a href="results\/[^"]+\/result\.md">/g)).toHaveLength(12);
     expect(html.match(/<figure class="chart"/g)).toHaveLength(3);

@@ -7,12 +7,11 @@ import { scoreLabel } from "../domain/score-label.ts";
 import type { Conclusion, FramedQuestion, StageRecord } from "../domain/planner.ts";
 import { reportCaveats } from "./caveats.ts";
 import type { ExperimentRow } from "./experiment-row.ts";
-import { rankAgainstIncumbent, type IncumbentComparison, type IncumbentStatus } from "../domain/incumbent.ts";
+import type { IncumbentComparison, IncumbentStatus } from "../domain/incumbent.ts";
 import { withinRange } from "../domain/statistics.ts";
 import type { Topic } from "../domain/topic.ts";
 import { answerParagraphs, settingsText, type Paragraph } from "./answer.ts";
-import { parseQuestion } from "../domain/question.ts";
-import { judgeContrasts, type ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import { reportStatistics, type LookContrastVerdict } from "./report-statistics.ts";
 import { measurementLine } from "./measurement-line.ts";
 import { methodLine } from "./method-line.ts";
 import type { EarlierCampaign } from "../history/earlier-campaigns.ts";
@@ -106,12 +105,17 @@ export interface CampaignReportModel {
   stop: { reason: string; explanation: string } | null;
   /** How every figure is computed, stated once (method-line.ts). */
   method: string;
+  /**
+   * The sequential design's last look, whose level every comparison below is tested at
+   * (report-statistics.ts: the planner's ranking and test, so each difference has one verdict).
+   */
+  look: { look: number; information: number; level: number };
   /** The question's contrasts against the baseline, judged: the first paragraph of the answer. */
-  contrasts: ContrastVerdict[];
+  contrasts: LookContrastVerdict[];
   answer: Paragraph[];
   bestId: string | undefined;
   configurations: ConfigurationRow[];
-  /** The best against every other configuration (Welch, Holm, TOST): the answer's evidence. */
+  /** The best against every other configuration (paired by seed or Welch, Holm, TOST, at the look's level): the answer's evidence. */
   comparisons: { incumbent: string; status: IncumbentStatus; rows: IncumbentComparison[] } | undefined;
   verdicts: VerdictRow[];
   experiments: ExperimentRow[];
@@ -127,8 +131,8 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
   const metric = topic.metric;
   const summaries = summarizeConfigurations(history);
   const best = metric ? bestConfiguration(summaries, metric.goal) : undefined;
-  const ranking = metric ? rankAgainstIncumbent(summaries, metric) : undefined;
-  const contrasts = metric ? judgeContrasts(parseQuestion(topic).contrasts, summaries, metric) : [];
+  // The planner's ranking and test at the campaign's last look, for every figure below.
+  const { look, ranking, contrasts } = reportStatistics(topic, history, summaries);
   // The stages judged again from the files, each with the stages before it (as in the graph).
   const analyses = metric
     ? history.map((record, index) => analyzeStageResults(topic, record.plan, history.slice(0, index), readsOf(record, inputs.runs), () => ""))
@@ -152,7 +156,8 @@ export function buildReportModel(inputs: ReportInputs): CampaignReportModel {
         }
       : undefined,
     stop: inputs.stop,
-    method: [methodLine(topic, ranking?.comparisons.length ?? 0, contrasts), measurementLine(topic), topic.reproducibility ?? ""].filter(Boolean).join(" "),
+    method: [methodLine(topic, look, ranking?.comparisons ?? [], contrasts), measurementLine(topic), topic.reproducibility ?? ""].filter(Boolean).join(" "),
+    look: { look: look.look, information: look.information, level: look.level },
     contrasts,
     answer: [
       ...answerParagraphs({

@@ -1,13 +1,15 @@
 import { formatNumber } from "../domain/configurations.ts";
-import type { ContrastMember, ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import { minimumPairedSeeds, type LookContrastMember as ContrastMember, type LookContrastVerdict } from "./report-statistics.ts";
 import type { Paragraph } from "./inline.ts";
 
 /**
  * The question's own contrasts answered in words (leader/domain/question.ts,
  * contrast-verdicts.ts): "smaller lr vs the baseline lr=0.2: does it help? No: lr-0.05 is
  * worse than the baseline by 0.12 (difference −0.12, Holm-adjusted 98.33% interval [−0.2,
- * −0.04], Holm p 0.003; 3 and 3 seeds)". Each says yes, no, the same within the margin,
- * or not decided with the seeds that would settle it. Pure.
+ * −0.04], Holm p 0.003; 3 and 3 seed(s))". Each says yes, no, the same within the margin,
+ * or not decided with the seeds that would settle it. The figures are the planner's test at
+ * the campaign's last look (report-statistics.ts); a paired one says on how many seeds. Pure.
  */
 const answerWords: Record<ContrastVerdict["answer"], string> = {
   yes: "Yes",
@@ -20,7 +22,7 @@ export function levelText(level: number): string {
   return `${formatNumber(level * 100)}%`;
 }
 
-export function contrastParagraph(verdicts: readonly ContrastVerdict[], equivalence: number | undefined): Paragraph {
+export function contrastParagraph(verdicts: readonly LookContrastVerdict[], equivalence: number | undefined): Paragraph {
   const paragraph: Paragraph = [];
   verdicts.forEach((verdict, index) => {
     const text = verdict.contrast.text;
@@ -34,7 +36,7 @@ export function contrastParagraph(verdicts: readonly ContrastVerdict[], equivale
   return paragraph.filter((run) => run !== "");
 }
 
-function contrastSentence(verdict: ContrastVerdict, equivalence: number | undefined): string {
+function contrastSentence(verdict: LookContrastVerdict, equivalence: number | undefined): string {
   const lead = verdict.lead;
   if (verdict.baselineId === undefined) return "the baseline has no scored run, so nothing can be compared with it; run the baseline.";
   if (!lead) return `no configuration on that side of the baseline was scored; add the knob's values there (${verdict.contrast.knob} in the topic's knobs).`;
@@ -55,7 +57,7 @@ function figures(member: ContrastMember, verdict: ContrastVerdict): string {
   const parts = [`difference ${formatNumber(member.difference)}`];
   if (member.low !== undefined) parts.push(`Holm-adjusted ${levelText(member.level)} interval [${formatNumber(member.low)}, ${formatNumber(member.high)}]`);
   if (member.pHolm !== undefined) parts.push(`Holm p ${formatNumber(member.pHolm)}`);
-  parts.push(`${member.n} and ${verdict.baselineN} seed(s)`);
+  parts.push(`${member.n} and ${verdict.baselineN} seed(s)${member.matched?.paired ? `, paired on ${member.matched.seeds}` : ""}`);
   return parts.join(", ");
 }
 
@@ -74,7 +76,7 @@ function verdictWords(member: ContrastMember, equivalence: number | undefined): 
   }
 }
 
-function settleSentence(verdict: ContrastVerdict): string {
+function settleSentence(verdict: LookContrastVerdict): string {
   const open = verdict.members.filter((member) => member.verdict === "open" || member.verdict === "undecidable");
   if (open.length === 0) return "What would settle it: values on both sides of the question were not all measured.";
   const parts = open.map((member) => {
@@ -82,9 +84,13 @@ function settleSentence(verdict: ContrastVerdict): string {
       return `${member.configurationId} and the baseline need at least two scored seeds each (now ${member.n} and ${verdict.baselineN}) before a count can be given`;
     if (!Number.isFinite(member.settle.seedsPerSide))
       return `no number of seeds would settle ${member.configurationId} against the baseline: their means are equal; declare \`metric.equivalence\` so that a tie can be shown`;
-    const more = (n: number): number => Math.max(0, member.settle!.seedsPerSide - n);
     const what =
       member.settle.kind === "separate" ? `separate a ${formatNumber(Math.abs(member.difference))} difference` : "show them the same within the margin";
+    if (member.matched) {
+      const add = Math.max(1, Math.max(member.settle.seedsPerSide, minimumPairedSeeds) - member.matched.seeds);
+      return `${add} more seed(s) run on both ${member.configurationId} and the baseline (${member.matched.seeds + add} shared seeds, compared paired) would ${what} with 80% power`;
+    }
+    const more = (n: number): number => Math.max(0, member.settle!.seedsPerSide - n);
     return `${more(member.n)} more seed(s) of ${member.configurationId} and ${more(verdict.baselineN)} of the baseline (${member.settle.seedsPerSide} each) would ${what} with 80% power`;
   });
   return `What would settle it: ${parts.join("; ")}.`;

@@ -4,6 +4,7 @@ import type { ContrastMember, ContrastVerdict } from "../domain/contrast-verdict
 import { refusedText } from "./answer.ts";
 import type { CampaignReportModel, ConfigurationRow, ExperimentRow } from "./model.ts";
 import { levelText } from "./question-answer.ts";
+import { testText } from "../analysis/test-text.ts";
 import { reproduceSection } from "./writeup-reproduce.ts";
 import type { WriteupBlock, WriteupDocument, WriteupInputs, WriteupRun, WriteupSection } from "./writeup-types.ts";
 
@@ -188,6 +189,7 @@ function resultsSection(inputs: WriteupInputs): WriteupSection {
     [toConfiguration(row.otherId, row.otherId)],
     [toConfiguration(row.otherId, formatNumber(row.advantage))],
     [row.low === undefined ? "n/a" : toConfiguration(row.otherId, `[${formatNumber(row.low)}, ${formatNumber(row.high)}] (${levelText(row.level)})`)],
+    [testText(row)],
     [row.pHolm === undefined ? "n/a" : toConfiguration(row.otherId, formatNumber(row.pHolm))],
     [verdictWords[row.verdict]],
   ]);
@@ -203,8 +205,13 @@ function resultsSection(inputs: WriteupInputs): WriteupSection {
   ];
   if (comparisonRows.length > 0) {
     blocks.push(
-      { kind: "paragraph", runs: [`The best, ${model.comparisons!.incumbent}, against each other configuration (Welch's t, Holm-adjusted):`] },
-      { kind: "table", header: ["other", "best ahead by", "Holm-adjusted interval (level)", "Holm p", "verdict"], rows: comparisonRows },
+      {
+        kind: "paragraph",
+        runs: [
+          `The best, ${model.comparisons!.incumbent}, against each other configuration, as the planner judged them at the campaign's last look (the test per row, at level ${formatNumber(model.look.level)}, Holm-adjusted; see the method):`,
+        ],
+      },
+      { kind: "table", header: ["other", "best ahead by", "Holm-adjusted interval (level)", "test (df)", "Holm p", "verdict"], rows: comparisonRows },
     );
   }
   blocks.push(runsTable(model.configurations, byConfiguration));
@@ -258,7 +265,10 @@ function decidedSection(inputs: WriteupInputs): WriteupSection {
     .map((paragraph) => paragraph.map((run) => (typeof run === "string" ? run : run.strong)).join(""))
     .filter((text) => text.startsWith("What would settle it"));
   const blocks: WriteupBlock[] = [
-    { kind: "paragraph", runs: ["Decided (at alpha 0.05, Holm-corrected):"] },
+    {
+      kind: "paragraph",
+      runs: [`Decided (at the level ${formatNumber(model.look.level)} of the campaign's last look, look ${model.look.look}, Holm-corrected):`],
+    },
     decided.length > 0 ? { kind: "list", items: decided } : { kind: "paragraph", runs: ["Nothing."] },
     { kind: "paragraph", runs: ["Not decided:"] },
     open.length > 0 ? { kind: "list", items: open } : { kind: "paragraph", runs: ["Nothing: every comparison made is settled."] },
