@@ -1,5 +1,7 @@
-import { alpha, clipDifference, equivalenceTest, holmAdjust, holmIntervalLevel, seedsToSeparate, seedsToShowEquivalence, welchTest } from "./comparisons.ts";
+import { alpha, holmAdjust, holmIntervalLevel, seedsToSeparate, seedsToShowEquivalence } from "./comparisons.ts";
+import type { SeedScores } from "./configurations.ts";
 import { followUpPower, pooledStd } from "./follow-up.ts";
+import { rankAgainstIncumbent, type IncumbentComparison } from "./incumbent.ts";
 import type { ConfigurationSummary } from "./planner.ts";
 import { onContrastSide, type Contrast } from "./question.ts";
 import type { KnobValue, TopicMetric } from "./topic.ts";
@@ -7,11 +9,13 @@ import type { KnobValue, TopicMetric } from "./topic.ts";
 /**
  * Each contrast of the question (question.ts) judged against the baseline: every measured
  * configuration that differs from the baseline in the contrast's knob alone, on the
- * contrast's side, is compared with the baseline by Welch's t (and TOST with the topic's
- * margin); Holm's correction runs over every such comparison of every contrast (one
- * family, the question's), and each interval is Holm-adjusted the same way as the
- * incumbent's (comparisons.ts `holmIntervalLevel`), so an interval excludes 0 exactly
- * when its comparison is beyond seed noise. Pure.
+ * contrast's side, is compared with the baseline by the incumbent's rule (domain/incumbent.ts:
+ * paired by seed from four shared seeds, else Welch's t, and TOST with the topic's margin)
+ * at a given level (the campaign's look's: the report passes the planner's); Holm's
+ * correction runs over every such comparison of every contrast (one family, the
+ * question's), and each interval is Holm-adjusted the same way as the incumbent's
+ * (comparisons.ts `holmIntervalLevel`), so an interval excludes 0 exactly when its
+ * comparison is beyond seed noise. Pure.
  *
  * The answer per contrast, for "does it help?" (hurt mirrors it; matter takes either way):
  * - yes: some value is better than the baseline beyond seed noise;
@@ -41,6 +45,8 @@ export interface ContrastMember {
   verdict: MemberVerdict;
   /** Seeds per side at 80% power that would settle an open member, and what they would show. */
   settle?: { seedsPerSide: number; kind: "separate" | "equivalence" };
+  /** Set when the two sides share seeds: the comparison's pairing (as IncumbentComparison.matched). */
+  matched?: IncumbentComparison["matched"];
 }
 
 export interface ContrastVerdict {
@@ -53,10 +59,16 @@ export interface ContrastVerdict {
   lead: ContrastMember | undefined;
 }
 
+type ContrastMetric = Pick<TopicMetric, "goal"> & { range?: [number, number]; equivalence?: number };
+
 export function judgeContrasts(
   contrasts: readonly Contrast[],
   summaries: readonly ConfigurationSummary[],
-  metric: Pick<TopicMetric, "goal"> & { range?: [number, number]; equivalence?: number },
+  metric: ContrastMetric,
+  /** The level the verdicts are held to: 0.05, or the campaign's look's (sequential-design.ts). */
+  level = alpha,
+  /** Each configuration's scores by seed: a member is compared as the incumbent is (domain/incumbent.ts), paired where it shares the seeds. */
+  scores?: SeedScores,
 ): ContrastVerdict[] {
   const baseline = summaries.find((summary) => Object.keys(summary.configuration.delta).length === 0 && summary.sample.n > 0);
   const sign = metric.goal === "maximize" ? 1 : -1;
@@ -67,63 +79,90 @@ export function judgeContrasts(
       return summary.sample.n > 0 && keys.length === 1 && keys[0] === contrast.knob && onContrastSide(contrast, summary.configuration.delta[contrast.knob]!);
     }),
   }));
-  const tests = raw.flatMap(({ members }) =>
-    members.map((member) => ({
-      welch: baseline ? welchTest(member.scores, baseline.scores) : undefined,
-      tost: baseline && metric.equivalence !== undefined ? equivalenceTest(member.scores, baseline.scores, metric.equivalence) : undefined,
-    })),
-  );
-  const pHolm = holmAdjust(tests.map((test) => test.welch?.p));
-  const tostHolm = holmAdjust(tests.map((test) => test.tost?.p));
+  const pairs = raw.flatMap(({ contrast, members }) => members.map((member) => ({ contrast, member })));
+  const tests = pairs.map(({ member }) => (baseline ? againstBaseline(member, baseline, metric, level, scores) : undefined));
+  const pHolm = holmAdjust(tests.map((test) => test?.row.p));
+  const tostHolm = holmAdjust(tests.map((test) => test?.row.equivalenceP));
   const family = pHolm.filter((p) => p !== undefined).length;
-  let next = 0;
-  const judged = raw.map(({ contrast, members }) =>
-    members.map((member): ContrastMember => {
-      const index = next++;
-      const test = tests[index]!;
-      const level = holmIntervalLevel(test.welch?.p, pHolm[index], family);
-      const shown = baseline && test.welch ? welchTest(member.scores, baseline.scores, level) : undefined;
-      const interval = shown ? clipDifference(shown.low, shown.high, metric.range) : undefined;
-      const difference = member.sample.mean - (baseline?.sample.mean ?? Number.NaN);
-      const advantage = sign * difference;
-      const verdict: MemberVerdict = !test.welch
-        ? "undecidable"
-        : tostHolm[index] !== undefined && tostHolm[index]! < alpha
-          ? "equivalent"
-          : pHolm[index]! < alpha
-            ? advantage > 0
-              ? "better"
-              : "worse"
-            : "open";
+  const judged = pairs.map(({ contrast, member }, index): ContrastMember => {
+    const test = tests[index];
+    const difference = member.sample.mean - (baseline?.sample.mean ?? Number.NaN);
+    const common = {
+      configurationId: member.configuration.id,
+      value: member.configuration.delta[contrast.knob]!,
+      n: member.sample.n,
+      mean: member.sample.mean,
+    };
+    if (!test || test.row.p === undefined)
       return {
-        configurationId: member.configuration.id,
-        value: member.configuration.delta[contrast.knob]!,
-        n: member.sample.n,
-        mean: member.sample.mean,
+        ...common,
         difference,
-        advantage,
-        low: interval?.[0],
-        high: interval?.[1],
-        level,
-        p: test.welch?.p,
-        pHolm: pHolm[index],
-        equivalencePHolm: tostHolm[index],
-        verdict,
+        advantage: sign * difference,
+        low: undefined,
+        high: undefined,
+        level: 1 - level,
+        p: undefined,
+        pHolm: undefined,
+        equivalencePHolm: undefined,
+        verdict: "undecidable",
       };
-    }),
-  );
-  const openCount = judged.flat().filter((member) => member.verdict === "open" || member.verdict === "undecidable").length;
-  return raw.map(({ contrast, members }, index) => {
-    const rows = judged[index]!.map((row, position) =>
-      row.verdict === "open" && baseline ? { ...row, settle: settleMember(row, [members[position]!, baseline], metric.equivalence, openCount) } : row,
-    );
+    // Shown at the level its Holm step tests at, so the interval excludes 0 exactly when the verdict is beyond seed noise.
+    const intervalLevel = holmIntervalLevel(test.row.p, pHolm[index], family, level);
+    const shown = againstBaseline(member, baseline!, metric, 1 - intervalLevel, scores)!;
+    // The paired test's effect is the mean matched difference, which may differ from the difference of the means.
+    const paired = test.memberLeads ? sign * test.row.advantage : -sign * test.row.advantage;
+    const advantage = sign * paired;
+    const interval = shown.row.low === undefined ? undefined : memberInterval(shown.row.low, shown.row.high!, sign, shown.memberLeads);
+    const verdict: MemberVerdict =
+      tostHolm[index] !== undefined && tostHolm[index]! < level ? "equivalent" : pHolm[index]! < level ? (advantage > 0 ? "better" : "worse") : "open";
+    return {
+      ...common,
+      difference: paired,
+      advantage,
+      low: interval?.[0],
+      high: interval?.[1],
+      level: intervalLevel,
+      p: test.row.p,
+      pHolm: pHolm[index],
+      equivalencePHolm: tostHolm[index],
+      verdict,
+      ...(test.row.matched ? { matched: test.row.matched } : {}),
+    };
+  });
+  const openCount = judged.filter((member) => member.verdict === "open" || member.verdict === "undecidable").length;
+  let next = 0;
+  return raw.map(({ contrast, members }) => {
+    const rows = members.map((summary) => {
+      const row = judged[next++]!;
+      return row.verdict === "open" && baseline ? { ...row, settle: settleMember(row, [summary, baseline], metric.equivalence, openCount) } : row;
+    });
     const { answer, lead } = answerOf(contrast, rows);
     return { contrast, baselineId: baseline?.configuration.id, baselineN: baseline?.sample.n ?? 0, answer, members: rows, lead };
   });
 }
 
+/** The member against the baseline by the incumbent's rule (domain/incumbent.ts): paired, guarded or Welch. */
+function againstBaseline(
+  member: ConfigurationSummary,
+  baseline: ConfigurationSummary,
+  metric: ContrastMetric,
+  level: number,
+  scores: SeedScores | undefined,
+): { row: IncumbentComparison; memberLeads: boolean } | undefined {
+  const ranking = rankAgainstIncumbent([member, baseline], metric, level, scores);
+  const row = ranking?.comparisons[0];
+  return ranking && row ? { row, memberLeads: ranking.incumbent === member } : undefined;
+}
+
+/** member − baseline (raw units) from the incumbent's advantage interval (positive = better for the goal). */
+function memberInterval(low: number, high: number, sign: number, memberLeads: boolean): [number, number] {
+  const [rawLow, rawHigh] = sign > 0 ? [low, high] : [-high, -low];
+  return memberLeads ? [rawLow, rawHigh] : [-rawHigh, -rawLow];
+}
+
 function settleMember(member: ContrastMember, pair: ConfigurationSummary[], equivalence: number | undefined, openCount: number): ContrastMember["settle"] {
-  const std = pooledStd(pair);
+  // Sides that share seeds are sized on their seed-matched differences, as domain/follow-up.ts sizes the incumbent's.
+  const std = member.matched ? member.matched.differenceStd / Math.SQRT2 : pooledStd(pair);
   if (std === undefined) return undefined;
   const significance = alpha / Math.max(1, openCount);
   const separate = seedsToSeparate(Math.abs(member.difference), std, followUpPower, significance);

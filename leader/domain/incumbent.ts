@@ -204,4 +204,4 @@ function standardDeviation(values: readonly number[]): number {
  * independent, 0.029 at correlation 0.9, 0.049 at -0.45). Fewer shared seeds are compared by
  * guardedWelchTest instead.
  */
-const minimumPairedSeeds = 4;
+export const minimumPairedSeeds = 4;

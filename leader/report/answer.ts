@@ -5,7 +5,8 @@ import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import { withinRange } from "../domain/statistics.ts";
 import type { KnobValue, Topic } from "../domain/topic.ts";
-import { minimumPairedSeeds, type LookContrastVerdict } from "./report-statistics.ts";
+import { minimumPairedSeeds } from "../domain/incumbent.ts";
+import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
 import { contrastParagraph, levelText } from "./question-answer.ts";
 import type { Paragraph } from "./inline.ts";
 
@@ -28,7 +29,7 @@ export interface AnswerInputs {
   history: StageRecord[];
   compute: { runs: number; unscored: number; gpuHours: number; gpuEntries: number };
   /** The question's contrasts against the baseline, judged at the campaign's last look (report-statistics.ts). */
-  contrasts?: LookContrastVerdict[];
+  contrasts?: ContrastVerdict[];
 }
 
 export function settingsText(settings: Record<string, KnobValue>): string {

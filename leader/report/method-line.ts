@@ -4,7 +4,8 @@ import { scoreLabel } from "../domain/score-label.ts";
 import { alpha } from "../domain/comparisons.ts";
 import type { LookLevel } from "../domain/sequential-design.ts";
 import type { Topic } from "../domain/topic.ts";
-import { minimumPairedSeeds, type LookContrastVerdict } from "./report-statistics.ts";
+import { minimumPairedSeeds } from "../domain/incumbent.ts";
+import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
 
 /**
  * The report's one statement of how its figures are computed, so the intervals beside the
@@ -15,12 +16,7 @@ import { minimumPairedSeeds, type LookContrastVerdict } from "./report-statistic
  * the level its Holm step tests at, which excludes 0 exactly when its verdict is "beyond
  * seed noise". Pure.
  */
-export function methodLine(
-  topic: Topic,
-  look: LookLevel,
-  incumbentComparisons: readonly IncumbentComparison[],
-  contrasts: readonly LookContrastVerdict[],
-): string {
+export function methodLine(topic: Topic, look: LookLevel, incumbentComparisons: readonly IncumbentComparison[], contrasts: readonly ContrastVerdict[]): string {
   const metric = topic.metric;
   if (!metric) return "Method: the topic names no metric, so nothing is scored.";
   const contrastMembers = contrasts.flatMap((verdict) => verdict.members).filter((member) => member.p !== undefined);

@@ -11,7 +11,8 @@ import type { IncumbentComparison, IncumbentStatus } from "../domain/incumbent.t
 import { withinRange } from "../domain/statistics.ts";
 import type { Topic } from "../domain/topic.ts";
 import { answerParagraphs, settingsText, type Paragraph } from "./answer.ts";
-import { reportStatistics, type LookContrastVerdict } from "./report-statistics.ts";
+import { reportStatistics } from "./report-statistics.ts";
+import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
 import { measurementLine } from "./measurement-line.ts";
 import { methodLine } from "./method-line.ts";
 import type { EarlierCampaign } from "../history/earlier-campaigns.ts";
@@ -111,7 +112,7 @@ export interface CampaignReportModel {
    */
   look: { look: number; information: number; level: number };
   /** The question's contrasts against the baseline, judged: the first paragraph of the answer. */
-  contrasts: LookContrastVerdict[];
+  contrasts: ContrastVerdict[];
   answer: Paragraph[];
   bestId: string | undefined;
   configurations: ConfigurationRow[];

@@ -1,6 +1,6 @@
 import { formatNumber } from "../domain/configurations.ts";
-import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
-import { minimumPairedSeeds, type LookContrastMember as ContrastMember, type LookContrastVerdict } from "./report-statistics.ts";
+import { minimumPairedSeeds } from "../domain/incumbent.ts";
+import type { ContrastMember, ContrastVerdict } from "../domain/contrast-verdicts.ts";
 import type { Paragraph } from "./inline.ts";
 
 /**
@@ -22,7 +22,7 @@ export function levelText(level: number): string {
   return `${formatNumber(level * 100)}%`;
 }
 
-export function contrastParagraph(verdicts: readonly LookContrastVerdict[], equivalence: number | undefined): Paragraph {
+export function contrastParagraph(verdicts: readonly ContrastVerdict[], equivalence: number | undefined): Paragraph {
   const paragraph: Paragraph = [];
   verdicts.forEach((verdict, index) => {
     const text = verdict.contrast.text;
@@ -36,7 +36,7 @@ export function contrastParagraph(verdicts: readonly LookContrastVerdict[], equi
   return paragraph.filter((run) => run !== "");
 }
 
-function contrastSentence(verdict: LookContrastVerdict, equivalence: number | undefined): string {
+function contrastSentence(verdict: ContrastVerdict, equivalence: number | undefined): string {
   const lead = verdict.lead;
   if (verdict.baselineId === undefined) return "the baseline has no scored run, so nothing can be compared with it; run the baseline.";
   if (!lead) return `no configuration on that side of the baseline was scored; add the knob's values there (${verdict.contrast.knob} in the topic's knobs).`;
@@ -76,7 +76,7 @@ function verdictWords(member: ContrastMember, equivalence: number | undefined): 
   }
 }
 
-function settleSentence(verdict: LookContrastVerdict): string {
+function settleSentence(verdict: ContrastVerdict): string {
   const open = verdict.members.filter((member) => member.verdict === "open" || member.verdict === "undecidable");
   if (open.length === 0) return "What would settle it: values on both sides of the question were not all measured.";
   const parts = open.map((member) => {
