@@ -7,6 +7,7 @@ import { auditResultDir, readEvents } from "../campaign/index.ts";
 import { checkoutA3rCommand, fixtureA3rCommand, writeFixtureBlueprint } from "../test-support/fixture-blueprint.ts";
 import { startRedisServer, type RedisServerHandle } from "../test-support/redis-server.ts";
 import { startSshServer, type SshServerHandle } from "../test-support/sshd-server.ts";
+import { slowTests, slowTierNote } from "../test-support/slow-tests.ts";
 import { WorkerDaemon } from "../hosts/queue/worker-daemon.ts";
 import { runA3r, type CliResult } from "../test-support/run-cli.ts";
 
@@ -102,7 +103,10 @@ describe("a3r dispatch, runs and hosts check", () => {
     expect(table.stdout).toMatch(/HOST\s+CAMPAIGN\s+BLUEPRINT\s+STATE/);
   });
 
-  it("runs a blueprint end to end with the real worker (a3r worker run of this checkout)", async () => {
+  // Slow tier: in npm test, the case above runs `a3r dispatch --wait`, and cli/research-command's
+  // "runs a topic to its report, ..." launches the real `a3r worker run` of this checkout on
+  // a local host and audits what it brings back.
+  it.skipIf(!slowTests)(`runs a blueprint end to end with the real worker (a3r worker run of this checkout)${slowTierNote}`, async () => {
     const realHosts = join(folder, "real-hosts.yaml");
     await writeFile(
       realHosts,

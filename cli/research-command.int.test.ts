@@ -104,17 +104,28 @@ describe("a3r research, status and resume", () => {
     const mixed = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--reopen", "--approve"]);
     expect(mixed.code).toBe(2);
     expect(mixed.stderr).toContain("--reopen is for a finished campaign");
-    await writeFile(join(campaign, "topic.md"), (await readFile(join(campaign, "topic.md"), "utf8")).replace(/stages: 1\b/, "stages: 2"));
-    const reopened = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--reopen"], { timeoutMs: 90_000 });
-    expect(reopened.code, reopened.stderr).toBe(0);
-    expect(reopened.stderr).toMatch(/leader: decide\n[^]*leader: watch \(stage 2\)/);
-    const after = JSON.parse((await runA3r(["status", "--runs-dir", runsDir, "--json"])).stdout) as {
-      state: string;
-      stages: number;
-      stop: { reason: string } | null;
-    }[];
-    expect(after).toMatchObject([{ state: "finished", stages: 2, stop: { reason: "no-improvement" } }]);
   }, 180_000);
+
+  // Slow tier: in npm test, leader/record/reopen.int.test.ts re-opens a campaign stopped on
+  // its stage budget once the budget is raised, and leader/planners/llm/llm-campaign's "stops
+  // cleanly with reason budget ..." goes on through `a3r resume --reopen` as here.
+  it.skipIf(!slowTests)(
+    `goes on with --reopen once the stage budget is raised in the campaign's topic.md${slowTierNote}`,
+    async () => {
+      const campaign = join(runsDir, "does-lr-change-the-fixture-reward");
+      await writeFile(join(campaign, "topic.md"), (await readFile(join(campaign, "topic.md"), "utf8")).replace(/stages: 1\b/, "stages: 2"));
+      const reopened = await runA3r(["resume", "does-lr-change-the-fixture-reward", "--runs-dir", runsDir, "--reopen"], { timeoutMs: 90_000 });
+      expect(reopened.code, reopened.stderr).toBe(0);
+      expect(reopened.stderr).toMatch(/leader: decide\n[^]*leader: watch \(stage 2\)/);
+      const after = JSON.parse((await runA3r(["status", "--runs-dir", runsDir, "--json"])).stdout) as {
+        state: string;
+        stages: number;
+        stop: { reason: string } | null;
+      }[];
+      expect(after).toMatchObject([{ state: "finished", stages: 2, stop: { reason: "no-improvement" } }]);
+    },
+    120_000,
+  );
 
   // Slow tier: cli/kill-leader-and-workers and leader/graph/kill-resume cover a killed leader's
   // resume in npm test, cli/stop-command the stopped state in a3r status.

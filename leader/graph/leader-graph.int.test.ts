@@ -10,6 +10,7 @@ import { runLeader } from "./leader-graph.ts";
 import { topicTextWithAbsolutePaths } from "../domain/topic-paths.ts";
 import { HeuristicPlanner } from "../planners/heuristic/heuristic-planner.ts";
 import { fixtureTopicText } from "../../test-support/fixture-topic.ts";
+import { slowTests, slowTierNote } from "../../test-support/slow-tests.ts";
 
 const root = resolve(import.meta.dirname, "../..");
 const a3r = `${process.execPath} ${join(root, "bin/a3r.js")}`;
@@ -135,32 +136,40 @@ describe("the leader graph", () => {
     expect(await readFile(join(runsDir, "reviewed", "stages/1/plan.md"), "utf8")).not.toContain("lr-0.01");
   }, 60_000);
 
-  it("runs the embedded swarm example topic (2 tiny stages, real swarm engine) to a report whose answer is the measured best", async () => {
-    // The example topic, made tiny: 3 training steps, one seed, on this machine only.
-    const exampleTopic = join(root, "examples/topics/embedded-lr.md");
-    const text = topicTextWithAbsolutePaths(await readFile(exampleTopic, "utf8"), exampleTopic)
-      .replace("overrides: { max_steps: 20 }", "overrides: { max_steps: 3 }")
-      .replace("seeds: 2", "seeds: 1")
-      .replace("hosts: ../hosts/local-only.yaml\n", "");
-    expect(text).toMatch(/max_steps: 3 /);
-    await createCampaign(runsDir, "embedded-lr", text);
-    const { state: final } = await runLeader({
-      runsDir,
-      campaignId: "embedded-lr",
-      planner: new HeuristicPlanner(),
-      hosts,
-      intervalMs: 500,
-    });
+  // Slow tier: in npm test, cli/override-landing's "a topic knob lr on a swarm.yaml without
+  // optimizer: runs" takes a campaign of real swarm runs (embedded engine) to its report,
+  // leader/analysis/analyze-stage.int.test.ts scores this example topic's runs (area), and
+  // "runs two stages to a report" above checks the report names the measured best.
+  it.skipIf(!slowTests)(
+    `runs the embedded swarm example topic (2 tiny stages, real swarm engine) to a report whose answer is the measured best${slowTierNote}`,
+    async () => {
+      // The example topic, made tiny: 3 training steps, one seed, on this machine only.
+      const exampleTopic = join(root, "examples/topics/embedded-lr.md");
+      const text = topicTextWithAbsolutePaths(await readFile(exampleTopic, "utf8"), exampleTopic)
+        .replace("overrides: { max_steps: 20 }", "overrides: { max_steps: 3 }")
+        .replace("seeds: 2", "seeds: 1")
+        .replace("hosts: ../hosts/local-only.yaml\n", "");
+      expect(text).toMatch(/max_steps: 3 /);
+      await createCampaign(runsDir, "embedded-lr", text);
+      const { state: final } = await runLeader({
+        runsDir,
+        campaignId: "embedded-lr",
+        planner: new HeuristicPlanner(),
+        hosts,
+        intervalMs: 500,
+      });
 
-    expect(final.history.map((record) => record.plan.kind)).toEqual(["screen", "refine"]);
-    expect(final.history[0]!.plan.configurations.map((item) => item.id)).toEqual(["baseline", "lr-0.05", "lr-0.5"]);
-    const outcomes = final.history.flatMap((record) => record.outcomes);
-    expect(outcomes.map((item) => item.state)).toEqual(outcomes.map(() => "succeeded"));
-    expect(outcomes.every((item) => item.score !== undefined && item.score >= 0 && item.score <= 1)).toBe(true);
-    expect(["no-improvement", "budget"]).toContain(final.stop?.reason);
+      expect(final.history.map((record) => record.plan.kind)).toEqual(["screen", "refine"]);
+      expect(final.history[0]!.plan.configurations.map((item) => item.id)).toEqual(["baseline", "lr-0.05", "lr-0.5"]);
+      const outcomes = final.history.flatMap((record) => record.outcomes);
+      expect(outcomes.map((item) => item.state)).toEqual(outcomes.map(() => "succeeded"));
+      expect(outcomes.every((item) => item.score !== undefined && item.score >= 0 && item.score <= 1)).toBe(true);
+      expect(["no-improvement", "budget"]).toContain(final.stop?.reason);
 
-    const best = outcomes.reduce((left, right) => (right.score! > left.score! ? right : left));
-    const report = await readFile(join(runsDir, "embedded-lr", "report.md"), "utf8");
-    expect(report).toContain(`best configuration measured is **${best.configurationId}**`);
-  }, 300_000);
+      const best = outcomes.reduce((left, right) => (right.score! > left.score! ? right : left));
+      const report = await readFile(join(runsDir, "embedded-lr", "report.md"), "utf8");
+      expect(report).toContain(`best configuration measured is **${best.configurationId}**`);
+    },
+    300_000,
+  );
 });

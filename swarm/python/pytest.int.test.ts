@@ -21,7 +21,10 @@ describe.concurrent("swarm/python (pytest)", () => {
     const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
       const child = spawn("bash", [join(import.meta.dirname, "run-tests.sh"), ...args], {
         // The client SDK tests start `a3r swarm serve` with the node running this test.
-        env: { ...process.env, A3R_NODE: process.env.A3R_NODE ?? process.execPath },
+        // One torch thread per process: beside the other forks on a 2-core machine, torch's
+        // default (a thread per core) waited on descheduled threads at every op, which took
+        // the torch half from about 60 s to 110 s and more CPU (measured beside 3 busy loops).
+        env: { ...process.env, A3R_NODE: process.env.A3R_NODE ?? process.execPath, OMP_NUM_THREADS: process.env.OMP_NUM_THREADS ?? "1" },
         stdio: ["ignore", "pipe", "pipe"],
       });
       let output = "";

@@ -411,19 +411,26 @@ describe.concurrent("a campaign planned by a scripted model", () => {
       expect(again.code, again.stderr).toBe(0);
     }, 120_000);
 
-    it("with the model set again, the campaign goes on to its report with the llm planner", async () => {
-      let last: CliResult | undefined;
-      // Answer each review the campaign waits for (the plan's, if a refused resume left it open, then the blueprints').
-      for (let round = 0; round < 3; round += 1) {
-        const waiting = ofKind(await eventsOf(s), "review.requested").length > ofKind(await eventsOf(s), "review.approved").length;
-        last = await runA3r(["resume", s.campaignId, "--runs-dir", s.runsDir, ...(waiting ? ["--approve"] : [])], { env: s.env, timeoutMs: 90_000 });
-        expect(last.code, last.stderr).toBe(0);
-        if (last.stdout.startsWith("report: ")) break;
-      }
-      expect(last!.stdout.trim()).toBe(`report: ${join(s.campaign, "report.md")}`);
-      expect(await readFile(join(s.campaign, "report.md"), "utf8")).toContain("model-written answer, good run");
-      expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 1, analyze: 1 });
-    }, 180_000);
+    // Slow tier: in npm test, "pauses for approval, with review off, ..." below takes an llm
+    // campaign from `a3r resume --approve` to its model-written report, and the case above
+    // shows the same resume --approve works after the refusal.
+    it.skipIf(!slowTests)(
+      `with the model set again, the campaign goes on to its report with the llm planner${slowTierNote}`,
+      async () => {
+        let last: CliResult | undefined;
+        // Answer each review the campaign waits for (the plan's, if a refused resume left it open, then the blueprints').
+        for (let round = 0; round < 3; round += 1) {
+          const waiting = ofKind(await eventsOf(s), "review.requested").length > ofKind(await eventsOf(s), "review.approved").length;
+          last = await runA3r(["resume", s.campaignId, "--runs-dir", s.runsDir, ...(waiting ? ["--approve"] : [])], { env: s.env, timeoutMs: 90_000 });
+          expect(last.code, last.stderr).toBe(0);
+          if (last.stdout.startsWith("report: ")) break;
+        }
+        expect(last!.stdout.trim()).toBe(`report: ${join(s.campaign, "report.md")}`);
+        expect(await readFile(join(s.campaign, "report.md"), "utf8")).toContain("model-written answer, good run");
+        expect(await callsByRole(s)).toEqual({ frame: 1, plan: 2, write: 1, analyze: 1 });
+      },
+      180_000,
+    );
   });
   it("pauses for approval, with review off, before running a blueprint whose command the base experiment does not have", async () => {
     const s = await scenario("new-command.yaml", { seeds: 1, values: () => ({ node: process.execPath }) });
