@@ -3,12 +3,12 @@ import { readResultDir } from "../../campaign/index.ts";
 import type { CampaignPaths } from "../../campaign/index.ts";
 import { writeRedactedFile } from "../../core/redact.ts";
 import { pathExists } from "../../core/path-exists.ts";
-import { bestConfiguration, formatNumber, isBetter, summarizeConfigurations } from "../domain/configurations.ts";
+import { bestConfiguration, formatNumber, isBetter, seedScores, summarizeConfigurations, type SeedScores } from "../domain/configurations.ts";
 import type { ConfigurationSummary, ExperimentOutcome, Prediction, StagePlan, StageRecord } from "../domain/planner.ts";
 import { renderAnalysis } from "./analysis-markdown.ts";
 import type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
 export type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
-import { alpha, welchTest } from "../domain/comparisons.ts";
+import { rankAgainstIncumbent } from "../domain/incumbent.ts";
 import { campaignRanking, currentLook } from "../planners/heuristic/heuristic-planner.ts";
 import { oneSidedBound, summarizeCurve, withinRange, type CurvePoint } from "../domain/statistics.ts";
 import { axisUnits, commonBudget, curveOnAxis, perStep, stepConfound, truncateAt } from "./budget-axis.ts";
@@ -95,21 +95,22 @@ export function analyzeStageResults(
     ...(experiment.reason === undefined ? {} : { reason: experiment.reason }),
   }));
   const summaries = summarizeConfigurations([...history, { plan, outcomes }]);
+  // The planner's look (its level and pairing): the analysis shows what the planner decides from.
+  const judged = [...history, { plan, outcomes }];
+  const look = currentLook(topic, judged);
+  const test = { level: look.level, scores: seedScores(judged) };
   const own = summaries.filter((summary) => plan.configurations.some((configuration) => configuration.id === summary.configuration.id));
   const verdicts = plan.configurations.map((configuration) => {
     const summary = own.find((item) => item.configuration.id === configuration.id)!;
     return {
       configurationId: configuration.id,
       prediction: configuration.prediction.text,
-      ...judge(configuration.prediction, summary, summaries, metric.goal, experiments, metric.range),
+      ...judge(configuration.prediction, summary, summaries, metric.goal, experiments, metric.range, test),
     };
   });
   // The campaign's best so far over every stage, the same number the report gives (a3r status shows it).
   const best = bestConfiguration(summaries, metric.goal);
-  // The planner's ranking at this look (its level and pairing), so the analysis shows what the planner decides from.
-  const judged = [...history, { plan, outcomes }];
   const ranking = campaignRanking(topic, judged);
-  const look = currentLook(topic, judged);
   return {
     stage: plan.stage,
     metric: metric.name,
@@ -149,10 +150,12 @@ function outcomeState(state: string): ExperimentOutcome["state"] {
 }
 
 /**
- * A prediction is directional and stated before the stage runs, so it is judged one-sided
- * at alpha = 0.05. Supported: better than the reference beyond seed noise (the one-sided
- * 95% bound of the mean lies past a level; Welch's one-sided test against a
- * configuration). Refuted: the mean is not better than the reference at all.
+ * A prediction is directional and stated before the stage runs, so it is judged one-sided.
+ * Supported: better than the reference beyond seed noise (the one-sided 95% bound of the
+ * mean lies past a level; against a configuration, the planner's own test at this look,
+ * paired by seed where it pairs, one-sided at the look's level and uncorrected: the same
+ * test and level as the comparison shown beside it, one-sided because the prediction was
+ * directional). Refuted: the mean is not better than the reference at all.
  * Inconclusive: better in the mean but within the noise, or not enough runs to say.
  */
 function judge(
@@ -162,6 +165,8 @@ function judge(
   goal: "maximize" | "minimize",
   experiments: ExperimentAnalysis[],
   range: [number, number] | undefined,
+  /** The planner's test at this look: "beats" is judged as the planner compares (paired by seed where it would), one-sided at the look's level. */
+  test: { level: number; scores: SeedScores },
 ): Omit<PredictionVerdict, "configurationId" | "prediction"> {
   const sample = withinRange(summary.sample, range);
   const measured = `mean ${formatNumber(sample.mean)} over ${sample.n} seed(s), 95% interval ${sample.low === undefined ? "n/a" : `[${formatNumber(sample.low)}, ${formatNumber(sample.high)}]`}`;
@@ -199,17 +204,14 @@ function judge(
     return { verdict: "inconclusive", explanation: `the reference ${prediction.configurationId ?? "(none)"} has no score to compare with` };
   const against = `${reference.configuration.id}'s mean ${formatNumber(reference.sample.mean)}${reference.sample.low === undefined ? "" : ` [${formatNumber(reference.sample.low)}, ${formatNumber(reference.sample.high)}]`}`;
   if (!isBetter(sample.mean, reference.sample.mean, goal)) return { verdict: "refuted", explanation: `${measured} is not better than ${against}` };
-  const welch = welchTest(summary.scores, reference.scores);
-  if (!welch)
+  const row = rankAgainstIncumbent([summary, reference], { goal, ...(range ? { range } : {}) }, test.level, test.scores)?.comparisons[0];
+  if (!row || row.p === undefined)
     return { verdict: "inconclusive", explanation: `${measured} is better in the mean than ${against}, but one seed on a side gives no noise to judge by` };
   // One-sided: half the two-sided p, on the side the mean already favours.
-  const oneSided = welch.p / 2;
-  if (oneSided < alpha)
-    return { verdict: "supported", explanation: `${measured} is better than ${against}, beyond seed noise (Welch's t, one-sided p ${formatNumber(oneSided)})` };
-  return {
-    verdict: "inconclusive",
-    explanation: `${measured} is better in the mean than ${against}, but within seed noise (Welch's t, one-sided p ${formatNumber(oneSided)})`,
-  };
+  const oneSided = row.p / 2;
+  const how = `${row.matched?.paired ? `paired by seed on ${row.matched.seeds} seeds` : "Welch's t"}, one-sided p ${formatNumber(oneSided)} at this look's level ${formatNumber(test.level)}`;
+  if (oneSided < test.level) return { verdict: "supported", explanation: `${measured} is better than ${against}, beyond seed noise (${how})` };
+  return { verdict: "inconclusive", explanation: `${measured} is better in the mean than ${against}, but within seed noise (${how})` };
 }
 
 /** Reads every planned experiment's result directory (a missing one reads as "missing"). */

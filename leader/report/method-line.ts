@@ -41,7 +41,7 @@ export function methodLine(topic: Topic, look: LookLevel, incumbentComparisons: 
       ? "no equivalence margin is declared (metric.equivalence), so no tie can be shown."
       : `"the same" means two one-sided tests (TOST, Holm-corrected, at the same level) within the margin ${formatNumber(metric.equivalence)}.`,
     metric.range ? `Intervals are clipped to the metric's range [${metric.range.join(", ")}].` : "",
-    "A stage plan's predictions are checked one by one, each one-sided at 0.05 by Welch's t without correction: a check of the plan, not a claim of the answer.",
+    "A stage plan's predictions are checked one by one without correction (one configuration beating another by the same test, one-sided at the look's level; a mean past a level by its one-sided 95% bound): a check of the plan, not a claim of the answer.",
   ]
     .filter((part) => part !== "")
     .join(" ");

@@ -205,4 +205,35 @@ describe("the report's statistics are the planner's at the campaign's last look"
     expect(comparisonCells(model)[0]![4]).toMatch(/^Welch \(df /);
     expect(model.method).toContain("(here 0 of the 2 comparison(s) paired, 2 Welch)");
   });
+
+  it("judges a stage's 'beats' prediction by the planner's test at the look: paired by seed, at the look's level", () => {
+    const topic = parseTopic(topicText);
+    const { history } = campaign(topicText, pairedFinals);
+    const plan: StagePlan = {
+      ...history[0]!.plan,
+      configurations: history[0]!.plan.configurations.map((configuration) =>
+        configuration.id === "lr-0.2"
+          ? { ...configuration, prediction: { kind: "beats-configuration", configurationId: "baseline", text: "lr-0.2 beats the baseline" } }
+          : configuration,
+      ),
+    };
+    const reads: RunRead[] = plan.experiments.map((experiment) => ({
+      blueprintId: experiment.blueprintId,
+      state: "succeeded",
+      reason: undefined,
+      records: [0, 1].map((step) => {
+        const final = pairedFinals[experiment.configurationId]![experiment.seed]!;
+        return makeMetricsRecord({ step, reward_mean: step === 1 ? final : final / 2, time });
+      }),
+    }));
+    const analysis = analyzeStageResults(topic, plan, [], reads, (id) => `results/${id}`);
+    const level = currentLook(topic, [{ plan, outcomes: analysis.outcomes }]).level;
+    const verdict = analysis.verdicts.find((item) => item.configurationId === "lr-0.2")!;
+    expect(verdict.verdict).toBe("supported");
+    expect(verdict.explanation).toContain(`paired by seed on 4 seeds, one-sided p`);
+    expect(verdict.explanation).toContain(`at this look's level ${formatNumber(level)}`);
+    // Unpaired, the seeds' spread hides the same difference.
+    const unpaired = rankAgainstIncumbent(summarizeConfigurations([{ plan, outcomes: analysis.outcomes }]), topic.metric!, level)!.comparisons[0]!;
+    expect(unpaired.p! / 2).toBeGreaterThan(level);
+  });
 });
