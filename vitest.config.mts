@@ -15,13 +15,14 @@ const longFirst = [
   "leader/planners/llm/llm-campaign.int.test.ts",
   "leader/graph/kill-resume.int.test.ts",
   "cli/research-command.int.test.ts",
-  "swarm/engines/embedded/learning.int.test.ts",
-  "leader/graph/leader-graph.int.test.ts",
-  "cli/rebuild-checkpoint.int.test.ts",
   "cli/override-landing.int.test.ts",
-  "cli/hosts-command.int.test.ts",
   "cli/review.int.test.ts",
+  "hosts/local/local-launcher.int.test.ts",
+  "swarm/engines/embedded/learning.int.test.ts",
+  "cli/hosts-command.int.test.ts",
   "cli/history.int.test.ts",
+  "cli/rebuild-checkpoint.int.test.ts",
+  "leader/graph/leader-graph.int.test.ts",
 ];
 
 class LongFirstSequencer extends BaseSequencer {
