@@ -1,6 +1,6 @@
 import { relative } from "node:path";
 import type { StageAnalysis } from "./stage-analysis.ts";
-import type { IncumbentComparison } from "../domain/incumbent.ts";
+import { minimumPairedSeeds, type IncumbentComparison } from "../domain/incumbent.ts";
 import { formatNumber } from "../domain/configurations.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import type { Topic } from "../domain/topic.ts";
@@ -87,7 +87,7 @@ function comparisonLines(analysis: StageAnalysis, equivalence: number | undefine
   return [
     `## Against the incumbent (${comparisons.incumbent}, every stage so far)`,
     "",
-    `As the planner judges them at this look: paired by seed (the paired t on seed-matched differences) where two configurations ran four or more of the same seeds, else Welch's t (guarded by the paired error at two or three); ${lookText(comparisons.look)}, Holm-corrected over the ${comparisons.rows.length} comparison(s); intervals are Holm-adjusted (each at the level its Holm step tests at, so it excludes 0 exactly when Holm p < ${formatNumber(comparisons.look?.level ?? alpha)}) and clipped to the metric's range${equivalence === undefined ? "; no equivalence margin is declared (`metric.equivalence`), so a tie cannot be shown" : `; equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: **${comparisons.status}**.`,
+    `As the planner judges them at this look: paired by seed (the paired t on seed-matched differences) where two configurations ran ${minimumPairedSeeds} or more of the same seeds, else Welch's t (guarded by the paired error with fewer shared seeds, from two); ${lookText(comparisons.look)}, Holm-corrected over the ${comparisons.rows.length} comparison(s); intervals are Holm-adjusted (each at the level its Holm step tests at, so it excludes 0 exactly when Holm p < ${formatNumber(comparisons.look?.level ?? alpha)}) and clipped to the metric's range${equivalence === undefined ? "; no equivalence margin is declared (`metric.equivalence`), so a tie cannot be shown" : `; equivalence margin ${formatNumber(equivalence)} (two one-sided tests)`}. Status: **${comparisons.status}**.`,
     "",
     "| other | incumbent ahead by | Holm-adjusted interval (level) | Hedges' g [same level] | test (df) | p | Holm p | TOST Holm p | verdict |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
