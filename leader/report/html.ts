@@ -161,10 +161,10 @@ function costsHtml(model: CampaignReportModel): string[] {
   else {
     const rows = [...costs.llmByRole, costs.llmTotal].map(
       (row) =>
-        `<tr${row.role === "total" ? ' class="best"' : ""}><td>${escapeHtml(row.role)}</td><td class="number">${row.calls}</td><td class="number">${row.failedCalls}</td><td class="number">${row.inputTokens}</td><td class="number">${row.outputTokens}</td><td class="number">${row.cachedTokens}</td><td class="number">${row.costUsd.toFixed(4)}</td></tr>`,
+        `<tr${row.role === "total" ? ' class="best"' : ""}><td>${escapeHtml(row.role)}</td><td class="number">${row.calls}</td><td class="number">${row.failedCalls}</td><td class="number">${row.inputTokens}</td><td class="number">${row.outputTokens}</td><td class="number">${row.cachedTokens}</td><td class="number">${row.costUsd.toFixed(4)}</td><td class="number">${(row.durationMs / 1000).toFixed(1)}</td></tr>`,
     );
     parts.push(
-      `<table class="costs"><thead><tr><th>role</th><th>calls</th><th>failed</th><th>input tokens</th><th>output tokens</th><th>cached tokens</th><th>cost (USD)</th></tr></thead><tbody>${rows.join("")}</tbody></table>`,
+      `<table class="costs"><thead><tr><th>role</th><th>calls</th><th>failed</th><th>input tokens</th><th>output tokens</th><th>cached tokens</th><th>cost (USD)</th><th>time (s)</th></tr></thead><tbody>${rows.join("")}</tbody></table>`,
     );
   }
   return parts;

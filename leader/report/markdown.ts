@@ -93,10 +93,13 @@ export function renderReportMarkdown(model: CampaignReportModel): string {
   );
   if (model.costs.llmByRole.length === 0) lines.push("Language models: no calls recorded in the ledger.", "");
   else {
-    lines.push("| role | calls | failed | input tokens | output tokens | cached tokens | cost (USD) |", "| --- | --- | --- | --- | --- | --- | --- |");
+    lines.push(
+      "| role | calls | failed | input tokens | output tokens | cached tokens | cost (USD) | time (s) |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    );
     for (const row of [...model.costs.llmByRole, model.costs.llmTotal]) {
       lines.push(
-        `| ${row.role === "total" ? "**total**" : cell(row.role)} | ${row.calls} | ${row.failedCalls} | ${row.inputTokens} | ${row.outputTokens} | ${row.cachedTokens} | ${row.costUsd.toFixed(4)} |`,
+        `| ${row.role === "total" ? "**total**" : cell(row.role)} | ${row.calls} | ${row.failedCalls} | ${row.inputTokens} | ${row.outputTokens} | ${row.cachedTokens} | ${row.costUsd.toFixed(4)} | ${(row.durationMs / 1000).toFixed(1)} |`,
       );
     }
     lines.push("");

@@ -276,6 +276,14 @@ describe("buildReportModel", () => {
       ["analyze", 1, 0, 300],
     ]);
     expect(model.costs.llmTotal.costUsd).toBeCloseTo(0.015, 9);
+    // The time the model calls took, per role and in all (ledger durationMs 900 + 50, and 400).
+    expect(model.costs.llmByRole.map((row) => [row.role, row.durationMs])).toEqual([
+      ["plan", 950],
+      ["analyze", 400],
+    ]);
+    expect(renderReportMarkdown(model)).toContain("| plan | 2 | 1 | 1500 |");
+    expect(renderReportMarkdown(model)).toMatch(/\| \*\*total\*\* \| 3 \| 1 \| 1800 \| .* \| 0\.0150 \| 1\.4 \|/);
+    expect(renderReportHtml(model)).toContain("<th>time (s)</th>");
     expect(model.experiments.find((row) => row.blueprintId === "s1-baseline-seed1")!.gpuHours).toBe(1);
   });
 

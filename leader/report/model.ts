@@ -85,8 +85,8 @@ export interface StageCurves {
   runs: number[];
 }
 
-/** One role's line of the ledger, as the report shows it (time spent is left out). */
-export type RoleCostRow = { role: string } & Omit<RoleTotals, "durationMs">;
+/** One role's line of the ledger, as the report shows it: calls, tokens, dollars and the time the calls took. */
+export type RoleCostRow = { role: string } & RoleTotals;
 
 export interface ReportCosts {
   gpuHours: number;
@@ -346,6 +346,7 @@ function costsOf(ledger: LedgerSummary): ReportCosts {
     outputTokens: totals.outputTokens,
     cachedTokens: totals.cachedTokens,
     costUsd: totals.costUsd,
+    durationMs: totals.durationMs,
   });
   const llmByRole = Object.entries(ledger.llm.byRole)
     .filter(([, totals]) => totals.calls > 0)
