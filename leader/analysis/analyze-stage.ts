@@ -8,7 +8,7 @@ import type { ConfigurationSummary, ExperimentOutcome, Prediction, StagePlan, St
 import { renderAnalysis } from "./analysis-markdown.ts";
 import type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
 export type { ExperimentAnalysis, PredictionVerdict, RunRead, StageAnalysis } from "./stage-analysis.ts";
-import { rankAgainstIncumbent } from "../domain/incumbent.ts";
+import { comparePair } from "../domain/incumbent.ts";
 import { campaignRanking, currentLook } from "../planners/heuristic/heuristic-planner.ts";
 import { oneSidedBound, summarizeCurve, withinRange, type CurvePoint } from "../domain/statistics.ts";
 import { axisUnits, commonBudget, curveOnAxis, perStep, stepConfound, truncateAt } from "./budget-axis.ts";
@@ -94,9 +94,9 @@ export function analyzeStageResults(
     score: experiment.score,
     ...(experiment.reason === undefined ? {} : { reason: experiment.reason }),
   }));
-  const summaries = summarizeConfigurations([...history, { plan, outcomes }]);
-  // The planner's look (its level and pairing): the analysis shows what the planner decides from.
+  // Every stage so far, judged at the planner's look (its level and pairing): the analysis shows what the planner decides from.
   const judged = [...history, { plan, outcomes }];
+  const summaries = summarizeConfigurations(judged);
   const look = currentLook(topic, judged);
   const test = { level: look.level, scores: seedScores(judged) };
   const own = summaries.filter((summary) => plan.configurations.some((configuration) => configuration.id === summary.configuration.id));
@@ -204,7 +204,7 @@ function judge(
     return { verdict: "inconclusive", explanation: `the reference ${prediction.configurationId ?? "(none)"} has no score to compare with` };
   const against = `${reference.configuration.id}'s mean ${formatNumber(reference.sample.mean)}${reference.sample.low === undefined ? "" : ` [${formatNumber(reference.sample.low)}, ${formatNumber(reference.sample.high)}]`}`;
   if (!isBetter(sample.mean, reference.sample.mean, goal)) return { verdict: "refuted", explanation: `${measured} is not better than ${against}` };
-  const row = rankAgainstIncumbent([summary, reference], { goal, ...(range ? { range } : {}) }, test.level, test.scores)?.comparisons[0];
+  const row = comparePair(summary, reference, { goal, ...(range ? { range } : {}) }, test.level, test.scores)?.row;
   if (!row || row.p === undefined)
     return { verdict: "inconclusive", explanation: `${measured} is better in the mean than ${against}, but one seed on a side gives no noise to judge by` };
   // One-sided: half the two-sided p, on the side the mean already favours.

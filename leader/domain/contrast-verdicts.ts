@@ -1,7 +1,7 @@
-import { alpha, holmAdjust, holmIntervalLevel, seedsToSeparate, seedsToShowEquivalence } from "./comparisons.ts";
+import { alpha, holmAdjust, holmIntervalLevel } from "./comparisons.ts";
 import type { SeedScores } from "./configurations.ts";
-import { followUpPower, pooledStd } from "./follow-up.ts";
-import { rankAgainstIncumbent, type IncumbentComparison } from "./incumbent.ts";
+import { matchedSeedStd, pooledStd, seedsToSettle } from "./follow-up.ts";
+import { comparePair, type IncumbentComparison } from "./incumbent.ts";
 import type { ConfigurationSummary } from "./planner.ts";
 import { onContrastSide, type Contrast } from "./question.ts";
 import type { KnobValue, TopicMetric } from "./topic.ts";
@@ -80,7 +80,7 @@ export function judgeContrasts(
     }),
   }));
   const pairs = raw.flatMap(({ contrast, members }) => members.map((member) => ({ contrast, member })));
-  const tests = pairs.map(({ member }) => (baseline ? againstBaseline(member, baseline, metric, level, scores) : undefined));
+  const tests = pairs.map(({ member }) => (baseline ? comparePair(member, baseline, metric, level, scores) : undefined));
   const pHolm = holmAdjust(tests.map((test) => test?.row.p));
   const tostHolm = holmAdjust(tests.map((test) => test?.row.equivalenceP));
   const family = pHolm.filter((p) => p !== undefined).length;
@@ -108,7 +108,7 @@ export function judgeContrasts(
       };
     // Shown at the level its Holm step tests at, so the interval excludes 0 exactly when the verdict is beyond seed noise.
     const intervalLevel = holmIntervalLevel(test.row.p, pHolm[index], family, level);
-    const shown = againstBaseline(member, baseline!, metric, 1 - intervalLevel, scores)!;
+    const shown = comparePair(member, baseline!, metric, 1 - intervalLevel, scores)!;
     // The paired test's effect is the mean matched difference, which may differ from the difference of the means.
     const paired = test.memberLeads ? sign * test.row.advantage : -sign * test.row.advantage;
     const advantage = sign * paired;
@@ -141,19 +141,6 @@ export function judgeContrasts(
   });
 }
 
-/** The member against the baseline by the incumbent's rule (domain/incumbent.ts): paired, guarded or Welch. */
-function againstBaseline(
-  member: ConfigurationSummary,
-  baseline: ConfigurationSummary,
-  metric: ContrastMetric,
-  level: number,
-  scores: SeedScores | undefined,
-): { row: IncumbentComparison; memberLeads: boolean } | undefined {
-  const ranking = rankAgainstIncumbent([member, baseline], metric, level, scores);
-  const row = ranking?.comparisons[0];
-  return ranking && row ? { row, memberLeads: ranking.incumbent === member } : undefined;
-}
-
 /** member − baseline (raw units) from the incumbent's advantage interval (positive = better for the goal). */
 function memberInterval(low: number, high: number, sign: number, memberLeads: boolean): [number, number] {
   const [rawLow, rawHigh] = sign > 0 ? [low, high] : [-high, -low];
@@ -162,12 +149,9 @@ function memberInterval(low: number, high: number, sign: number, memberLeads: bo
 
 function settleMember(member: ContrastMember, pair: ConfigurationSummary[], equivalence: number | undefined, openCount: number): ContrastMember["settle"] {
   // Sides that share seeds are sized on their seed-matched differences, as domain/follow-up.ts sizes the incumbent's.
-  const std = member.matched ? member.matched.differenceStd / Math.SQRT2 : pooledStd(pair);
+  const std = member.matched ? matchedSeedStd(member.matched) : pooledStd(pair);
   if (std === undefined) return undefined;
-  const significance = alpha / Math.max(1, openCount);
-  const separate = seedsToSeparate(Math.abs(member.difference), std, followUpPower, significance);
-  const same = equivalence === undefined ? Number.POSITIVE_INFINITY : seedsToShowEquivalence(member.difference, equivalence, std, followUpPower, significance);
-  return same < separate ? { seedsPerSide: same, kind: "equivalence" } : { seedsPerSide: separate, kind: "separate" };
+  return seedsToSettle(member.difference, std, equivalence, alpha / Math.max(1, openCount));
 }
 
 /** Whether a member counts for "yes" under the contrast's ask. */

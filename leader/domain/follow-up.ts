@@ -1,5 +1,5 @@
 import { alpha, seedsToSeparate, seedsToShowEquivalence } from "./comparisons.ts";
-import type { IncumbentComparison, IncumbentRanking } from "./incumbent.ts";
+import { minimumPairedSeeds, type IncumbentComparison, type IncumbentRanking } from "./incumbent.ts";
 import type { ConfigurationSummary } from "./planner.ts";
 
 /**
@@ -55,7 +55,7 @@ export function followUps(
     // Sides that share seeds (compared paired from four shared seeds on, guarded below) are sized
     // as paired: a seed a side adds one difference of spread s_d, as two independent seeds of
     // spread s_d/sqrt(2) would, and the per-side counts below are then matched seeds.
-    if (comparison.matched) return { ...settle(comparison, comparison.matched.differenceStd / Math.SQRT2, equivalence, significance), paired: true };
+    if (comparison.matched) return { ...settle(comparison, matchedSeedStd(comparison.matched), equivalence, significance), paired: true };
     const pair = other ? pooledStd([ranking.incumbent, other]) : undefined;
     const std = pair !== undefined && pair > 0 ? pair : everyone;
     return settle(comparison, std, equivalence, significance);
@@ -65,11 +65,30 @@ export function followUps(
 function settle(comparison: IncumbentComparison, std: number | undefined, equivalence: number | undefined, significance: number): ComparisonFollowUp {
   const difference = Math.abs(comparison.advantage);
   if (std === undefined) return { otherId: comparison.otherId, kind: "separate", size: difference, seedsPerSide: Number.POSITIVE_INFINITY, std };
-  const separate = seedsToSeparate(difference, std, followUpPower, significance);
+  const { kind, seedsPerSide } = seedsToSettle(difference, std, equivalence, significance);
+  return { otherId: comparison.otherId, kind, size: kind === "equivalence" ? equivalence! : difference, seedsPerSide, std };
+}
+
+/** Seeds per side at 80% power that would settle a difference: separate it, or show it within the margin, whichever needs fewer. */
+export function seedsToSettle(
+  difference: number,
+  std: number,
+  equivalence: number | undefined,
+  significance: number,
+): { kind: "separate" | "equivalence"; seedsPerSide: number } {
+  const separate = seedsToSeparate(Math.abs(difference), std, followUpPower, significance);
   const same = equivalence === undefined ? Number.POSITIVE_INFINITY : seedsToShowEquivalence(difference, equivalence, std, followUpPower, significance);
-  return same < separate
-    ? { otherId: comparison.otherId, kind: "equivalence", size: equivalence!, seedsPerSide: same, std }
-    : { otherId: comparison.otherId, kind: "separate", size: difference, seedsPerSide: separate, std };
+  return same < separate ? { kind: "equivalence", seedsPerSide: same } : { kind: "separate", seedsPerSide: separate };
+}
+
+/** The per-side spread two seed-matched sides are sized with: one seed on both adds one difference of spread s_d, as two independent seeds of s_d/√2 would. */
+export function matchedSeedStd(matched: NonNullable<IncumbentComparison["matched"]>): number {
+  return matched.differenceStd / Math.SQRT2;
+}
+
+/** Seeds to run on both seed-matched sides so that `seedsPerSide` shared seeds exist, at least one and enough to be compared paired. */
+export function pairedSeedsToAdd(seedsPerSide: number, sharedSeeds: number): number {
+  return Math.max(1, Math.max(seedsPerSide, minimumPairedSeeds) - sharedSeeds);
 }
 
 /**

@@ -205,3 +205,21 @@ function standardDeviation(values: readonly number[]): number {
  * guardedWelchTest instead.
  */
 export const minimumPairedSeeds = 4;
+
+/**
+ * One configuration against a reference by the rule above (paired from the shared seeds,
+ * guarded or Welch), whichever leads: the comparison row, and whether `member` is the
+ * leader (the row's advantage is the leader's). For comparisons that are not the
+ * incumbent's: a contrast against the baseline, a stage's "beats" prediction.
+ */
+export function comparePair(
+  member: ConfigurationSummary,
+  reference: ConfigurationSummary,
+  metric: Pick<TopicMetric, "goal"> & { range?: [number, number]; equivalence?: number },
+  level: number,
+  scores: SeedScores | undefined,
+): { row: IncumbentComparison; memberLeads: boolean } | undefined {
+  const ranking = rankAgainstIncumbent([member, reference], metric, level, scores);
+  const row = ranking?.comparisons[0];
+  return ranking && row ? { row, memberLeads: ranking.incumbent === member } : undefined;
+}

@@ -1,11 +1,10 @@
 import { formatNumber } from "../domain/configurations.ts";
-import { followUpPower, followUps, seedsToAdd } from "../domain/follow-up.ts";
+import { followUpPower, followUps, pairedSeedsToAdd, seedsToAdd } from "../domain/follow-up.ts";
 import type { IncumbentComparison, IncumbentRanking } from "../domain/incumbent.ts";
 import type { ConfigurationSummary, StageRecord } from "../domain/planner.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import { withinRange } from "../domain/statistics.ts";
 import type { KnobValue, Topic } from "../domain/topic.ts";
-import { minimumPairedSeeds } from "../domain/incumbent.ts";
 import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
 import { contrastParagraph, levelText } from "./question-answer.ts";
 import type { Paragraph } from "./inline.ts";
@@ -159,7 +158,7 @@ function settleText(ranking: IncumbentRanking, summaries: ConfigurationSummary[]
     const matched = ranking.comparisons.find((comparison) => comparison.otherId === plan.otherId)?.matched;
     if (plan.paired && matched) {
       // Sized on the seed-matched differences (domain/follow-up.ts), which are compared paired from four shared seeds.
-      const add = Math.max(1, Math.max(plan.seedsPerSide, minimumPairedSeeds) - matched.seeds);
+      const add = pairedSeedsToAdd(plan.seedsPerSide, matched.seeds);
       return `${add} more seed(s) run on both ${incumbentId} and ${plan.otherId} (${matched.seeds + add} shared seeds, compared paired) would ${what} with ${followUpPower * 100}% power`;
     }
     const more = (id: string): number => Math.max(0, plan.seedsPerSide - (summaries.find((summary) => summary.configuration.id === id)?.sample.n ?? 0));

@@ -1,10 +1,9 @@
 import { formatNumber } from "../domain/configurations.ts";
-import type { IncumbentComparison } from "../domain/incumbent.ts";
 import { scoreLabel } from "../domain/score-label.ts";
 import { alpha } from "../domain/comparisons.ts";
 import type { LookLevel } from "../domain/sequential-design.ts";
 import type { Topic } from "../domain/topic.ts";
-import { minimumPairedSeeds } from "../domain/incumbent.ts";
+import { minimumPairedSeeds, type IncumbentComparison } from "../domain/incumbent.ts";
 import type { ContrastVerdict } from "../domain/contrast-verdicts.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { formatNumber } from "../domain/configurations.ts";
-import { minimumPairedSeeds } from "../domain/incumbent.ts";
 import type { ContrastMember, ContrastVerdict } from "../domain/contrast-verdicts.ts";
+import { pairedSeedsToAdd } from "../domain/follow-up.ts";
 import type { Paragraph } from "./inline.ts";
 
 /**
@@ -87,7 +87,7 @@ function settleSentence(verdict: ContrastVerdict): string {
     const what =
       member.settle.kind === "separate" ? `separate a ${formatNumber(Math.abs(member.difference))} difference` : "show them the same within the margin";
     if (member.matched) {
-      const add = Math.max(1, Math.max(member.settle.seedsPerSide, minimumPairedSeeds) - member.matched.seeds);
+      const add = pairedSeedsToAdd(member.settle.seedsPerSide, member.matched.seeds);
       return `${add} more seed(s) run on both ${member.configurationId} and the baseline (${member.matched.seeds + add} shared seeds, compared paired) would ${what} with 80% power`;
     }
     const more = (n: number): number => Math.max(0, member.settle!.seedsPerSide - n);
